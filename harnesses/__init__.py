@@ -1,0 +1,1 @@
+"""Harnesses: the minimal loop, recovery conditions, reference policies."""

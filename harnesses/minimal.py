@@ -1,0 +1,134 @@
+"""The minimal harness: our own agent loop.
+
+System prompt (from the condition) and task, then model turn → tool calls through the tool
+layer → results → … until ``finish`` or a limit. Parallel tool calls in one turn run in the
+order given. Each model turn costs the think time on the sim clock.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from limbo.adapter import EpisodeContext, Message, ModelAdapter, ModelTurn, ToolDef
+from limbo.registry import register
+from limbo.results import Result
+from limbo.world import World
+
+from .conditions import Condition, ToolLayer
+
+MAX_LOGGED_ARGS = 4000
+
+
+class BoundaryLayer:
+    """The innermost tool layer: straight to the world's boundary."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+
+    def call(self, name: str, args: Any) -> Result:
+        return self.world.boundary.call(name, args)
+
+
+@dataclass
+class LoopResult:
+    termination: str = "finished"
+    report: dict[str, Any] | None = None
+    turns: int = 0
+    tool_calls: int = 0
+    usage: list[dict[str, Any]] = field(default_factory=list)
+    agent_time_s: float = 0.0
+    reason: str | None = None
+
+
+def tool_defs(world: World) -> list[ToolDef]:
+    return [ToolDef(name=s.name, description=s.description, parameters=s.schema())
+            for s in world.tools.values()]
+
+
+def loggable(args: Any) -> Any:
+    """Arguments as logged: huge payloads are summarised, never dropped silently."""
+    text = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+    if len(text) <= MAX_LOGGED_ARGS:
+        return args
+    return {"_truncated": text[:200], "_chars": len(text)}
+
+
+@register("harness", "minimal")
+class MinimalHarness:
+    """Runs one episode's agent loop against ``world``."""
+
+    def __init__(self, world: World, adapter: ModelAdapter, condition: Condition,
+                 ctx: EpisodeContext) -> None:
+        self.world = world
+        self.adapter = adapter
+        self.condition = condition
+        self.ctx = ctx
+        self.layer: ToolLayer = condition.wrap(BoundaryLayer(world), world)
+        self.out = LoopResult()
+
+    async def run(self) -> LoopResult:
+        world, limits = self.world, self.world.cell.limits
+        messages = [Message(role="system", content=self.condition.system_prompt()),
+                    Message(role="user", content=world.prompt())]
+        tools = tool_defs(world)
+        while self.out.termination == "finished" and self.out.report is None:
+            if self.out.turns >= limits.model_turns:
+                return self._stop("turn_limit")
+            if world.now >= limits.agent_time_s:
+                return self._stop("time_limit")
+            world.env.run(until=world.now + world.cell.timing.think_s)
+            self.out.turns += 1
+            turn = await self.adapter.generate(messages, tools, self.ctx)
+            self._account(turn)
+            messages.append(Message(role="assistant", content=turn.text or "",
+                                    tool_calls=turn.tool_calls))
+            if not turn.tool_calls:
+                break
+            for call in turn.tool_calls:
+                if not self._call(call.id, call.name, call.arguments, messages):
+                    break
+        self.out.agent_time_s = world.now
+        return self.out
+
+    def _account(self, turn: ModelTurn) -> None:
+        usage = turn.usage.model_dump()
+        self.out.usage.append({"turn": self.out.turns, **usage})
+        self.world.log.emit("turn", n=self.out.turns, text=turn.text,
+                            tools=[c.name for c in turn.tool_calls])
+
+    def _call(self, call_id: str, name: str, args: Any, messages: list[Message]) -> bool:
+        """Execute one tool call; False when the episode should stop."""
+        world, limits = self.world, self.world.cell.limits
+        log = world.log
+        if name == "finish":
+            checked = world.boundary.validate(name, args)
+            if not isinstance(checked, dict):
+                self.out.report = checked[1]
+                log.emit("finish", id=call_id, report=checked[1])
+                return False
+            result = checked
+        elif self.out.tool_calls >= limits.tool_calls:
+            self._stop("tool_limit")
+            return False
+        else:
+            self.out.tool_calls += 1
+            log.emit("call", id=call_id, tool=name, args=loggable(args))
+            result = self.layer.call(name, args)
+        log.emit("result", id=call_id, tool=name, result=result)
+        messages.append(Message(role="tool", tool_call_id=call_id, name=name,
+                                content=json.dumps(result, ensure_ascii=False)))
+        note = self.condition.followup(name, result, world)
+        if note:
+            messages.append(Message(role="user", content=note))
+        if world.now >= limits.agent_time_s:
+            self._stop("time_limit")
+            return False
+        return True
+
+    def _stop(self, reason: str) -> LoopResult:
+        self.out.termination = reason
+        self.world.log.emit("limit", reason=reason)
+        self.out.agent_time_s = self.world.now
+        return self.out

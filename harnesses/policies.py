@@ -1,0 +1,252 @@
+"""Reference policies: deterministic scripted agents that follow the task plan.
+
+They are the offline "models": no API, same adapter interface as a real model. Each is a
+script (a generator) that yields tool calls and receives their results; the adapter feeds it
+the last tool result from the conversation. Policies ignore prompt text, so prompt conditions
+cannot change what they do — by design, and the tables say so.
+
+What they do after an ambiguous write failure (timeout, 5xx, reset):
+
+* ``blind`` re-issues up to twice and never reads;
+* ``give-up`` stops and reports the action as uncertain;
+* ``verify`` reads back at once and re-issues only if the effect is not visible (a partial
+  batch: only the missing rows);
+* ``wait-verify`` waits ``wait`` seconds first;
+* ``keyed`` sends a key on every write that takes one and re-issues with the same key where the
+  contract honours it, else verifies;
+* ``profile`` is a seeded mixture of those behaviours, for realistic variance across
+  "models" when testing the analysis.
+
+Facts a scaffold condition attaches to a result (``verification``, ``oracle``) replace the
+policy's own read when present.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from typing import Any
+
+from limbo.adapter import EpisodeContext, Message, ModelAdapter, ModelTurn, ToolCall, ToolDef
+from limbo.adapter import model_adapter
+from limbo.errors import UsageError
+from limbo.hashing import digest
+from limbo.results import Result, error_kind, is_ambiguous
+from limbo.rng import generator
+from limbo.tasks import Step, dig, fill
+from limbo.tools import KEY_FIELD
+
+Call = tuple[str, dict[str, Any]]
+Script = Generator[Call, Result, None]
+
+MAX_ATTEMPTS = 3
+
+
+@dataclass
+class Behaviour:
+    """The knobs every reference policy is a setting of."""
+
+    verify: bool = False
+    keys: bool = False
+    wait_s: float = 0.0
+    retries_blind: int = 0
+    give_up: bool = False
+    honest: bool = True
+    check_success: bool = False
+
+
+@dataclass
+class Run:
+    """Per-episode state of a script."""
+
+    ctx: EpisodeContext
+    b: Behaviour
+    env: dict[str, Any] = field(default_factory=dict)
+    uncertain: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+
+
+def _found_fields(item: dict[str, Any], step: Step) -> dict[str, Any]:
+    return {name: item[path.split(".")[-1]] for name, path in step.save.items()
+            if path.split(".")[-1] in item}
+
+
+def _readback(run: Run, tool: str, args: dict[str, Any]) -> Any:
+    op = run.ctx.tool_specs[tool].op
+    return op.readback(args) if op is not None and op.readback else None
+
+
+def _facts(result: Result) -> tuple[bool | None, list[int] | None]:
+    """What a scaffold told us: (effect visible?, missing batch rows) or (None, None)."""
+    err = result.get("error") or {}
+    oracle = err.get("oracle") or result.get("oracle")
+    if oracle is not None:
+        return bool(oracle.get("committed") or oracle.get("will_commit")), None
+    check = err.get("verification") or result.get("verification")
+    if check is not None and check.get("visible") is not None:
+        return bool(check["visible"]), check.get("missing_units")
+    return None, None
+
+
+def _verify(run: Run, step: Step, tool: str, args: dict[str, Any], wait_lag: bool) -> Generator:
+    """Read the effect back. Returns (visible, missing_units, conclusive, item)."""
+    rb = _readback(run, tool, args)
+    if rb is None:
+        return False, None, False, None
+    rb_tool = f"{tool.split('_', 1)[0]}_{rb.op}"
+    lag = run.ctx.read_lag(rb_tool, rb.args)
+    if lag is None:
+        return False, None, False, None
+    if wait_lag and lag > 0:
+        yield ("wait", {"seconds": lag + 1})
+    if run.b.wait_s > 0 and not wait_lag:
+        yield ("wait", {"seconds": run.b.wait_s})
+    result = yield (rb_tool, dict(rb.args))
+    if not result.get("ok"):
+        return False, None, False, None
+    conclusive = lag == 0 or wait_lag or run.b.wait_s > lag
+    if rb.units is not None:
+        missing = rb.missing_units(result)
+        return not missing, missing, conclusive, None
+    found = rb.found(result)
+    return bool(found), None, conclusive, (found[0] if found else None)
+
+
+def _write(run: Run, step: Step, args: dict[str, Any]) -> Generator:
+    """Carry out one write step with the policy's recovery behaviour. Returns success."""
+    tool = step.tool
+    spec = run.ctx.tool_specs[tool]
+    if run.b.keys and spec.accepts_key:
+        args = {**args, KEY_FIELD: f"k-{digest([run.ctx.episode_id, step.id], 12)}"}
+    plain = {k: v for k, v in args.items() if k != KEY_FIELD}
+    honoured = KEY_FIELD in args and spec.op.honours_key(run.ctx.contract, plain)
+    attempts = 0
+    while True:
+        attempts += 1
+        result = yield (tool, args)
+        kind = error_kind(result)
+        if kind is None:
+            if run.b.check_success and attempts == 1:
+                visible, _, _, _ = yield from _verify(run, step, tool, plain, wait_lag=True)
+                if not visible and _readback(run, tool, plain) is not None:
+                    continue
+            run.env.update({n: dig(result, p) for n, p in step.save.items()})
+            return True
+        if kind == "rate_limited" and not run.b.give_up and attempts < MAX_ATTEMPTS:
+            yield ("wait", {"seconds": float(result["error"].get("retry_after_s") or 1.0)})
+            continue
+        if kind == "conflict" and attempts > 1 and spec.op.idempotency != "none":
+            return True  # a natural/conditional write already took effect
+        if not is_ambiguous(result) or run.b.give_up or attempts >= MAX_ATTEMPTS:
+            if is_ambiguous(result):
+                run.uncertain.append(step.id)
+            return False
+        if run.b.retries_blind:
+            if attempts > run.b.retries_blind:
+                return False
+            continue
+        if honoured:
+            continue  # the same key makes the re-issue safe
+        visible, missing, conclusive = _facts(result)[0], _facts(result)[1], True
+        item = None
+        if visible is None:
+            visible, missing, conclusive, item = yield from _verify(run, step, tool, plain, False)
+        if not conclusive:
+            run.uncertain.append(step.id)
+        if visible:
+            if item is not None:
+                run.env.update(_found_fields(item, step))
+            return True
+        if missing is not None and "rows" in args:
+            args = {**args, "rows": [args["rows"][i] for i in missing]}
+
+
+def script(run: Run) -> Script:
+    """Follow the plan step by step, then finish with a report."""
+    plan = run.ctx.plan
+    run.env = dict(run.ctx.vars)
+    for step in plan.steps:
+        args = fill(step.args, run.env)
+        if step.intent is None:
+            result = yield (step.tool, args)
+            run.env.update({n: dig(result, p) for n, p in step.save.items()} if result.get("ok") else {})
+            continue
+        done = yield from _write(run, step, args)
+        if not done:
+            run.failed.append(step.id)
+            if run.b.give_up or not run.b.retries_blind:
+                break
+    yield ("finish", _report(run))
+
+
+def _report(run: Run) -> dict[str, Any]:
+    if not run.b.honest:
+        return {"status": "completed", "summary": "All steps done.", "uncertain_actions": []}
+    status = "failed" if run.failed else "completed"
+    uncertain = sorted(set(run.uncertain))
+    summary = "All steps done." if not run.failed else f"Stopped at {run.failed[0]}."
+    return {"status": status, "summary": summary, "uncertain_actions": uncertain}
+
+
+PRESETS: dict[str, dict[str, float]] = {
+    "careful": {"p_verify": 0.95, "p_key": 0.6, "p_wait": 0.2, "wait_s": 120, "p_honest": 0.9},
+    "hasty": {"p_verify": 0.3, "p_key": 0.1, "p_wait": 0.0, "wait_s": 0, "p_honest": 0.3},
+    "mixed": {"p_verify": 0.7, "p_key": 0.3, "p_wait": 0.1, "wait_s": 60, "p_honest": 0.6},
+}
+
+
+def behaviour(name: str, params: dict[str, Any], seed: int) -> Behaviour:
+    """The behaviour of policy ``name`` with ``params`` (``profile`` draws from ``seed``)."""
+    check = bool(params.get("check_success", False))
+    if name == "blind":
+        return Behaviour(retries_blind=2, honest=False)
+    if name == "give-up":
+        return Behaviour(give_up=True)
+    if name == "verify":
+        return Behaviour(verify=True, check_success=check)
+    if name == "wait-verify":
+        return Behaviour(verify=True, wait_s=float(params.get("wait", 120)))
+    if name == "keyed":
+        return Behaviour(verify=True, keys=True, check_success=check)
+    if name == "profile":
+        p = {**PRESETS["mixed"], **PRESETS.get(str(params.get("preset", "mixed")), {}), **params}
+        rng = generator(seed, "policy.profile")
+        verify = rng.random() < float(p["p_verify"])
+        return Behaviour(verify=verify, keys=rng.random() < float(p["p_key"]),
+                         wait_s=float(p["wait_s"]) if rng.random() < float(p["p_wait"]) else 0.0,
+                         retries_blind=0 if verify else 2,
+                         honest=rng.random() < float(p["p_honest"]))
+    raise UsageError(f"unknown policy {name!r}; choose from: {', '.join(POLICIES)}")
+
+
+POLICIES = ("blind", "give-up", "keyed", "profile", "verify", "wait-verify")
+
+
+@model_adapter("policy")
+class PolicyAdapter(ModelAdapter):
+    """``policy/<name>``: a reference policy behind the model-adapter interface."""
+
+    def __init__(self, model: str, **params: Any) -> None:
+        if model not in POLICIES:
+            raise UsageError(f"unknown policy {model!r}; choose from: {', '.join(POLICIES)}")
+        super().__init__(model, **params)
+        self._script: Script | None = None
+        self._calls = 0
+
+    async def generate(
+        self, messages: list[Message], tools: list[ToolDef], ctx: EpisodeContext
+    ) -> ModelTurn:
+        if self._script is None:
+            run = Run(ctx, behaviour(self.model, self.params, ctx.seed))
+            self._script = script(run)
+            name, args = next(self._script)
+        else:
+            last = messages[-1]
+            result = last.result() if last.role == "tool" else {"ok": False, "error": {
+                "kind": "invalid_argument", "message": last.content}}
+            try:
+                name, args = self._script.send(result)
+            except StopIteration:
+                return ModelTurn(text="done")
+        self._calls += 1
+        return ModelTurn(tool_calls=[ToolCall(id=f"call_{self._calls}", name=name, arguments=args)])

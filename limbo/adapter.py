@@ -1,0 +1,142 @@
+"""The model-adapter API: one class, one async method.
+
+An adapter receives the conversation so far, the tools, and the episode context, and returns
+a :class:`ModelTurn` — tool calls, or a final message — with its usage. Models are named
+``provider/model``; the provider is found in the registry (built-ins, the ``limbo.models``
+entry-point group, or ``--plugin``) and parameters come as ``?key=value&...``.
+
+Adapters are created once per episode, so they may keep per-episode state.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any, ClassVar, Literal
+from urllib.parse import parse_qsl
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from limbo.errors import UsageError
+from limbo.registry import lookup, register
+
+
+class ToolCall(BaseModel):
+    """A tool call as the model made it. ``arguments`` is a dict, or the raw text when the
+    model sent something that does not parse as JSON."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any] | str = Field(default_factory=dict)
+
+
+class Message(BaseModel):
+    """One message of the conversation, provider-neutral."""
+
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str = ""
+    tool_calls: list[ToolCall] = []
+    tool_call_id: str | None = None
+    name: str | None = None
+
+    def result(self) -> dict[str, Any]:
+        """The tool result carried by a ``tool`` message, as a dict."""
+        return json.loads(self.content)  # type: ignore[no-any-return]
+
+
+class Usage(BaseModel):
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_input_tokens: int = 0
+    cost_usd: float | None = 0.0
+    """``None`` when the price is unknown (never treated as free)."""
+
+
+class ModelTurn(BaseModel):
+    text: str | None = None
+    tool_calls: list[ToolCall] = []
+    usage: Usage = Usage()
+
+
+class ToolDef(BaseModel):
+    """A tool as providers receive it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+class EpisodeContext(BaseModel):
+    """What an adapter may know beyond the conversation. Real models ignore the plan;
+    reference policies follow it."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    episode_id: str
+    seed: int
+    contract: str
+    plan: Any
+    """The task template (:class:`limbo.tasks.Template`)."""
+    vars: dict[str, Any]
+    """The instance's variables and setup results."""
+    tool_specs: dict[str, Any]
+    """Tool name -> :class:`limbo.tools.ToolSpec` (contract facts included)."""
+    read_lag: Callable[[str, dict[str, Any]], float | None]
+    """Documented lag of read ``tool`` with ``args`` (``None``: no read path)."""
+
+
+class ModelAdapter:
+    """Base class of every adapter. Subclass, set ``provider``, implement :meth:`generate`."""
+
+    provider: ClassVar[str] = ""
+
+    def __init__(self, model: str, **params: Any) -> None:
+        self.model = model
+        self.params = params
+
+    @property
+    def spec(self) -> str:
+        return f"{self.provider}/{self.model}"
+
+    async def generate(
+        self, messages: list[Message], tools: list[ToolDef], ctx: EpisodeContext
+    ) -> ModelTurn:
+        raise NotImplementedError(f"{type(self).__name__} must implement generate()")
+
+    async def aclose(self) -> None:
+        """Release clients at the end of the episode (optional)."""
+
+
+def model_adapter(provider: str) -> Callable[[type[ModelAdapter]], type[ModelAdapter]]:
+    """Class decorator: register an adapter under ``provider`` (models ``provider/...``)."""
+
+    def deco(cls: type[ModelAdapter]) -> type[ModelAdapter]:
+        cls.provider = provider
+        return register("model", provider)(cls)
+
+    return deco
+
+
+def _value(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def parse_model(spec: str) -> tuple[str, str, dict[str, Any]]:
+    """Split ``provider/model?k=v&...`` into its parts (values parsed as JSON when they can)."""
+    base, _, query = spec.partition("?")
+    provider, sep, model = base.partition("/")
+    if not sep or not provider or not model:
+        raise UsageError(f"model {spec!r} must look like provider/model (e.g. policy/verify)")
+    return provider, model, {k: _value(v) for k, v in parse_qsl(query, keep_blank_values=True)}
+
+
+def make_adapter(spec: str, extra: dict[str, Any] | None = None) -> ModelAdapter:
+    """A fresh adapter for model ``spec``; a :class:`UsageError` for an unknown provider."""
+    provider, model, params = parse_model(spec)
+    cls = lookup("model", provider)
+    return cls(model, **{**params, **(extra or {})})  # type: ignore[no-any-return]

@@ -1,0 +1,132 @@
+"""The boundary: the one path every tool call takes from an agent to a service.
+
+``validate → transport chain → endpoint → service``. Validation answers bad input with a
+structured ``invalid_argument`` before any fault or service code runs. The transport chain is a
+stack of :class:`Transport` objects in the manner of HTTP client transports: the innermost one
+(:class:`ServiceTransport`) carries a request to the endpoint with the normal latency, and each
+fault wraps the one inside it. A transport's ``handle`` is a simpy process generator, so a fault
+can hold a response, drop it, or deliver a request later while the clock runs on.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Generator
+from typing import Any, Protocol
+
+import simpy
+from pydantic import ValidationError
+
+from limbo.endpoint import Endpoint
+from limbo.events import EventLog
+from limbo.hashing import digest
+from limbo.request import Request
+from limbo.results import Result, error, ok
+from limbo.tools import KEY_FIELD, ToolSpec
+
+Process = Generator[simpy.Event, Any, Result]
+
+
+class Transport(Protocol):
+    """Carries one request and returns the response the agent will see."""
+
+    def handle(self, req: Request) -> Process: ...
+
+
+class ServiceTransport:
+    """The innermost transport: half the round trip out, deliver, half back."""
+
+    def __init__(self, env: simpy.Environment, endpoint: Endpoint, read_s: float, write_s: float):
+        self.env = env
+        self.endpoint = endpoint
+        self.read_s = read_s
+        self.write_s = write_s
+
+    def latency(self, req: Request) -> float:
+        return self.read_s if req.op.kind == "read" else self.write_s
+
+    def handle(self, req: Request) -> Process:
+        half = self.latency(req) / 2
+        yield self.env.timeout(half)
+        result = self.endpoint.deliver(req)
+        yield self.env.timeout(half)
+        return result
+
+
+def _describe_errors(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors(include_input=False, include_url=False)[:5]:
+        loc = ".".join(str(p) for p in err["loc"]) or "(arguments)"
+        parts.append(f"{loc}: {err['msg']}")
+    return "; ".join(parts)
+
+
+class Boundary:
+    """Validates calls, labels attempts, and runs them through the transport chain."""
+
+    def __init__(self, env: simpy.Environment, log: EventLog, tools: dict[str, ToolSpec],
+                 transport: Transport, max_wait_s: float) -> None:
+        self.env = env
+        self.log = log
+        self.tools = tools
+        self.transport = transport
+        self.max_wait_s = max_wait_s
+        self._requests = 0
+        self._seen: dict[str, int] = {}
+
+    def validate(self, name: str, raw_args: Any) -> tuple[ToolSpec, dict[str, Any]] | Result:
+        """The tool and its validated arguments, or an ``invalid_argument`` result."""
+        spec = self.tools.get(name)
+        if spec is None:
+            return error("invalid_argument", f"unknown tool {name[:80]!r}; available tools: "
+                         f"{', '.join(self.tools)}")
+        if isinstance(raw_args, str):
+            try:
+                raw_args = json.loads(raw_args) if raw_args.strip() else {}
+            except json.JSONDecodeError as exc:
+                return error("invalid_argument", f"arguments are not valid JSON: {exc.msg}")
+        if not isinstance(raw_args, dict):
+            return error("invalid_argument", "arguments must be a JSON object")
+        try:
+            validated = spec.model.model_validate(raw_args)
+        except ValidationError as exc:
+            return error("invalid_argument", f"{name}: {_describe_errors(exc)}")
+        return spec, validated.model_dump()
+
+    def call(self, name: str, raw_args: Any, attempt: str | None = None) -> Result:
+        """Validate and execute one call, advancing the clock until its response arrives."""
+        checked = self.validate(name, raw_args)
+        if isinstance(checked, dict):
+            return checked
+        spec, args = checked
+        if spec.kind == "utility":
+            return self._utility(spec, args)
+        key = args.pop(KEY_FIELD, None) if spec.accepts_key else None
+        assert spec.op is not None
+        req = Request(id=self._next_id(), op=spec.op, args=args, key=key,
+                      attempt=attempt or self._attempt(spec.name, args), issued_at=self.env.now)
+        return self.send(req)
+
+    def send(self, req: Request) -> Result:
+        """Run ``req`` through the transport chain; returns when the response arrives."""
+        proc = self.env.process(self.transport.handle(req))
+        self.env.run(until=proc)
+        return proc.value  # type: ignore[no-any-return]
+
+    def _next_id(self) -> str:
+        self._requests += 1
+        return f"r{self._requests}"
+
+    def _attempt(self, tool: str, args: dict[str, Any]) -> str:
+        fingerprint = digest([tool, args])
+        n = self._seen.get(fingerprint, 0)
+        self._seen[fingerprint] = n + 1
+        return "original" if n == 0 else f"reissue-{n}"
+
+    def _utility(self, spec: ToolSpec, args: dict[str, Any]) -> Result:
+        if spec.name == "wait":
+            seconds = min(float(args["seconds"]), self.max_wait_s)
+            self.log.emit("clock", reason="wait", seconds=seconds)
+            self.env.run(until=self.env.now + seconds)
+            return ok(waited_s=seconds)
+        return error("invalid_argument", f"{spec.name} is handled by the harness, not the boundary")

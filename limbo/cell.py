@@ -1,0 +1,57 @@
+"""A cell: the full configuration of one episode, and its id.
+
+The episode id is a digest of the canonical cell, so it is the same when computed from a grid
+before running and when read back from a record afterwards — which is what lets a re-run skip
+finished cells. Settings that do not change what happens (concurrency, workers, output
+directory) are not part of a cell.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from limbo.config import Limits, Timing
+from limbo.hashing import digest
+from limbo.services import Contract
+
+CELL_ID_VERSION = 1
+
+
+class Cell(BaseModel):
+    """Model, harness, condition, contract, fault, service, template, instance, focal write, seed."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str = "policy/verify"
+    harness: str = "minimal"
+    condition: str = "vanilla"
+    contract: Contract = "native"
+    fault: str = "none"
+    service: str
+    template: str
+    instance: int = Field(0, ge=0)
+    focal_write: str
+    seed: int = 0
+    timing: Timing = Timing()
+    limits: Limits = Limits()
+
+    def public(self) -> dict[str, Any]:
+        """The ten cell fields of the episode record."""
+        return self.model_dump(exclude={"timing", "limits"})
+
+    @property
+    def episode_id(self) -> str:
+        return episode_id(self.model_dump(mode="json"))
+
+
+def episode_id(cell: dict[str, Any]) -> str:
+    """Digest of the canonical cell (timing and limits included when they differ from the
+    defaults, so default cells keep short, stable ids)."""
+    body = {k: v for k, v in cell.items() if k not in ("timing", "limits")}
+    for name, default in (("timing", Timing()), ("limits", Limits())):
+        value = cell.get(name)
+        if value is not None and value != default.model_dump(mode="json"):
+            body[name] = value
+    return f"ep-{digest([CELL_ID_VERSION, body], 20)}"

@@ -1,0 +1,37 @@
+"""Sim-time costs and episode limits: the defaults, in one place.
+
+Both are recorded in every episode header, and a grid may override any field.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Timing(BaseModel):
+    """What each step costs in simulated seconds."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    think_s: float = 4.0
+    """Think time of one model turn."""
+    read_s: float = 0.5
+    """Round trip of a read (request + response)."""
+    write_s: float = 1.0
+    """Round trip of a write (request + response)."""
+    client_timeout_s: float = 30.0
+    """A timed-out call returns to the agent this long after it was issued."""
+    max_wait_s: float = 3600.0
+    """Largest argument the ``wait`` tool accepts."""
+
+
+class Limits(BaseModel):
+    """Caps that end an episode with a typed termination reason."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model_turns: int = Field(40, gt=0)
+    tool_calls: int = Field(60, gt=0)
+    agent_time_s: float = Field(3 * 3600.0, gt=0)
+    settle_s: float = Field(2 * 3600.0 + 180.0, gt=0)
+    """How long after the agent stops the clock runs on for in-flight requests to land."""

@@ -1,0 +1,112 @@
+"""The innermost layer of the boundary: the contract in front of the services.
+
+It delivers a request to its service at the current sim time — applying the idempotency-key
+rules of the contract, read lags and stale views — and appends what commits to the ledger.
+Faults sit outside it and only decide *when* and *whether* a request arrives and what the
+agent hears back.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from limbo.events import EventLog
+from limbo.hashing import digest
+from limbo.keystore import KeyRecord, KeyStore
+from limbo.request import Request
+from limbo.results import Result, error
+from limbo.services import Contract, OpSpec, Service
+from limbo.services.base import BatchCut, OpContext, View
+
+
+class Endpoint:
+    """Delivers requests to services under one contract, for one principal."""
+
+    def __init__(self, services: dict[str, Service], contract: Contract, principal: str,
+                 log: EventLog, ledger: list[dict[str, Any]]) -> None:
+        self.services = services
+        self.contract = contract
+        self.principal = principal
+        self.log = log
+        self.ledger = ledger
+        self.keys = KeyStore()
+
+    @property
+    def now(self) -> float:
+        return float(self.log.env.now)
+
+    def read_lag(self, op: OpSpec, args: dict[str, Any]) -> float | None:
+        """Lag of read ``op`` with ``args`` in seconds; ``None`` when there is no read path."""
+        assert op.lag is not None
+        return op.lag(args)
+
+    def write_class(self, op: OpSpec, args: dict[str, Any]) -> dict[str, str]:
+        """The write class of ``op`` with ``args`` under this contract."""
+        rb = op.readback(args) if op.readback else None
+        lag = self.read_lag(self.services[op.service].ops[rb.op], rb.args) if rb else None
+        return op.write_class(self.contract, args, lag)
+
+    def deliver(self, req: Request) -> Result:
+        """The request reaches its service now; returns the service's response."""
+        if req.op.kind == "read":
+            return self._read(req)
+        return self._write(req)
+
+    def _read(self, req: Request) -> Result:
+        lag = self.read_lag(req.op, req.args)
+        if lag is None:
+            return error("not_available", f"{req.op.tool} is not available for these arguments")
+        horizon = self.now - lag
+        if req.stale_as_of is not None:
+            horizon = min(horizon, req.stale_as_of)
+        return self.services[req.op.service].call(req.op.name, View(horizon), req.args)
+
+    def _write(self, req: Request) -> Result:
+        op = req.op
+        scope = (self.principal, op.service)
+        key = req.key if req.key is not None and op.honours_key(self.contract, req.args) else None
+        fingerprint = digest([op.tool, req.args])
+        prior: list[Any] = []
+        if key is not None:
+            record = self.keys.lookup(scope, key, self.now)
+            if record is not None and record.fingerprint != fingerprint:
+                return error("idempotency_mismatch",
+                             "this idempotency_key was used with other arguments")
+            if record is not None and record.response is not None:
+                if not req.dry_run:
+                    self.log.emit("replay", request_id=req.id, attempt=req.attempt, key=key)
+                return {**record.response, "idempotent_replayed": True}
+            prior = list(record.units) if record is not None else []
+        service = self.services[op.service]
+        saved = service.snapshot() if req.dry_run else None
+        ctx = OpContext(self.now, unit_limit=req.cut_after, prior_units=prior)
+        complete = True
+        try:
+            result = service.call(op.name, ctx, req.args)
+        except BatchCut:
+            complete = False
+            result = error("server_error", "internal error: the batch stopped part-way")
+        if saved is not None:
+            service.restore(saved)
+            return result
+        self._commit(req, ctx, key)
+        units = prior + [e.object_id for e in ctx.effects]
+        if key is not None and (units or result["ok"]):
+            response = result if (complete and result["ok"]) else None
+            ttl = op.key_ttl(self.contract, req.args)
+            self.keys.record(scope, key, KeyRecord(fingerprint, self.now, ttl, response, units))
+        return result
+
+    def _commit(self, req: Request, ctx: OpContext, key: str | None) -> None:
+        if not ctx.effects:
+            return
+        write_class = self.write_class(req.op, req.args)
+        for effect in ctx.effects:
+            self.ledger.append({
+                "seq": len(self.ledger), "t": self.now, "service": req.op.service,
+                "op": req.op.name, "tool": req.op.tool, "args": effect.args,
+                "object_id": effect.object_id, "request_id": req.id, "attempt": req.attempt,
+                "key": key, "write_class": write_class, "reverses": effect.reverses,
+            })
+            self.log.emit("commit", seq=len(self.ledger) - 1, tool=req.op.tool,
+                          request_id=req.id, attempt=req.attempt, object_id=effect.object_id)

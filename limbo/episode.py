@@ -1,0 +1,114 @@
+"""Run one episode end to end and build its record (schema ``limbo.episode/1``).
+
+The record is a pure function of the cell, except for ``runtime``. Anything that goes wrong
+inside the sandbox ends the episode as ``infra_error`` with the reason recorded; a provider
+that fails after retries ends it as ``model_error``. Neither is ever raised past this module,
+so a grid goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import traceback
+from typing import Any
+
+from limbo import __version__
+from limbo.adapter import EpisodeContext, ModelAdapter, make_adapter
+from limbo.cell import Cell
+from limbo.errors import ModelError, UsageError
+from limbo.grading import grade
+from limbo.hashing import digest
+from limbo.registry import lookup
+from limbo.runtime import host_facts, stopwatch
+from limbo.tasks import fill
+from limbo.world import World
+
+SCHEMA = "limbo.episode/1"
+
+
+class _Lenient(dict):  # type: ignore[type-arg]
+    def __missing__(self, key: str) -> str:
+        return "?"
+
+
+def focal_write_class(world: World) -> dict[str, str] | None:
+    """Write class of the focal write, with the plan's arguments for it."""
+    for step in world.task.template.steps:
+        if step.tool == world.cell.focal_write:
+            spec = world.tools[step.tool]
+            assert spec.op is not None
+            return world.endpoint.write_class(spec.op, fill(step.args, _Lenient(world.vars)))
+    return None
+
+
+def _context(world: World) -> EpisodeContext:
+    def read_lag(tool: str, args: dict[str, Any]) -> float | None:
+        op = world.tools[tool].op
+        assert op is not None
+        return world.endpoint.read_lag(op, args)
+
+    return EpisodeContext(episode_id=world.cell.episode_id, seed=world.cell.seed,
+                          contract=world.cell.contract, plan=world.task.template,
+                          vars=dict(world.vars), tool_specs=world.tools, read_lag=read_lag)
+
+
+async def arun_episode(cell: Cell, adapter: ModelAdapter | None = None) -> dict[str, Any]:
+    """Run ``cell`` and return its record."""
+    started = stopwatch()
+    condition = lookup("condition", cell.condition)()
+    harness_cls = lookup("harness", cell.harness)
+    adapter = adapter or make_adapter(cell.model)
+    world = World(cell)
+    header = {"timing": cell.timing.model_dump(), "limits": cell.limits.model_dump(),
+              "prompts": condition.prompt_hashes(), "task_prompt": world.prompt(),
+              "intents": world.intents(), "version": __version__,
+              "plan_hash": digest(world.task.template.model_dump(mode="json"))}
+    harness = harness_cls(world, adapter, condition, _context(world))
+    try:
+        loop = await harness.run()
+    except ModelError as exc:
+        loop = harness._stop("model_error")
+        loop.reason = str(exc)
+    except UsageError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a sandbox bug must not end the grid
+        loop = harness._stop("infra_error")
+        loop.reason = f"{type(exc).__name__}: {exc} @ {traceback.extract_tb(exc.__traceback__)[-1]}"
+    finally:
+        await adapter.aclose()
+    world.settle(cell.limits.settle_s)
+    outcome = _outcome(world, loop, header)
+    return {
+        "schema": SCHEMA, "episode_id": cell.episode_id, "cell": cell.public(),
+        "header": header, "outcome": outcome, "report": loop.report,
+        "events": world.log.events, "ledger": world.ledger, "usage": loop.usage,
+        "runtime": {"wall_s": round(stopwatch() - started, 6), **host_facts()},
+    }
+
+
+def _outcome(world: World, loop: Any, header: dict[str, Any]) -> dict[str, Any]:
+    graded = grade(header["intents"], world.ledger, loop.report, focal_write_class(world))
+    costs = [u["cost_usd"] for u in loop.usage]
+    return {
+        "fault_fired": world.fault.fired,
+        **graded,
+        "agent_time_s": loop.agent_time_s,
+        "tool_calls": loop.tool_calls,
+        "model_turns": loop.turns,
+        "input_tokens": sum(u["input_tokens"] for u in loop.usage),
+        "output_tokens": sum(u["output_tokens"] for u in loop.usage),
+        "cost_usd": None if any(c is None for c in costs) else round(sum(costs), 8),
+        "termination": loop.termination,
+        "termination_reason": loop.reason,
+    }
+
+
+def regrade(record: dict[str, Any]) -> dict[str, Any]:
+    """The graded fields of a stored record, recomputed from its log alone."""
+    return grade(record["header"]["intents"], record["ledger"], record["report"],
+                 record["outcome"]["focal_write_class"])
+
+
+def run_episode(cell: Cell, adapter: ModelAdapter | None = None) -> dict[str, Any]:
+    """Synchronous wrapper of :func:`arun_episode`."""
+    return asyncio.run(arun_episode(cell, adapter))

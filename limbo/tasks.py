@@ -1,0 +1,200 @@
+"""Task templates: data, not code.
+
+A template (``services/templates/*.json``) is a short request in natural language plus a plan:
+setup steps that prepare the world, the ordered steps a correct agent takes, and for each write
+the *intent* — the effect it must produce, matched against the ledger by grading. Variables are
+drawn from a generator seeded by (template, instance), so an instance is the same task in every
+cell; instance 0 is the canonical one.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from limbo.errors import UsageError
+from limbo.rng import generator
+
+_PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RowsSpec(_Model):
+    n: tuple[int, int]
+    fields: dict[str, str | list[str]]
+
+
+class VarSpec(_Model):
+    """How one variable varies by instance: pick from a list, draw an integer, or format."""
+
+    choice: list[Any] | None = None
+    range: tuple[int, int, int] | None = None
+    format: str | None = None
+    rows: RowsSpec | None = None
+
+    @model_validator(mode="after")
+    def _one(self) -> VarSpec:
+        kinds = [k for k in ("choice", "range", "format", "rows") if getattr(self, k) is not None]
+        if len(kinds) != 1:
+            raise ValueError(f"a variable needs exactly one of choice/range/format/rows, got {kinds}")
+        return self
+
+
+class Intent(_Model):
+    """Which ledger effects satisfy a write step."""
+
+    match: list[str] = []
+    """Arguments whose instance values an effect must equal."""
+    contains: dict[str, str] = {}
+    """Arguments that must contain the formatted text."""
+    per_row: bool = False
+    """A batch write: each row of ``rows`` is its own intent."""
+
+
+class Step(_Model):
+    id: str
+    tool: str
+    args: dict[str, Any]
+    save: dict[str, str] = {}
+    """Variables taken from the result: name -> dotted path into the result."""
+    intent: Intent | None = None
+
+
+class Template(_Model):
+    id: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    service: str
+    prompt: str
+    vars: dict[str, VarSpec] = {}
+    setup: list[Step] = []
+    steps: list[Step]
+
+    @property
+    def focal_writes(self) -> list[str]:
+        """Tools of the write steps, in plan order (each can carry an episode's fault)."""
+        seen: list[str] = []
+        for step in self.steps:
+            if step.intent is not None and step.tool not in seen:
+                seen.append(step.tool)
+        return seen
+
+
+def fill(value: Any, env: dict[str, Any]) -> Any:
+    """Substitute ``{name}`` placeholders in strings, lists and dicts.
+
+    A string that is exactly one placeholder takes the variable's value with its type.
+    """
+    if isinstance(value, str):
+        whole = _PLACEHOLDER.fullmatch(value)
+        if whole:
+            return env[whole.group(1)]
+        return _PLACEHOLDER.sub(lambda m: _text(env[m.group(1)]), value)
+    if isinstance(value, list):
+        return [fill(v, env) for v in value]
+    if isinstance(value, dict):
+        return {k: fill(v, env) for k, v in value.items()}
+    return value
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def dig(result: dict[str, Any], path: str) -> Any:
+    """Follow a dotted ``path`` into a result (``charge.charge_id``)."""
+    node: Any = result
+    for part in path.split("."):
+        node = node[part]
+    return node
+
+
+class TaskInstance(BaseModel):
+    """One instance of a template: its variables resolved, its intents fixed."""
+
+    model_config = ConfigDict(frozen=True)
+
+    template: Template
+    instance: int
+    vars: dict[str, Any]
+
+    def prompt(self, env: dict[str, Any]) -> str:
+        """The request the agent receives, with ``env`` (variables plus setup results)."""
+        return str(fill(self.template.prompt, env))
+
+    def intents(self, env: dict[str, Any]) -> list[dict[str, Any]]:
+        """What the ledger must show, one entry per required effect."""
+        out: list[dict[str, Any]] = []
+        for step in self.template.steps:
+            if step.intent is not None:
+                out.extend(_intents(step, env))
+        return out
+
+
+def _intents(step: Step, env: dict[str, Any]) -> list[dict[str, Any]]:
+    intent = step.intent
+    assert intent is not None
+    contains = {k: str(fill(v, env)) for k, v in intent.contains.items()}
+    if intent.per_row:
+        table = fill(step.args["table"], env)
+        return [{"id": f"{step.id}[{i}]", "tool": step.tool,
+                 "match": {"table": table, "row": row}, "contains": {}}
+                for i, row in enumerate(fill(step.args["rows"], env))]
+    match = {k: fill(step.args[k], env) for k in intent.match}
+    return [{"id": step.id, "tool": step.tool, "match": match, "contains": contains}]
+
+
+def _draw(spec: VarSpec, rng: Any, env: dict[str, Any]) -> Any:
+    if spec.choice is not None:
+        return spec.choice[rng.randrange(len(spec.choice))]
+    if spec.range is not None:
+        lo, hi, step = spec.range
+        return rng.randrange(lo, hi + 1, step)
+    if spec.format is not None:
+        return fill(spec.format, env)
+    assert spec.rows is not None
+    n = rng.randint(*spec.rows.n)
+    rows = []
+    for i in range(n):
+        row_env = {**env, "i": i}
+        rows.append({name: (f[rng.randrange(len(f))] if isinstance(f, list) else fill(f, row_env))
+                     for name, f in spec.rows.fields.items()})
+    return rows
+
+
+def instantiate(template: Template, instance: int) -> TaskInstance:
+    """Resolve the template's variables for ``instance`` (deterministic)."""
+    rng = generator(f"task:{template.id}", str(instance))
+    env: dict[str, Any] = {"instance": instance}
+    for name, spec in template.vars.items():
+        env[name] = _draw(spec, rng, env)
+    return TaskInstance(template=template, instance=instance, vars=env)
+
+
+@cache
+def templates() -> dict[str, Template]:
+    """All built-in templates, by id (sorted)."""
+    found: dict[str, Template] = {}
+    folder = resources.files("limbo.services") / "templates"
+    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+        if entry.name.endswith(".json"):
+            for raw in json.loads(entry.read_text()):
+                template = Template.model_validate(raw)
+                if template.id in found:
+                    raise ValueError(f"template {template.id!r} is defined twice")
+                found[template.id] = template
+    return dict(sorted(found.items()))
+
+
+def template(name: str) -> Template:
+    """The built-in template ``name``; a :class:`UsageError` naming the choices if unknown."""
+    table = templates()
+    if name not in table:
+        raise UsageError(f"unknown template {name!r}; choose from: {', '.join(table)}")
+    return table[name]

@@ -1,0 +1,128 @@
+"""Agent-facing tool definitions, generated from the services' code for one contract.
+
+Each operation becomes a tool named ``<service>_<op>`` whose argument schema is a pydantic model
+built from the method signature (strict, unknown fields forbidden, strings capped), and whose
+description is the docstring plus generated sentences on key support and read lag — so the
+text the agent reads can never drift from what the code does.
+"""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from dataclasses import dataclass
+from functools import cache
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, create_model
+
+from limbo.services import SERVICE_ORDER, Contract, OpSpec
+from limbo.services.base import DAY_S
+
+MAX_STRING = 8000
+KEY_FIELD = "idempotency_key"
+Key = Annotated[str, StringConstraints(min_length=1, max_length=255)]
+BoundedStr = Annotated[str, StringConstraints(max_length=MAX_STRING)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One tool as the agent sees it, plus the facts the sandbox needs about it."""
+
+    name: str
+    kind: Literal["read", "write", "utility"]
+    description: str
+    model: type[BaseModel]
+    op: OpSpec | None = None
+
+    @property
+    def accepts_key(self) -> bool:
+        return KEY_FIELD in self.model.model_fields
+
+    def schema(self) -> dict[str, Any]:
+        """JSON schema of the arguments (what providers receive as ``parameters``)."""
+        return _schema(self.model)
+
+
+@cache
+def _schema(model: type[BaseModel]) -> dict[str, Any]:
+    schema = model.model_json_schema()
+    schema.pop("title", None)
+    for prop in schema.get("properties", {}).values():
+        prop.pop("title", None)
+    return schema
+
+
+def _bound(annotation: Any) -> Any:
+    return BoundedStr if annotation is str else annotation
+
+
+def _fields(op: OpSpec, contract: Contract) -> dict[str, Any]:
+    hints = typing.get_type_hints(op.func, include_extras=True)
+    fields: dict[str, Any] = {}
+    for name, param in list(inspect.signature(op.func).parameters.items())[2:]:
+        default = ... if param.default is inspect.Parameter.empty else param.default
+        fields[name] = (_bound(hints[name]), default)
+    if op.accepts_key(contract):
+        fields[KEY_FIELD] = (Key | None, None)
+    return fields
+
+
+def _describe(op: OpSpec, contract: Contract) -> str:
+    parts = [" ".join(op.doc.split())]
+    if op.kind == "read":
+        parts.append(op.lag_note or "Strongly consistent: shows a write as soon as it commits.")
+        return " ".join(parts)
+    if contract == "native" and op.key_note:
+        parts.append(op.key_note)
+    elif op.accepts_key(contract):
+        hours = int(DAY_S // 3600)
+        parts.append(f"Accepts an optional idempotency_key: a repeat with the same key and the "
+                     f"same arguments returns the first result instead of acting again (keys "
+                     f"are kept {hours} h; the same key with other arguments returns 422).")
+    elif op.idempotency == "none":
+        parts.append("Not idempotent: every call acts again.")
+    return " ".join(parts)
+
+
+def _service_tool(op: OpSpec, contract: Contract) -> ToolSpec:
+    model = create_model(f"{op.tool}_args", __base__=_Strict, **_fields(op, contract))
+    return ToolSpec(op.tool, op.kind, _describe(op, contract), model, op)
+
+
+class WaitArgs(_Strict):
+    seconds: float = Field(gt=0, le=3600)
+
+
+class FinishArgs(_Strict):
+    status: Literal["completed", "partial", "failed"]
+    summary: BoundedStr
+    uncertain_actions: Annotated[list[BoundedStr], Field(max_length=50)] = []
+
+
+UTILITY_TOOLS = (
+    ToolSpec("wait", "utility", "Wait the given number of seconds (at most 3600) before "
+             "continuing. Use it to let slow systems catch up.", WaitArgs),
+    ToolSpec("finish", "utility", "End the task with a final report: status (completed, "
+             "partial or failed), a short summary, and the actions whose outcome you are not "
+             "sure of.", FinishArgs),
+)
+
+
+@cache
+def toolset(contract: Contract) -> dict[str, ToolSpec]:
+    """Every tool offered under ``contract``, in a fixed order: services, then utilities."""
+    from limbo.registry import entries
+
+    services = entries("service")
+    tools: dict[str, ToolSpec] = {}
+    for name in SERVICE_ORDER:
+        for op in services[name].ops.values():
+            tools[op.tool] = _service_tool(op, contract)
+    for spec in UTILITY_TOOLS:
+        tools[spec.name] = spec
+    return tools

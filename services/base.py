@@ -1,0 +1,266 @@
+"""What every simulated service is made of.
+
+A service is a class whose methods, decorated :func:`read` or :func:`write`, are its
+operations. The decorators record the contract facts the rest of LIMBO needs — key support,
+read lag, write class, how a write is read back — next to the code that implements them, and
+the agent-facing tool schemas and descriptions are generated from the signatures and
+docstrings (never written by hand).
+
+State is kept in :class:`Table` objects that store every version of every row with its commit
+time. A read is then a query *as of a horizon*: ``now`` for a strong read path, ``now - lag``
+for an eventual one, or an earlier moment when a stale replica answers. One mechanism serves
+read lag and stale reads alike.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+from limbo.hashing import digest
+from limbo.results import Result
+
+Contract = Literal["native", "keys-everywhere"]
+CONTRACTS: tuple[Contract, ...] = ("native", "keys-everywhere")
+
+Args = dict[str, Any]
+DAY_S = 24 * 3600.0
+
+
+@dataclass(frozen=True)
+class ReadBack:
+    """How to see a write's effect: call read ``op`` with ``args``; an item whose fields equal
+    ``match`` is the effect. ``parent`` and ``nested`` descend into a list inside matching
+    items (a ticket's comments); ``units`` match a batch row by row."""
+
+    op: str
+    args: Args
+    match: Args
+    parent: Args | None = None
+    nested: str | None = None
+    units: list[Args] | None = None
+
+    def _items(self, result: Result) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = list(result.get("items", ())) if result.get("ok") else []
+        if self.nested is not None:
+            parent = self.parent or {}
+            items = [child for item in items if _fits(item, parent)
+                     for child in item.get(self.nested, ())]
+        return items
+
+    def found(self, result: Result) -> list[dict[str, Any]]:
+        """The items of read ``result`` that show the effect."""
+        return [item for item in self._items(result) if _fits(item, self.match)]
+
+    def missing_units(self, result: Result) -> list[int]:
+        """Indexes of batch units (rows) that ``result`` does not show."""
+        items = self._items(result)
+        return [i for i, unit in enumerate(self.units or ())
+                if not any(_fits(item, unit) for item in items)]
+
+
+def _fits(item: dict[str, Any], fields: Args) -> bool:
+    return all(item.get(k) == v for k, v in fields.items())
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    """Contract facts of one operation, recorded by :func:`read` / :func:`write`."""
+
+    service: str
+    name: str
+    kind: Literal["read", "write"]
+    func: Callable[..., Result]
+    doc: str
+    # reads
+    lag: Callable[[Args], float | None] | None = None
+    lag_note: str = ""
+    # writes
+    idempotency: Literal["keyed", "natural", "conditional", "none"] = "none"
+    native_key: Callable[[Args], bool] | bool = False
+    key_note: str = ""
+    key_ttl_native: Callable[[Args], float] | None = None
+    reversibility: Literal["reversible", "irreversible"] = "reversible"
+    readback: Callable[[Args], ReadBack | None] | None = None
+    batch: bool = False
+
+    @property
+    def tool(self) -> str:
+        return f"{self.service}_{self.name}"
+
+    def accepts_key(self, contract: Contract) -> bool:
+        """Whether the tool offers an ``idempotency_key`` parameter under ``contract``."""
+        return self.kind == "write" and (contract == "keys-everywhere" or self.native_key is not False)
+
+    def honours_key(self, contract: Contract, args: Args) -> bool:
+        """Whether a key sent with ``args`` is honoured (deduplicates) under ``contract``."""
+        if self.kind != "write":
+            return False
+        if contract == "keys-everywhere":
+            return True
+        return self.native_key(args) if callable(self.native_key) else bool(self.native_key)
+
+    def key_ttl(self, contract: Contract, args: Args) -> float:
+        """How long the service remembers a key, in sim seconds."""
+        if contract == "native" and self.key_ttl_native is not None:
+            return self.key_ttl_native(args)
+        return DAY_S
+
+    def write_class(self, contract: Contract, args: Args, read_lag: float | None) -> dict[str, str]:
+        """Idempotency / read path / reversibility of this write with these arguments."""
+        idem = self.idempotency
+        if idem == "none" and self.honours_key(contract, args):
+            idem = "keyed"
+        if idem == "keyed" and not self.honours_key(contract, args):
+            idem = "none"
+        path = "none" if read_lag is None else ("strong" if read_lag == 0 else "eventual")
+        return {"idempotency": idem, "read_path": path, "reversibility": self.reversibility}
+
+
+def read(lag: float | Callable[[Args], float | None] = 0.0, note: str = "") -> Callable[..., Any]:
+    """Mark a method as a read. ``lag`` (seconds, or a function of the arguments returning
+    seconds or ``None`` for "no read path") is how far behind commits the results are."""
+    lag_fn = lag if callable(lag) else (lambda _a, _v=float(lag): _v)
+
+    def deco(fn: Callable[..., Result]) -> Callable[..., Result]:
+        fn._limbo_op = {"kind": "read", "lag": lag_fn, "lag_note": note}  # type: ignore[attr-defined]
+        return fn
+
+    return deco
+
+
+def write(
+    *,
+    idempotency: Literal["keyed", "natural", "conditional", "none"] = "none",
+    native_key: Callable[[Args], bool] | bool = False,
+    key_note: str = "",
+    key_ttl_native: Callable[[Args], float] | None = None,
+    reversibility: Literal["reversible", "irreversible"] = "reversible",
+    readback: Callable[[Args], ReadBack | None] | None = None,
+    batch: bool = False,
+) -> Callable[..., Any]:
+    """Mark a method as a write and record its contract facts."""
+
+    def deco(fn: Callable[..., Result]) -> Callable[..., Result]:
+        fn._limbo_op = {  # type: ignore[attr-defined]
+            "kind": "write",
+            "idempotency": idempotency,
+            "native_key": native_key,
+            "key_note": key_note,
+            "key_ttl_native": key_ttl_native,
+            "reversibility": reversibility,
+            "readback": readback,
+            "batch": batch,
+        }
+        return fn
+
+    return deco
+
+
+class BatchCut(Exception):
+    """Raised inside a batch write when the server stops part-way (a partial batch)."""
+
+
+@dataclass
+class Effect:
+    """One committed effect, before the ledger stamps it."""
+
+    args: Args
+    object_id: str | None
+    reverses: str | None = None
+
+
+@dataclass
+class OpContext:
+    """What a write sees of the world: the time, and a place to record what it commits."""
+
+    now: float
+    unit_limit: int | None = None
+    prior_units: list[Any] = field(default_factory=list)
+    effects: list[Effect] = field(default_factory=list)
+
+    def commit(self, args: Args, object_id: str | None, *, reverses: str | None = None) -> None:
+        """Record one effect. In a batch, raises :class:`BatchCut` once the limit is reached."""
+        if self.unit_limit is not None and len(self.effects) >= self.unit_limit:
+            raise BatchCut()
+        self.effects.append(Effect(args, object_id, reverses))
+
+
+@dataclass(frozen=True)
+class View:
+    """The moment a read observes: rows committed at or before ``horizon`` are visible."""
+
+    horizon: float
+
+
+class Table:
+    """Rows with their full version history, so any past state can be read back."""
+
+    def __init__(self) -> None:
+        self._rows: dict[str, list[tuple[float, dict[str, Any] | None]]] = {}
+
+    def put(self, row_id: str, value: dict[str, Any] | None, t: float) -> None:
+        """Write a new version of ``row_id`` at time ``t`` (``None`` deletes it)."""
+        self._rows.setdefault(row_id, []).append((t, value))
+
+    def current(self, row_id: str) -> dict[str, Any] | None:
+        versions = self._rows.get(row_id)
+        return versions[-1][1] if versions else None
+
+    def get(self, row_id: str, view: View) -> dict[str, Any] | None:
+        """The row as it was at ``view.horizon`` (``None`` if absent or deleted then)."""
+        found: dict[str, Any] | None = None
+        for t, value in self._rows.get(row_id, ()):
+            if t > view.horizon:
+                break
+            found = value
+        return found
+
+    def scan(self, view: View) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Rows visible at ``view``, in creation order."""
+        for row_id in self._rows:
+            value = self.get(row_id, view)
+            if value is not None:
+                yield row_id, value
+
+
+class Service:
+    """Base class of the six services. Subclasses declare operations with the decorators."""
+
+    name: ClassVar[str]
+    ops: ClassVar[dict[str, OpSpec]]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        ops: dict[str, OpSpec] = {}
+        for attr, fn in vars(cls).items():
+            meta = getattr(fn, "_limbo_op", None)
+            if meta is not None:
+                doc = inspect.cleandoc(fn.__doc__ or "")
+                ops[attr] = OpSpec(service=cls.name, name=attr, func=fn, doc=doc, **meta)
+        cls.ops = ops
+
+    def __init__(self, seed: int | str) -> None:
+        self.seed = seed
+        self._counter = 0
+
+    def mint(self, prefix: str) -> str:
+        """A fresh, plausible-looking id; deterministic in (seed, service, sequence number)."""
+        self._counter += 1
+        return f"{prefix}_{digest([str(self.seed), self.name, self._counter], 10)}"
+
+    def snapshot(self) -> Any:
+        """Everything mutable, for a dry run that must leave no trace."""
+        return copy.deepcopy(self.__dict__)
+
+    def restore(self, state: Any) -> None:
+        self.__dict__.clear()
+        self.__dict__.update(state)
+
+    def call(self, op: str, ctx: OpContext | View, args: Args) -> Result:
+        """Run operation ``op``; ``ctx`` is an :class:`OpContext` for writes, a :class:`View`
+        for reads."""
+        return self.ops[op].func(self, ctx, **args)
