@@ -1,8 +1,7 @@
 """Fault modes, each a transport wrapper at the boundary. Importing registers them."""
 
+from limbo.faults.base import Fault, FaultContext
 from limbo.registry import register
-
-from .base import Fault, FaultContext
 
 register("fault", "none")(Fault)
 

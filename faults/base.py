@@ -12,7 +12,6 @@ from random import Random
 from typing import Any, ClassVar
 
 import simpy
-
 from limbo.boundary import Process, Transport
 from limbo.config import Timing
 from limbo.events import EventLog
@@ -29,6 +28,10 @@ class FaultContext:
     rng: Random
     timing: Timing
     focal_tool: str
+    inflight: list[dict[str, Any]]
+    """Deliveries scheduled for later (late commits, redelivered copies), shared with the world
+    so that a scaffold (the outcome oracle) can see what is still coming. Each entry:
+    ``{"request_id", "tool", "args", "key", "lands_at"}``; removed when it lands."""
 
 
 class Fault:

@@ -12,11 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from limbo.adapter import EpisodeContext, Message, ModelAdapter, ModelTurn, ToolDef
+from limbo.harnesses.conditions import Condition, ToolLayer
 from limbo.registry import register
 from limbo.results import Result
 from limbo.world import World
-
-from .conditions import Condition, ToolLayer
 
 MAX_LOGGED_ARGS = 4000
 

@@ -27,8 +27,15 @@ from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any
 
-from limbo.adapter import EpisodeContext, Message, ModelAdapter, ModelTurn, ToolCall, ToolDef
-from limbo.adapter import model_adapter
+from limbo.adapter import (
+    EpisodeContext,
+    Message,
+    ModelAdapter,
+    ModelTurn,
+    ToolCall,
+    ToolDef,
+    model_adapter,
+)
 from limbo.errors import UsageError
 from limbo.hashing import digest
 from limbo.results import Result, error_kind, is_ambiguous

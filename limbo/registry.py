@@ -24,7 +24,7 @@ _REGISTRY: dict[str, dict[str, Any]] = {}
 _BUILTINS: dict[str, tuple[str, ...]] = {
     "service": ("limbo.services",),
     "fault": ("limbo.faults",),
-    "condition": ("limbo.harnesses.conditions",),
+    "condition": ("limbo.harnesses.conditions", "limbo.harnesses.scaffolds"),
     "model": ("limbo.harnesses.policies",),
     "grid": ("limbo.experiments",),
     "harness": ("limbo.harnesses.minimal",),

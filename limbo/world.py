@@ -34,6 +34,7 @@ class World:
         self.env = simpy.Environment()
         self.log = EventLog(self.env)
         self.ledger: list[dict[str, Any]] = []
+        self.inflight: list[dict[str, Any]] = []
         classes = entries("service")
         self.services: dict[str, Service] = {
             name: classes[name](derive_seed(cell.seed, f"service.{name}")) for name in SERVICE_ORDER
@@ -45,7 +46,7 @@ class World:
 
         fault_cls = lookup("fault", cell.fault)
         ctx = FaultContext(self.env, self.log, generator(cell.seed, "fault"), cell.timing,
-                           cell.focal_write)
+                           cell.focal_write, self.inflight)
         self.fault = fault_cls(ctx, inner)
         self.boundary = Boundary(self.env, self.log, self.tools, self.fault, cell.timing.max_wait_s)
         self.task: TaskInstance = instantiate(template(cell.template), cell.instance)

@@ -1,7 +1,7 @@
 """The six simulated services. Importing this package registers them."""
 
-from . import billing, data, deploy, mail, social, tickets  # noqa: F401
-from .base import CONTRACTS, Contract, OpSpec, ReadBack, Service
+from limbo.services import billing, data, deploy, mail, social, tickets  # noqa: F401
+from limbo.services.base import CONTRACTS, Contract, OpSpec, ReadBack, Service
 
 SERVICE_ORDER = ("social", "billing", "tickets", "mail", "data", "deploy")
 

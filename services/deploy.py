@@ -7,8 +7,7 @@ from typing import Literal
 
 from limbo.registry import register
 from limbo.results import Result, error, ok
-
-from .base import OpContext, ReadBack, Service, Table, View, read, write
+from limbo.services.base import OpContext, ReadBack, Service, Table, View, read, write
 
 RUN_SECONDS = 60.0
 

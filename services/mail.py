@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from limbo.registry import register
 from limbo.results import Result, ok
-
-from .base import OpContext, ReadBack, Service, Table, View, read, write
+from limbo.services.base import OpContext, ReadBack, Service, Table, View, read, write
 
 
 @register("service", "mail")

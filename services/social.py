@@ -11,8 +11,7 @@ from typing import Literal
 
 from limbo.registry import register
 from limbo.results import Result, error, ok
-
-from .base import DAY_S, OpContext, ReadBack, Service, Table, View, read, write
+from limbo.services.base import DAY_S, OpContext, ReadBack, Service, Table, View, read, write
 
 Platform = Literal["mastodon", "weibo", "linkedin", "x"]
 LIST_LAG: dict[str, float | None] = {"mastodon": 0.0, "linkedin": 0.0, "weibo": 180.0, "x": None}

@@ -7,8 +7,7 @@ from typing import Literal
 
 from limbo.registry import register
 from limbo.results import Result, error, ok
-
-from .base import OpContext, ReadBack, Service, Table, View, read, write
+from limbo.services.base import OpContext, ReadBack, Service, Table, View, read, write
 
 Priority = Literal["low", "normal", "high", "urgent"]
 Status = Literal["open", "pending", "resolved", "closed"]

@@ -1,0 +1,1 @@
+"""Scaffold recovery conditions (tool-layer behaviour). Filled in by the conditions work."""
