@@ -240,6 +240,10 @@ class PolicyAdapter(ModelAdapter):
         self._script: Script | None = None
         self._calls = 0
 
+    @classmethod
+    def price_per_mtok(cls, model: str, params: dict[str, Any]) -> dict[str, float] | None:
+        return {"input": 0.0, "cached_input": 0.0, "output": 0.0}
+
     async def generate(
         self, messages: list[Message], tools: list[ToolDef], ctx: EpisodeContext
     ) -> ModelTurn:

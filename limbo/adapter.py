@@ -108,6 +108,14 @@ class ModelAdapter:
     async def aclose(self) -> None:
         """Release clients at the end of the episode (optional)."""
 
+    @classmethod
+    def price_per_mtok(cls, model: str, params: dict[str, Any]) -> dict[str, float] | None:
+        """Prices per million input / cached input / output tokens, or ``None`` when unknown.
+
+        ``--max-cost`` refuses to run a model whose price is unknown rather than assume free.
+        """
+        return None
+
 
 def model_adapter(provider: str) -> Callable[[type[ModelAdapter]], type[ModelAdapter]]:
     """Class decorator: register an adapter under ``provider`` (models ``provider/...``)."""

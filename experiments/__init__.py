@@ -1,0 +1,1 @@
+"""Grid definitions (TOML under ``grids/``) and their expansion into cells."""

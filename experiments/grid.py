@@ -1,0 +1,166 @@
+"""Grids: which factors to cross, as data (TOML), validated by pydantic.
+
+Expansion turns a grid into cells and drops combinations that cannot run (a fault mode that
+cannot act on the cell's focal write, say) with a counted reason — never silently running them
+as something else. Each cell's seed derives from (grid seed, cell identity without the seed), so
+adding a factor level never changes an existing cell.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Literal
+
+from limbo.cell import Cell
+from limbo.config import Limits, Timing
+from limbo.errors import UsageError
+from limbo.hashing import digest
+from limbo.registry import entries
+from limbo.rng import derive_seed
+from limbo.services import CONTRACTS, Contract
+from limbo.tasks import templates
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+ALL = "all"
+FACTORS = ("models", "harnesses", "conditions", "contracts", "faults", "services", "templates")
+
+
+class Grid(BaseModel):
+    """A grid file. Lists may say ``["all"]`` for every registered level."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = "custom"
+    description: str = ""
+    seed: int = 0
+    models: list[str] = ["policy/verify"]
+    harnesses: list[str] = ["minimal"]
+    conditions: list[str] = ["vanilla"]
+    contracts: list[Contract | Literal["all"]] = ["native"]
+    faults: list[str] = ["none"]
+    services: list[str] = [ALL]
+    templates: list[str] = [ALL]
+    focal_writes: Literal["all", "first"] = "all"
+    instances: int = Field(1, ge=1, le=10_000)
+    """Instances 0 .. instances-1 of every template."""
+    timing: Timing = Timing()
+    limits: Limits = Limits()
+
+    @field_validator(*FACTORS)
+    @classmethod
+    def _not_empty(cls, value: list[str]) -> list[str]:
+        if not value:
+            raise ValueError("must list at least one level")
+        return value
+
+
+@dataclass
+class Expansion:
+    """The cells of a grid and what was dropped, by reason."""
+
+    cells: list[Cell] = field(default_factory=list)
+    dropped: Counter[str] = field(default_factory=Counter)
+
+
+def _levels(name: str, given: list[str], choices: list[str]) -> list[str]:
+    if given == [ALL]:
+        return choices
+    unknown = [g for g in given if g not in choices]
+    if unknown:
+        raise UsageError(f"unknown {name[:-1]} {unknown[0]!r} in grid; choose from: "
+                         f"{', '.join(choices)}")
+    return given
+
+
+def resolved(grid: Grid) -> dict[str, list[str]]:
+    """Every factor's levels with ``all`` expanded and each level checked."""
+    temps = templates()
+    levels = {
+        "contracts": _levels("contracts", list(grid.contracts), list(CONTRACTS)),
+        "faults": _levels("faults", grid.faults, list(entries("fault"))),
+        "conditions": _levels("conditions", grid.conditions, list(entries("condition"))),
+        "harnesses": _levels("harnesses", grid.harnesses, list(entries("harness"))),
+        "services": _levels("services", grid.services, sorted({t.service for t in temps.values()})),
+        "templates": _levels("templates", grid.templates, list(temps)),
+        "models": grid.models,
+    }
+    return levels
+
+
+def _cell_seed(grid_seed: int, body: dict[str, object]) -> int:
+    return derive_seed(grid_seed, digest(body, 32)) % (2**31)
+
+
+def expand(grid: Grid) -> Expansion:
+    """All runnable cells of ``grid``, in a deterministic order."""
+    lv = resolved(grid)
+    faults = entries("fault")
+    temps = templates()
+    out = Expansion()
+    for t_name in lv["templates"]:
+        t = temps[t_name]
+        if t.service not in lv["services"]:
+            continue
+        focal = t.focal_writes if grid.focal_writes == ALL else t.focal_writes[:1]
+        for cell in _cross(grid, lv, t_name, t.service, focal):
+            op = _op(cell)
+            if not faults[cell["fault"]].applies(op):
+                out.dropped[f"{cell['fault']} cannot act on {cell['focal_write']}"] += 1
+                continue
+            body = {k: v for k, v in cell.items()}
+            seed = _cell_seed(grid.seed, body)
+            out.cells.append(Cell(**cell, seed=seed, timing=grid.timing, limits=grid.limits))
+    return out
+
+
+def _op(cell: dict[str, object]):  # noqa: ANN202 - OpSpec
+    from limbo.tools import toolset
+
+    return toolset(cell["contract"])[str(cell["focal_write"])].op  # type: ignore[index]
+
+
+def _cross(grid: Grid, lv: dict[str, list[str]], template: str, service: str,
+           focal: list[str]) -> Iterator[dict[str, object]]:
+    for model in lv["models"]:
+        for harness in lv["harnesses"]:
+            for condition in lv["conditions"]:
+                for contract in lv["contracts"]:
+                    for fault in lv["faults"]:
+                        for fw in focal:
+                            for instance in range(grid.instances):
+                                yield {"model": model, "harness": harness, "condition": condition,
+                                       "contract": contract, "fault": fault, "service": service,
+                                       "template": template, "instance": instance,
+                                       "focal_write": fw}
+
+
+def builtin_grids() -> dict[str, Path]:
+    """Built-in grid files by name."""
+    folder = resources.files("limbo.experiments") / "grids"
+    return {Path(e.name).stem: Path(str(e)) for e in sorted(folder.iterdir(), key=lambda e: e.name)
+            if e.name.endswith(".toml")}
+
+
+def load_grid(ref: str) -> Grid:
+    """A built-in grid by name, or a TOML file by path; :class:`UsageError` when it is bad."""
+    grids = builtin_grids()
+    path = grids.get(ref) or Path(ref)
+    if ref not in grids and not path.is_file():
+        raise UsageError(f"no grid {ref!r}: not a file, and not a built-in grid "
+                         f"({', '.join(grids)})")
+    try:
+        raw = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"grid file {path} is not valid TOML: {exc}") from None
+    raw.setdefault("name", path.stem)
+    try:
+        return Grid.model_validate(raw)
+    except ValidationError as exc:
+        err = exc.errors(include_url=False)[0]
+        where = ".".join(str(p) for p in err["loc"])
+        raise UsageError(f"grid {path}: {where}: {err['msg']}") from None

@@ -1,0 +1,171 @@
+"""The ``limbo`` command line.
+
+Errors a user can cause print one line naming what to fix and exit 2, without a traceback;
+anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from limbo.errors import UsageError
+
+FACTOR_FLAGS = {"model": "models", "harness": "harnesses", "condition": "conditions",
+                "contract": "contracts", "fault": "faults", "service": "services",
+                "template": "templates"}
+
+
+def _shard(text: str) -> tuple[int, int]:
+    try:
+        index, count = (int(p) for p in text.split("/"))
+    except ValueError:
+        raise UsageError(f"--shard {text!r} must look like I/N, e.g. 1/3") from None
+    if not 1 <= index <= count:
+        raise UsageError(f"--shard {text}: I must be between 1 and N (valid: 1/{count} .. {count}/{count})"
+                         if count > 0 else f"--shard {text}: N must be at least 1")
+    return index, count
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="limbo", description="LIMBO: where does exactly-once live?")
+    sub = p.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="expand and run grids (default: the `default` grid)")
+    run.add_argument("grids", nargs="*", default=["default"])
+    for flag in FACTOR_FLAGS:
+        run.add_argument(f"--{flag}", action="append", metavar=flag.upper(),
+                         help=f"replace the grid's {FACTOR_FLAGS[flag]} (repeatable)")
+    run.add_argument("--instances", type=int, help="instances per template (replaces the grid's)")
+    run.add_argument("--out", type=Path)
+    run.add_argument("--concurrency", type=int, default=1)
+    run.add_argument("--workers", type=int, default=1)
+    run.add_argument("--limit", type=int)
+    run.add_argument("--shard", type=str)
+    run.add_argument("--seed", type=int)
+    run.add_argument("--max-cost", type=float)
+    run.add_argument("--plugin", action="append", default=[])
+    run.add_argument("--dry-run", action="store_true")
+    run.add_argument("--quiet", action="store_true", help="no progress, summary only")
+    ep = sub.add_parser("episode", help="run one cell and print its timeline")
+    ep.add_argument("--model", default="policy/verify")
+    ep.add_argument("--harness", default="minimal")
+    ep.add_argument("--condition", default="vanilla")
+    ep.add_argument("--contract", default="native")
+    ep.add_argument("--fault", default="none")
+    ep.add_argument("--template", default="charge_invoice")
+    ep.add_argument("--focal-write")
+    ep.add_argument("--instance", type=int, default=0)
+    ep.add_argument("--seed", type=int, default=0)
+    ep.add_argument("--plugin", action="append", default=[])
+    ep.add_argument("--json", action="store_true", help="print the record as JSON")
+    show = sub.add_parser("show", help="print a stored episode's timeline")
+    show.add_argument("run_dir", type=Path)
+    show.add_argument("episode_id")
+    ls = sub.add_parser("list", help="what is registered")
+    ls.add_argument("what", choices=["services", "faults", "conditions", "harnesses", "models",
+                                     "grids", "templates"])
+    ls.add_argument("--plugin", action="append", default=[])
+    return p
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    return Console(width=160) if not sys.stdout.isatty() else Console()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return int(COMMANDS[args.command](args) or 0)
+    except UsageError as exc:
+        print(f"limbo: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("limbo: interrupted; re-run the same command to resume", file=sys.stderr)
+        return 130
+
+
+def _plugins(names: list[str]) -> None:
+    from limbo.registry import load_plugin
+
+    for name in names:
+        load_plugin(name)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from limbo.commands.run import run
+
+    _plugins(args.plugin)
+    return run(args, _console())
+
+
+def cmd_episode(args: argparse.Namespace) -> int:
+    from limbo.cell import Cell
+    from limbo.episode import run_episode
+    from limbo.experiments.grid import Grid, resolved
+    from limbo.tasks import template
+    from limbo.timeline import render
+
+    _plugins(args.plugin)
+    t = template(args.template)
+    focal = args.focal_write or t.focal_writes[0]
+    if focal not in t.focal_writes:
+        raise UsageError(f"--focal-write {focal!r} is not a write of {t.id}; choose from: "
+                         f"{', '.join(t.focal_writes)}")
+    resolved(Grid(contracts=[args.contract], faults=[args.fault], conditions=[args.condition],
+                  harnesses=[args.harness], templates=[t.id]))
+    _check_models([args.model])
+    cell = Cell(model=args.model, harness=args.harness, condition=args.condition,
+                contract=args.contract, fault=args.fault, service=t.service, template=t.id,
+                instance=args.instance, focal_write=focal, seed=args.seed)
+    _check_fault_applies(cell)
+    record = run_episode(cell)
+    if args.json:
+        print(json.dumps(record, ensure_ascii=False))
+    else:
+        render(record, _console())
+    return 0
+
+
+def _check_fault_applies(cell: Any) -> None:
+    from limbo.registry import lookup
+    from limbo.tools import toolset
+
+    op = toolset(cell.contract)[cell.focal_write].op
+    if not lookup("fault", cell.fault).applies(op):
+        raise UsageError(f"fault {cell.fault} cannot act on {cell.focal_write} (batch writes only)")
+
+
+def _check_models(models: list[str]) -> None:
+    from limbo.adapter import make_adapter
+
+    for spec in models:
+        make_adapter(spec)
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from limbo.store import find_record
+    from limbo.timeline import render
+
+    render(find_record(args.run_dir, args.episode_id), _console())
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from limbo.commands.listing import listing
+
+    _plugins(args.plugin)
+    for line in listing(args.what):
+        print(line)
+    return 0
+
+
+COMMANDS = {"run": cmd_run, "episode": cmd_episode, "show": cmd_show, "list": cmd_list}
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Implementations of the CLI's larger subcommands (kept out of ``limbo.cli``)."""

@@ -1,0 +1,71 @@
+"""``limbo list``: what is registered, one line each (plugins included)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from limbo.registry import entries
+
+
+def _services() -> Iterator[str]:
+    from limbo.tools import toolset
+
+    native, keyed = toolset("native"), toolset("keys-everywhere")
+    for name, cls in entries("service").items():
+        for op in cls.ops.values():
+            keys = "key" if native[op.tool].accepts_key else "no key"
+            extra = f" (keys-everywhere: {'key' if keyed[op.tool].accepts_key else 'no key'})"
+            yield f"{op.tool:<26} {op.kind:<5} native: {keys}{extra if op.kind == 'write' else ''}"
+
+
+def _faults() -> Iterator[str]:
+    for name, cls in entries("fault").items():
+        group = getattr(cls, "group", None) or "-"
+        yield (f"{name:<18} family={cls.family:<19} group={group:<12} "
+               f"sees: {cls.sees}; really: {cls.hidden}")
+
+
+def _conditions() -> Iterator[str]:
+    for name, cls in entries("condition").items():
+        yield f"{name:<15} {cls.kind:<8} {cls.summary}"
+
+
+def _models() -> Iterator[str]:
+    from limbo.harnesses.policies import POLICIES
+
+    for name, cls in entries("model").items():
+        doc = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
+        yield f"{name + '/…':<15} {cls.__module__:<34} {doc}"
+        if name == "policy":
+            for policy in POLICIES:
+                yield f"  policy/{policy}"
+
+
+def _grids() -> Iterator[str]:
+    from limbo.experiments.grid import builtin_grids, expand, load_grid
+
+    for name in builtin_grids():
+        grid = load_grid(name)
+        exp = expand(grid)
+        yield f"{name:<10} {len(exp.cells):>7} episodes  {grid.description}"
+
+
+def _templates() -> Iterator[str]:
+    from limbo.tasks import templates
+
+    for name, t in templates().items():
+        yield f"{name:<18} service={t.service:<8} focal writes: {', '.join(t.focal_writes)}"
+
+
+def _harnesses() -> Iterator[str]:
+    for name, cls in entries("harness").items():
+        doc = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
+        yield f"{name:<12} {doc}"
+
+
+LISTINGS = {"services": _services, "faults": _faults, "conditions": _conditions,
+            "models": _models, "grids": _grids, "templates": _templates, "harnesses": _harnesses}
+
+
+def listing(what: str) -> Iterator[str]:
+    return LISTINGS[what]()

@@ -1,0 +1,141 @@
+"""``limbo run``: expand grids, check everything a user could get wrong, run, summarise.
+
+All checks happen before the run directory is touched, so bad input writes nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from limbo.errors import UsageError
+from limbo.experiments.grid import Expansion, Grid, expand, load_grid, resolved
+from limbo.runner import RunOptions, in_shard, run_cells
+from limbo.summary import Summary, render
+
+FACTORS = {"model": "models", "harness": "harnesses", "condition": "conditions",
+           "contract": "contracts", "fault": "faults", "service": "services",
+           "template": "templates"}
+PROGRESS_EVERY_S = 5.0
+
+
+def _apply_flags(grid: Grid, args: argparse.Namespace) -> Grid:
+    changes: dict[str, Any] = {}
+    for flag, field in FACTORS.items():
+        values = getattr(args, flag)
+        if values:
+            changes[field] = values
+    if args.seed is not None:
+        changes["seed"] = args.seed
+    if args.instances is not None:
+        if args.instances < 1:
+            raise UsageError(f"--instances must be at least 1, got {args.instances}")
+        changes["instances"] = args.instances
+    return Grid.model_validate({**grid.model_dump(), **changes}) if changes else grid
+
+
+def _check_models(models: list[str], max_cost: float | None) -> None:
+    from limbo.adapter import make_adapter, parse_model
+
+    for spec in models:
+        adapter = make_adapter(spec)
+        _, model, params = parse_model(spec)
+        if max_cost is not None and type(adapter).price_per_mtok(model, params) is None:
+            raise UsageError(f"--max-cost: no price known for {spec}; add it to a price file "
+                             f"or run without --max-cost")
+
+
+def _git_commit() -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                             cwd=Path(__file__).resolve().parent, timeout=5, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
+def _validate(args: argparse.Namespace) -> list[tuple[Grid, Expansion]]:
+    from limbo.runner import RunOptions  # noqa: F401 - imported for its checks' side effects
+
+    if args.limit is not None and args.limit < 0:
+        raise UsageError(f"--limit must be at least 0, got {args.limit}")
+    for name in ("workers", "concurrency"):
+        if getattr(args, name) < 1:
+            raise UsageError(f"--{name} must be at least 1")
+    plans = []
+    for ref in args.grids:
+        grid = _apply_flags(load_grid(ref), args)
+        resolved(grid)
+        _check_models(grid.models, args.max_cost)
+        plans.append((grid, expand(grid)))
+    return plans
+
+
+def _dry_run(grid: Grid, exp: Expansion, shard: tuple[int, int] | None, console: Any) -> None:
+    cells = [c for c in exp.cells if in_shard(c.episode_id, shard)]
+    console.print(f"grid {grid.name}: {len(cells)} episodes"
+                  + (f" (shard {shard[0]}/{shard[1]})" if shard else ""))
+    calls = sum(_expected_turns(c.model) for c in cells)
+    console.print(f"expected model calls: ~{calls} (about {calls // max(len(cells), 1)} per "
+                  f"episode); reference policies cost $0")
+
+
+def _expected_turns(model: str) -> int:
+    return 6
+
+
+class _Progress:
+    """Rich progress on a terminal; a plain line every few seconds otherwise."""
+
+    def __init__(self, console: Any, total: int, quiet: bool) -> None:
+        from limbo.runtime import stopwatch
+
+        self.console, self.total, self.quiet = console, total, quiet
+        self.clock = stopwatch
+        self.start = self.last = stopwatch()
+
+    def __call__(self, done: int, total: int, summary: Summary) -> None:
+        now = self.clock()
+        if self.quiet or (now - self.last < PROGRESS_EVERY_S and done < total):
+            return
+        self.last = now
+        rate = done / max(now - self.start, 1e-9)
+        eta = (total - done) / rate if rate else 0.0
+        dup = summary.total.rate("duplicate")
+        self.console.print(f"[limbo] {done}/{total} episodes  {rate:.0f}/s  ETA {eta:.0f}s  "
+                           f"dup {100 * (dup or 0):.1f}%  cost ${summary.total.cost:.4f}",
+                           highlight=False)
+
+
+def run(args: argparse.Namespace, console: Any) -> int:
+    from limbo.cli import _shard
+
+    shard = _shard(args.shard) if args.shard else None
+    plans = _validate(args)
+    for grid, exp in plans:
+        for reason, count in sorted(exp.dropped.items()):
+            console.print(f"dropped {count} cells: {reason}", highlight=False)
+        if args.dry_run:
+            _dry_run(grid, exp, shard, console)
+            continue
+        out = args.out or Path("runs") / grid.name
+        opts = RunOptions(out=out, workers=args.workers, concurrency=args.concurrency,
+                          limit=args.limit, shard=shard, max_cost=args.max_cost,
+                          plugins=list(args.plugin))
+        manifest = {"grid": grid.model_dump(mode="json"), "levels": resolved(grid),
+                    "dropped": dict(exp.dropped), "shard": list(shard) if shard else None,
+                    "git_commit": _git_commit(), "argv": sys.argv[1:]}
+        progress = _Progress(console, len(exp.cells), args.quiet)
+        result = run_cells(exp.cells, opts, manifest, progress)
+        if result.torn_bytes:
+            console.print(f"repaired a torn last line ({result.torn_bytes} bytes) left by an "
+                          f"interrupted run", highlight=False)
+        console.print(f"grid {grid.name}: ran {result.ran} episodes, {result.skipped} already "
+                      f"done, in {result.wall_s:.1f}s → {out}", highlight=False)
+        if result.stopped:
+            console.print(f"stopped: {result.stopped}", highlight=False)
+        render(result.summary, console)
+    return 0

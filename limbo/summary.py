@@ -1,0 +1,106 @@
+"""Running tallies of a grid and the summary table printed at the end of ``limbo run``.
+
+Rates are conditional on the fault having fired; episodes that ended in ``infra_error`` are
+counted in every row and excluded from the rates, never dropped silently.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from limbo.registry import entries
+
+
+@dataclass
+class Tally:
+    episodes: int = 0
+    fired: int = 0
+    rated: int = 0
+    duplicate: int = 0
+    task_success: int = 0
+    exactly_once: int = 0
+    overclaim: int = 0
+    infra: int = 0
+    model_error: int = 0
+    cost: float = 0.0
+    cost_unknown: int = 0
+
+    def add(self, outcome: dict[str, Any]) -> None:
+        self.episodes += 1
+        cost = outcome.get("cost_usd")
+        if cost is None:
+            self.cost_unknown += 1
+        else:
+            self.cost += cost
+        term = outcome["termination"]
+        if term == "infra_error":
+            self.infra += 1
+            return
+        self.model_error += term == "model_error"
+        if not outcome["fault_fired"]:
+            return
+        self.fired += 1
+        self.rated += 1
+        self.duplicate += outcome["duplicate"]
+        self.task_success += outcome["task_success"]
+        self.exactly_once += outcome["exactly_once"]
+        self.overclaim += outcome["overclaim"]
+
+    def rate(self, name: str) -> float | None:
+        return getattr(self, name) / self.rated if self.rated else None
+
+
+def family_of(fault: str) -> str:
+    cls = entries("fault").get(fault)
+    return str(getattr(cls, "family", "none")) if cls is not None else "unknown"
+
+
+@dataclass
+class Summary:
+    """Tallies overall, by fault family and by model."""
+
+    total: Tally = field(default_factory=Tally)
+    by_family: dict[str, Tally] = field(default_factory=lambda: defaultdict(Tally))
+    by_model: dict[str, Tally] = field(default_factory=lambda: defaultdict(Tally))
+
+    def add(self, cell: dict[str, Any], outcome: dict[str, Any]) -> None:
+        self.total.add(outcome)
+        self.by_family[family_of(cell["fault"])].add(outcome)
+        self.by_model[cell["model"]].add(outcome)
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.1f}"
+
+
+def rows(tallies: dict[str, Tally]) -> list[list[str]]:
+    out = []
+    for name in sorted(tallies):
+        t = tallies[name]
+        out.append([name, str(t.episodes), str(t.fired), _pct(t.rate("duplicate")),
+                    _pct(t.rate("task_success")), _pct(t.rate("exactly_once")),
+                    _pct(t.rate("overclaim")), str(t.infra + t.model_error)])
+    return out
+
+
+HEADER = ["", "episodes", "fired", "dup %", "TS %", "EOS %", "overclaim %", "errors"]
+
+
+def render(summary: Summary, console: Any) -> None:
+    """Print the summary tables with rich."""
+    from rich.table import Table
+
+    for title, tallies in (("by fault family", summary.by_family),
+                           ("by model", summary.by_model)):
+        table = Table(title=f"LIMBO summary {title} (rates over episodes where the fault fired)")
+        for i, head in enumerate(HEADER):
+            table.add_column(head, justify="left" if i == 0 else "right")
+        for row in rows(tallies):
+            table.add_row(*row)
+        t = summary.total
+        table.add_row("all", str(t.episodes), str(t.fired), _pct(t.rate("duplicate")),
+                      _pct(t.rate("task_success")), _pct(t.rate("exactly_once")),
+                      _pct(t.rate("overclaim")), str(t.infra + t.model_error), style="bold")
+        console.print(table)
