@@ -11,7 +11,7 @@ def _services() -> Iterator[str]:
     from limbo.tools import toolset
 
     native, keyed = toolset("native"), toolset("keys-everywhere")
-    for name, cls in entries("service").items():
+    for cls in entries("service").values():
         for op in cls.ops.values():
             keys = "key" if native[op.tool].accepts_key else "no key"
             extra = f" (keys-everywhere: {'key' if keyed[op.tool].accepts_key else 'no key'})"
