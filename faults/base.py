@@ -1,12 +1,20 @@
 """The fault seam: a transport that wraps the one inside it and fires once.
 
 A fault fires on the *focal write* — the first call to the cell's focal operation — and passes
-every other call through untouched. What it does there is its ``inject`` process; the service
-never learns that a fault is active.
+every other call through untouched (a mode may still shape later calls through
+:meth:`Fault.passthrough`, as ``stale_readback`` does for one read). What it does on the focal
+write is its ``inject`` process; the service never learns that a fault is active.
+
+Requests that a mode delivers *later* than the agent's call (late commits, redelivered copies)
+go through :meth:`Fault.deliver_at`: they are listed in ``ctx.inflight`` until they land, and
+their landing is logged as an ``arrival`` event, so both a scaffold oracle and a timeline can
+see them. They are simpy processes of their own, so they land even after the agent has
+finished (the world settles the clock).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from random import Random
 from typing import Any, ClassVar
@@ -16,7 +24,10 @@ from limbo.boundary import Process, Transport
 from limbo.config import Timing
 from limbo.events import EventLog
 from limbo.request import Request
+from limbo.results import Result
 from limbo.services import OpSpec
+
+Deliver = Callable[[Request], Result]
 
 
 @dataclass
@@ -39,7 +50,11 @@ class Fault:
 
     name: ClassVar[str] = "none"
     family: ClassVar[str] = "none"
-    group: ClassVar[str] = "success"
+    """The one family a table puts this mode under (the column of ``faults.md``)."""
+    families: ClassVar[tuple[str, ...]] = ("none",)
+    """Every family the mode belongs to (late commits are also "read-back cannot")."""
+    group: ClassVar[str | None] = "success"
+    """Observation-equivalence group, or ``None`` when no other mode looks the same."""
     sees: ClassVar[str] = "the normal response"
     hidden: ClassVar[str] = "nothing unusual"
     batch_only: ClassVar[bool] = False
@@ -58,11 +73,19 @@ class Fault:
     def env(self) -> simpy.Environment:
         return self.ctx.env
 
+    @property
+    def timing(self) -> Timing:
+        return self.ctx.timing
+
     def handle(self, req: Request) -> Process:
         if self.fired or req.op.tool != self.ctx.focal_tool:
-            return (yield from self.inner.handle(req))
+            return (yield from self.passthrough(req))
         self.fired = True
         return (yield from self.inject(req))
+
+    def passthrough(self, req: Request) -> Process:
+        """Every call other than the focal write. The default: untouched."""
+        return (yield from self.inner.handle(req))
 
     def inject(self, req: Request) -> Process:
         """What happens to the focal write. The default: nothing."""
@@ -72,3 +95,60 @@ class Fault:
     def emit(self, req: Request, **detail: Any) -> None:
         """Record that the fault fired, and what it will do (hidden from the agent)."""
         self.ctx.log.emit("fault", mode=self.name, request_id=req.id, detail=detail)
+
+    # -- helpers for the modes -------------------------------------------------------------
+
+    def after(self, seconds: float) -> simpy.Event:
+        """An event ``seconds`` of sim time from now (for ``yield``)."""
+        return self.env.timeout(seconds)
+
+    def background(self, req: Request) -> None:
+        """Deliver ``req`` normally, but let nobody wait for the response (it is lost)."""
+        self.env.process(self.inner.handle(req))
+
+    def deliver_at(self, req: Request, at: float) -> None:
+        """Make ``req`` reach its service at sim time ``at``, whatever the agent does meanwhile.
+
+        Listed in ``ctx.inflight`` until it lands; its landing is logged as an ``arrival``.
+        """
+        entry = {"request_id": req.id, "tool": req.op.tool, "args": req.args, "key": req.key,
+                 "lands_at": at}
+        self.ctx.inflight.append(entry)
+        self.env.process(self._land(req, at, entry))
+
+    def _land(self, req: Request, at: float, entry: dict[str, Any]) -> Process:
+        yield self.after(max(0.0, at - self.env.now))
+        inflight = self.ctx.inflight
+        del inflight[next(i for i, e in enumerate(inflight) if e is entry)]
+        mark = len(self.ctx.log.events)
+        result = far_end(self.inner)(req)
+        outcome = arrival_outcome(req, result, self.ctx.log.events[mark:])
+        self.ctx.log.emit("arrival", request_id=req.id, attempt=req.attempt, tool=req.op.tool,
+                          outcome=outcome)
+        return result
+
+
+def far_end(transport: Any) -> Deliver:
+    """The endpoint's ``deliver`` at the end of a transport chain.
+
+    A delayed delivery has no one waiting for its response, so it skips the wire latency and
+    hands the request to the contract layer (the endpoint) at the moment it arrives — exactly
+    what the innermost transport does, minus the two half trips. The endpoint is still in
+    front of the service, so a fault never reaches inside one.
+    """
+    node = transport
+    while not hasattr(node, "endpoint"):
+        node = node.inner
+    return node.endpoint.deliver  # type: ignore[no-any-return]
+
+
+def arrival_outcome(req: Request, result: Result, events: list[dict[str, Any]]) -> str:
+    """What a delivery did, from its result and the events the endpoint logged for it."""
+    mine = [e for e in events if e.get("request_id") == req.id and e.get("attempt") == req.attempt]
+    if not result.get("ok") and result["error"]["kind"] == "idempotency_mismatch":
+        return "rejected"
+    if any(e["type"] == "replay" for e in mine) or result.get("idempotent_replayed"):
+        return "replayed"
+    if any(e["type"] == "commit" for e in mine):
+        return "committed"
+    return "no_effect"
