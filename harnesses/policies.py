@@ -124,7 +124,9 @@ def _write(run: Run, step: Step, args: dict[str, Any]) -> Generator:
     tool = step.tool
     spec = run.ctx.tool_specs[tool]
     if run.b.keys and spec.accepts_key:
-        args = {**args, KEY_FIELD: f"k-{digest([run.ctx.episode_id, step.id], 12)}"}
+        # From what the agent knows (never the episode id, which names the fault mode).
+        seen = [run.ctx.seed, run.ctx.plan.id, run.ctx.vars, step.id]
+        args = {**args, KEY_FIELD: f"k-{digest(seen, 12)}"}
     plain = {k: v for k, v in args.items() if k != KEY_FIELD}
     honoured = KEY_FIELD in args and spec.op.honours_key(run.ctx.contract, plain)
     attempts = 0
