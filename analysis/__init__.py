@@ -1,0 +1,1 @@
+"""Analysis: reads episode logs only, never runs an episode (tables and figures)."""

@@ -1,0 +1,64 @@
+"""The one-distribution layout: only ``limbo`` is installed, every mapped folder is packaged."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tomllib
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+MAPPED = {"services": "limbo.services", "faults": "limbo.faults", "harnesses": "limbo.harnesses",
+          "experiments": "limbo.experiments", "analysis": "limbo.analysis", "limbo": "limbo"}
+
+
+def _pyproject() -> dict:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+
+def test_packages_list_matches_the_folders() -> None:
+    declared = set(_pyproject()["tool"]["setuptools"]["packages"])
+    found = set()
+    for folder, prefix in MAPPED.items():
+        for init in (ROOT / folder).rglob("__init__.py"):
+            rel = init.parent.relative_to(ROOT / folder)
+            found.add(".".join([prefix, *rel.parts]) if rel.parts else prefix)
+    assert found == declared
+
+
+def test_package_dir_maps_every_folder_into_limbo() -> None:
+    mapping = _pyproject()["tool"]["setuptools"]["package-dir"]
+    assert mapping == {v: k for k, v in MAPPED.items() if k != "limbo"}
+
+
+def test_wheel_installs_only_limbo_and_works_outside_the_repo(tmp_path: Path) -> None:
+    wheels = tmp_path / "wheels"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+                    "-q", "-w", str(wheels), str(ROOT)], check=True, capture_output=True)
+    (wheel,) = wheels.glob("*.whl")
+    names = {n.split("/")[0] for n in zipfile.ZipFile(wheel).namelist()}
+    assert {n for n in names if not n.endswith(".dist-info")} == {"limbo"}
+    members = zipfile.ZipFile(wheel).namelist()
+    assert "limbo/services/templates/billing.json" in members
+    assert "limbo/harnesses/prompts/vanilla.txt" in members
+    assert "limbo/experiments/grids/default.toml" in members
+    target = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target",
+                    str(target), str(wheel)], check=True, capture_output=True)
+    probe = ("import limbo, limbo.services.billing, limbo.faults;"
+             "from limbo.cell import Cell; from limbo.episode import run_episode;"
+             "r = run_episode(Cell(service='billing', template='charge_invoice',"
+             " focal_write='billing_create_charge'));"
+             "print(limbo.__file__, r['outcome']['exactly_once'])")
+    env = {**os.environ, "PYTHONPATH": str(target)}
+    out = subprocess.run([sys.executable, "-P", "-c", probe], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, check=True).stdout
+    assert out.startswith(str(target)) and out.strip().endswith("True")
+
+
+def test_bare_folder_imports_are_banned_by_the_linter() -> None:
+    banned = _pyproject()["tool"]["ruff"]["lint"]["flake8-tidy-imports"]["banned-api"]
+    assert {"services", "faults", "harnesses", "experiments", "analysis"} <= set(banned)
+    assert {"time.time", "random.random", "uuid.uuid4", "datetime.datetime.now"} <= set(banned)
