@@ -53,10 +53,16 @@ class ServiceTransport:
         return result
 
 
+def _short(part: object, limit: int = 40) -> str:
+    """A location part as shown to the agent: an oversized dict key is cut, not echoed."""
+    text = str(part)
+    return text if len(text) <= limit else f"{text[:limit]}..."
+
+
 def _describe_errors(exc: ValidationError) -> str:
     parts = []
     for err in exc.errors(include_input=False, include_url=False)[:5]:
-        loc = ".".join(str(p) for p in err["loc"]) or "(arguments)"
+        loc = ".".join(_short(p) for p in err["loc"]) or "(arguments)"
         parts.append(f"{loc}: {err['msg']}")
     return "; ".join(parts)
 

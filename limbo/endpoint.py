@@ -8,6 +8,7 @@ agent hears back.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from limbo.events import EventLog
@@ -47,10 +48,12 @@ class Endpoint:
         return op.write_class(self.contract, args, lag)
 
     def deliver(self, req: Request) -> Result:
-        """The request reaches its service now; returns the service's response."""
-        if req.op.kind == "read":
-            return self._read(req)
-        return self._write(req)
+        """The request reaches its service now; returns the service's response.
+
+        The response is a copy: whatever a harness, scaffold or fault does to it can never
+        reach the service's rows or the response a key replays."""
+        result = self._read(req) if req.op.kind == "read" else self._write(req)
+        return copy.deepcopy(result)
 
     def _read(self, req: Request) -> Result:
         lag = self.read_lag(req.op, req.args)
@@ -92,7 +95,7 @@ class Endpoint:
         self._commit(req, ctx, key)
         units = prior + [e.object_id for e in ctx.effects]
         if key is not None and (units or result["ok"]):
-            response = result if (complete and result["ok"]) else None
+            response = copy.deepcopy(result) if (complete and result["ok"]) else None
             ttl = op.key_ttl(self.contract, req.args)
             self.keys.record(scope, key, KeyRecord(fingerprint, self.now, ttl, response, units))
         return result

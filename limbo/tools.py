@@ -9,6 +9,7 @@ text the agent reads can never drift from what the code does.
 from __future__ import annotations
 
 import inspect
+import types
 import typing
 from dataclasses import dataclass
 from functools import cache
@@ -58,7 +59,20 @@ def _schema(model: type[BaseModel]) -> dict[str, Any]:
 
 
 def _bound(annotation: Any) -> Any:
-    return BoundedStr if annotation is str else annotation
+    """``annotation`` with every ``str`` inside it capped — nested in rows, lists and unions
+    too, so an oversized string is refused wherever an agent puts it."""
+    if annotation is str:
+        return BoundedStr
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is Annotated:
+        return Annotated[(_bound(args[0]), *annotation.__metadata__)]
+    if origin in (typing.Union, types.UnionType):
+        return typing.Union[tuple(_bound(a) for a in args)]  # noqa: UP007
+    if origin is list:
+        return list[_bound(args[0])]  # type: ignore[misc]
+    if origin is dict:
+        return dict[_bound(args[0]), _bound(args[1])]  # type: ignore[misc]
+    return annotation
 
 
 def _fields(op: OpSpec, contract: Contract) -> dict[str, Any]:

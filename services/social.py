@@ -31,7 +31,9 @@ class Social(Service):
 
     @write(
         native_key=lambda a: a["platform"] == "mastodon",
-        key_note="idempotency_key is honoured by mastodon only; other platforms ignore it.",
+        key_note=("idempotency_key is honoured by mastodon only (a repeat with the same key and "
+                  "the same arguments within 1 h returns the first result; the same key with "
+                  "other arguments returns 422); other platforms ignore it."),
         key_ttl_native=lambda a: 3600.0 if a["platform"] == "mastodon" else DAY_S,
         readback=lambda a: ReadBack("list_posts", {"platform": a["platform"], "limit": 50},
                                     {"text": a["text"]}),
@@ -44,13 +46,14 @@ class Social(Service):
         ctx.commit({"platform": platform, "text": text}, post_id)
         return ok(post_id=post_id, platform=platform)
 
-    @read(lag=_posts_lag, note="Not available for x. On weibo new posts take up to 180 s to appear.")
+    @read(lag=_posts_lag, note="Shows new posts at once on mastodon and linkedin; on weibo new "
+                               "posts take up to 180 s to appear; not available for x.")
     def list_posts(self, view: View, platform: Platform, limit: int = 20) -> Result:
         """List the most recent posts on a platform, newest first."""
         rows = [r for _, r in self.posts.scan(view) if r["platform"] == platform]
         return ok(items=rows[::-1][:limit])
 
-    @write(readback=lambda a: None)
+    @write(idempotency="natural", readback=lambda a: None)
     def delete_post(self, ctx: OpContext, platform: Platform, post_id: str) -> Result:
         """Delete one of your posts by id. Deleting a post that does not exist returns 404."""
         row = self.posts.current(post_id)

@@ -60,7 +60,9 @@ class Tickets(Service):
             return error("conflict", f"ticket {ticket_id} is {row['status']}, not {expected_status}",
                          current_status=row["status"])
         history = row.get("_history", [])
-        reverts = status in history
+        # Undoing: back to an earlier status reverts a status change, and closing a ticket is
+        # how a duplicate one is cleaned up (tickets are reversible "via status").
+        reverts = status in history or status == "closed"
         self.tickets.put(ticket_id, {**row, "status": status,
                                      "_history": [*history, row["status"]]}, ctx.now)
         ctx.commit({"ticket_id": ticket_id, "status": status, "expected_status": expected_status},
