@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from limbo.cell import Cell
 from limbo.config import Limits, Timing
@@ -27,6 +27,7 @@ from limbo.tasks import templates
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 ALL = "all"
+PRODUCTION_HARNESSES = ("codex", "copilot", "claude-code", "hermes")
 FACTORS = ("models", "harnesses", "conditions", "contracts", "faults", "services", "templates")
 
 
@@ -37,6 +38,8 @@ class Grid(BaseModel):
 
     name: str = "custom"
     description: str = ""
+    include: list[str] = []
+    """Other grids whose cells this one runs (their union; shared cells run once)."""
     seed: int = 0
     models: list[str] = ["policy/verify"]
     harnesses: list[str] = ["minimal"]
@@ -50,6 +53,8 @@ class Grid(BaseModel):
     """Instances 0 .. instances-1 of every template."""
     timing: Timing = Timing()
     limits: Limits = Limits()
+    overrides: dict[str, Any] = {}
+    """Command-line replacements, carried into included grids."""
 
     @field_validator(*FACTORS)
     @classmethod
@@ -79,12 +84,19 @@ def _levels(name: str, given: list[str], choices: list[str]) -> list[str]:
 
 def resolved(grid: Grid) -> dict[str, list[str]]:
     """Every factor's levels with ``all`` expanded and each level checked."""
+    if grid.include:
+        merged: dict[str, list[str]] = {}
+        for sub in included(grid):
+            for name, levels in resolved(sub).items():
+                merged[name] = list(dict.fromkeys([*merged.get(name, []), *levels]))
+        return merged
     temps = templates()
+    harnesses = list(dict.fromkeys([*entries("harness"), *PRODUCTION_HARNESSES]))
     levels = {
         "contracts": _levels("contracts", list(grid.contracts), list(CONTRACTS)),
         "faults": _levels("faults", grid.faults, list(entries("fault"))),
         "conditions": _levels("conditions", grid.conditions, list(entries("condition"))),
-        "harnesses": _levels("harnesses", grid.harnesses, list(entries("harness"))),
+        "harnesses": _levels("harnesses", grid.harnesses, harnesses),
         "services": _levels("services", grid.services, sorted({t.service for t in temps.values()})),
         "templates": _levels("templates", grid.templates, list(temps)),
         "models": grid.models,
@@ -96,10 +108,28 @@ def _cell_seed(grid_seed: int, body: dict[str, object]) -> int:
     return derive_seed(grid_seed, digest(body, 32)) % (2**31)
 
 
+def included(grid: Grid) -> list[Grid]:
+    """The grids ``grid`` includes, with its own overrides (``overrides``) applied to each."""
+    return [Grid.model_validate({**load_grid(ref).model_dump(), **grid.overrides})
+            for ref in grid.include]
+
+
 def expand(grid: Grid) -> Expansion:
     """All runnable cells of ``grid``, in a deterministic order."""
+    if grid.include:
+        out = Expansion()
+        seen: set[str] = set()
+        for sub in included(grid):
+            part = expand(sub)
+            out.dropped.update(part.dropped)
+            for cell in part.cells:
+                if cell.episode_id not in seen:
+                    seen.add(cell.episode_id)
+                    out.cells.append(cell)
+        return out
     lv = resolved(grid)
     faults = entries("fault")
+    available = entries("harness")
     temps = templates()
     out = Expansion()
     for t_name in lv["templates"]:
@@ -109,8 +139,14 @@ def expand(grid: Grid) -> Expansion:
         focal = t.focal_writes if grid.focal_writes == ALL else t.focal_writes[:1]
         for cell in _cross(grid, lv, t_name, t.service, focal):
             op = _op(cell)
-            if not faults[cell["fault"]].applies(op):
-                out.dropped[f"{cell['fault']} cannot act on {cell['focal_write']}"] += 1
+            if cell["harness"] not in available:
+                out.dropped[f"harness {cell['harness']} is not available on this machine"] += 1
+                continue
+            fault = faults[cell["fault"]]
+            if not fault.applies(op):
+                where = ("a focal write that is not a batch write"
+                         if getattr(fault, "batch_only", False) else cell["focal_write"])
+                out.dropped[f"{cell['fault']} cannot act on {where}"] += 1
                 continue
             body = {k: v for k, v in cell.items()}
             seed = _cell_seed(grid.seed, body)

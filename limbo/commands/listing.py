@@ -42,12 +42,15 @@ def _models() -> Iterator[str]:
 
 
 def _grids() -> Iterator[str]:
+    from limbo.errors import UsageError
     from limbo.experiments.grid import builtin_grids, expand, load_grid
 
     for name in builtin_grids():
-        grid = load_grid(name)
-        exp = expand(grid)
-        yield f"{name:<10} {len(exp.cells):>7} episodes  {grid.description}"
+        try:
+            grid = load_grid(name)
+            yield f"{name:<10} {len(expand(grid).cells):>7} episodes  {grid.description}"
+        except UsageError as exc:
+            yield f"{name:<10} (cannot run here: {exc})"
 
 
 def _templates() -> Iterator[str]:

@@ -34,7 +34,9 @@ def _apply_flags(grid: Grid, args: argparse.Namespace) -> Grid:
         if args.instances < 1:
             raise UsageError(f"--instances must be at least 1, got {args.instances}")
         changes["instances"] = args.instances
-    return Grid.model_validate({**grid.model_dump(), **changes}) if changes else grid
+    if not changes:
+        return grid
+    return Grid.model_validate({**grid.model_dump(), **changes, "overrides": changes})
 
 
 def _check_models(models: list[str], max_cost: float | None) -> None:
