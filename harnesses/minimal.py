@@ -46,6 +46,11 @@ def tool_defs(world: World) -> list[ToolDef]:
             for s in world.tools.values()]
 
 
+def loggable_name(name: str) -> str:
+    """A tool name as logged: a model that invents a huge name cannot bloat the record."""
+    return name if len(name) <= 200 else f"{name[:80]}...(+{len(name) - 80} chars)"
+
+
 def loggable(args: Any) -> Any:
     """Arguments as logged: huge payloads are summarised, never dropped silently."""
     text = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
@@ -95,7 +100,7 @@ class MinimalHarness:
         usage = turn.usage.model_dump()
         self.out.usage.append({"turn": self.out.turns, **usage})
         self.world.log.emit("turn", n=self.out.turns, text=turn.text,
-                            tools=[c.name for c in turn.tool_calls])
+                            tools=[loggable_name(c.name) for c in turn.tool_calls])
 
     def _call(self, call_id: str, name: str, args: Any, messages: list[Message]) -> bool:
         """Execute one tool call; False when the episode should stop."""
@@ -113,9 +118,9 @@ class MinimalHarness:
             return False
         else:
             self.out.tool_calls += 1
-            log.emit("call", id=call_id, tool=name, args=loggable(args))
+            log.emit("call", id=call_id, tool=loggable_name(name), args=loggable(args))
             result = self.layer.call(name, args)
-        log.emit("result", id=call_id, tool=name, result=result)
+        log.emit("result", id=call_id, tool=loggable_name(name), result=result)
         messages.append(Message(role="tool", tool_call_id=call_id, name=name,
                                 content=json.dumps(result, ensure_ascii=False)))
         note = self.condition.followup(name, result, world)
