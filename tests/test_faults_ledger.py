@@ -7,6 +7,7 @@ write reaches the service at t0 + 0.5 and answers at t0 + 1.0.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -221,3 +222,14 @@ def test_timing_of_the_answers() -> None:
         assert kind == kinds.get(mode, "timeout" if dt == 30.0 else None), mode
         if mode == "throttle_pre":
             assert result["error"]["retry_after_s"] == 20 and result["error"]["status"] == 429
+
+
+@pytest.mark.parametrize("mode", sorted(catalog()))
+def test_each_mode_is_deterministic(mode: str) -> None:
+    """Same cell and seed, same record (but for the wall-clock ``runtime``)."""
+    cell = next(c for c in cells(mode) if c.contract == "native")
+    cell = cell.model_copy(update={"model": "policy/verify"})
+    a, b = (run_episode(cell) for _ in range(2))
+    a.pop("runtime")
+    b.pop("runtime")
+    assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
