@@ -16,15 +16,16 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
+from limbo.services import CONTRACTS, Contract
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
 from limbo.cell import Cell
 from limbo.config import Limits, Timing
 from limbo.errors import UsageError
 from limbo.hashing import digest
 from limbo.registry import entries
 from limbo.rng import derive_seed
-from limbo.services import CONTRACTS, Contract
 from limbo.tasks import templates
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 ALL = "all"
 PRODUCTION_HARNESSES = ("codex", "copilot", "claude-code", "hermes")

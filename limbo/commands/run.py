@@ -90,7 +90,7 @@ def _expected_turns(model: str) -> int:
 
 
 class _Progress:
-    """Rich progress on a terminal; a plain line every few seconds otherwise."""
+    """Rich progress bar on a terminal; a plain line every few seconds otherwise."""
 
     def __init__(self, console: Any, total: int, quiet: bool) -> None:
         from limbo.runtime import stopwatch
@@ -98,18 +98,42 @@ class _Progress:
         self.console, self.total, self.quiet = console, total, quiet
         self.clock = stopwatch
         self.start = self.last = stopwatch()
+        self.bar: Any = None
+        if console.is_terminal and not quiet:
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeRemainingColumn,
+            )
+
+            self.bar = Progress(BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[note]}"),
+                                TimeRemainingColumn(), console=console)
+            self.task = self.bar.add_task("episodes", total=total, note="")
+            self.bar.start()
+
+    def _note(self, done: int, summary: Summary) -> str:
+        rate = done / max(self.clock() - self.start, 1e-9)
+        dup = summary.total.rate("duplicate")
+        return f"{rate:.0f}/s  dup {100 * (dup or 0):.1f}%  cost ${summary.total.cost:.4f}"
 
     def __call__(self, done: int, total: int, summary: Summary) -> None:
+        if self.bar is not None:
+            self.bar.update(self.task, completed=done, total=total, note=self._note(done, summary))
+            return
         now = self.clock()
         if self.quiet or (now - self.last < PROGRESS_EVERY_S and done < total):
             return
         self.last = now
         rate = done / max(now - self.start, 1e-9)
         eta = (total - done) / rate if rate else 0.0
-        dup = summary.total.rate("duplicate")
-        self.console.print(f"[limbo] {done}/{total} episodes  {rate:.0f}/s  ETA {eta:.0f}s  "
-                           f"dup {100 * (dup or 0):.1f}%  cost ${summary.total.cost:.4f}",
-                           highlight=False)
+        self.console.print(f"[limbo] {done}/{total} episodes  ETA {eta:.0f}s  "
+                           f"{self._note(done, summary)}", highlight=False)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
 
 
 def run(args: argparse.Namespace, console: Any) -> int:
@@ -131,7 +155,10 @@ def run(args: argparse.Namespace, console: Any) -> int:
                     "dropped": dict(exp.dropped), "shard": list(shard) if shard else None,
                     "git_commit": _git_commit(), "argv": sys.argv[1:]}
         progress = _Progress(console, len(exp.cells), args.quiet)
-        result = run_cells(exp.cells, opts, manifest, progress)
+        try:
+            result = run_cells(exp.cells, opts, manifest, progress)
+        finally:
+            progress.close()
         if result.torn_bytes:
             console.print(f"repaired a torn last line ({result.torn_bytes} bytes) left by an "
                           f"interrupted run", highlight=False)
