@@ -8,9 +8,10 @@ byte-identical in all five, which is the point: nothing it can see tells them ap
 
 from __future__ import annotations
 
-from limbo.boundary import Process
 from limbo.faults import responses, tail
-from limbo.faults.base import Fault
+from limbo.faults.base import Fault, FaultContext
+
+from limbo.boundary import Process, Transport
 from limbo.registry import register
 from limbo.request import Request
 
@@ -92,9 +93,10 @@ class StaleReadback(_Timeout):
     families = ("read-back cannot",)
     hidden = "commits at normal latency; the next read on that service comes from a stale replica"
 
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+    def __init__(self, ctx: FaultContext, inner: Transport) -> None:
+        super().__init__(ctx, inner)
         self._stale: tuple[str, float] | None = None
+        """(service, as-of time) of the read still to be served stale."""
 
     def inject(self, req: Request) -> Process:
         self.emit(req, delivered=True, response_lost=True, stale_for_next_read=True)
