@@ -16,7 +16,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from limbo.services import CONTRACTS, Contract
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from limbo.cell import Cell
@@ -25,6 +24,7 @@ from limbo.errors import UsageError
 from limbo.hashing import digest
 from limbo.registry import entries
 from limbo.rng import derive_seed
+from limbo.services import CONTRACTS, Contract
 from limbo.tasks import templates
 
 ALL = "all"

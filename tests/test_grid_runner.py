@@ -12,9 +12,9 @@ import time
 from pathlib import Path
 
 import pytest
-from limbo.experiments.grid import expand, load_grid
 
 from limbo.cell import Cell
+from limbo.experiments.grid import expand, load_grid
 
 LIMBO = str(Path(sys.executable).parent / "limbo")
 
