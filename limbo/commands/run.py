@@ -76,17 +76,37 @@ def _validate(args: argparse.Namespace) -> list[tuple[Grid, Expansion]]:
     return plans
 
 
+# Rough sizes of one model call in an episode, for the dry-run estimate only: the tool
+# definitions and instructions dominate the input; replies are short tool calls.
+EST_TURNS, EST_INPUT_TOKENS, EST_OUTPUT_TOKENS = 6, 3000, 150
+
+
+def _estimate(model: str) -> float | None:
+    """Estimated USD per episode of ``model``; ``None`` when its price is unknown."""
+    from limbo.adapter import make_adapter, parse_model
+
+    _, name, params = parse_model(model)
+    price = type(make_adapter(model)).price_per_mtok(name, params)
+    if price is None:
+        return None
+    per_call = EST_INPUT_TOKENS * price["input"] + EST_OUTPUT_TOKENS * price["output"]
+    return EST_TURNS * per_call / 1e6
+
+
 def _dry_run(grid: Grid, exp: Expansion, shard: tuple[int, int] | None, console: Any) -> None:
     cells = [c for c in exp.cells if in_shard(c.episode_id, shard)]
     console.print(f"grid {grid.name}: {len(cells)} episodes"
-                  + (f" (shard {shard[0]}/{shard[1]})" if shard else ""))
-    calls = sum(_expected_turns(c.model) for c in cells)
-    console.print(f"expected model calls: ~{calls} (about {calls // max(len(cells), 1)} per "
-                  f"episode); reference policies cost $0")
-
-
-def _expected_turns(model: str) -> int:
-    return 6
+                  + (f" (shard {shard[0]}/{shard[1]})" if shard else ""), highlight=False)
+    counts: dict[str, int] = {}
+    for cell in cells:
+        counts[cell.model] = counts.get(cell.model, 0) + 1
+    for model, n in counts.items():
+        usd = _estimate(model)
+        cost = "price unknown" if usd is None else f"~${n * usd:.2f}"
+        console.print(f"  {model}: {n} episodes, expected model calls ~{n * EST_TURNS}, {cost}",
+                      highlight=False)
+    console.print(f"expected model calls: ~{len(cells) * EST_TURNS} (about {EST_TURNS} per "
+                  f"episode)", highlight=False)
 
 
 class _Progress:
