@@ -7,7 +7,6 @@ The twelve modes of ``spec/faults.md`` live in three modules by what the agent s
 from limbo.faults import acks, failures, timeouts
 from limbo.faults.base import Fault, FaultContext
 from limbo.faults.catalog import ModeInfo, catalog, group_members
-
 from limbo.registry import register
 
 register("fault", "none")(Fault)

@@ -7,9 +7,8 @@ one observation-equivalence group: the same response at the same time.
 
 from __future__ import annotations
 
-from limbo.faults.base import Fault
-
 from limbo.boundary import Process
+from limbo.faults.base import Fault
 from limbo.registry import register
 from limbo.request import Request
 

@@ -20,13 +20,13 @@ from random import Random
 from typing import Any, ClassVar
 
 import simpy
-from limbo.services import OpSpec
 
 from limbo.boundary import Process, Transport
 from limbo.config import Timing
 from limbo.events import EventLog
 from limbo.request import Request
 from limbo.results import Result
+from limbo.services import OpSpec
 
 Deliver = Callable[[Request], Result]
 

@@ -7,11 +7,10 @@ first k rows committed. ``conn_reset_post`` and ``throttle_pre`` look like nothi
 
 from __future__ import annotations
 
-from limbo.faults import responses
-from limbo.faults.base import Fault
-
 from limbo.boundary import Process
 from limbo.errors import InfraError
+from limbo.faults import responses
+from limbo.faults.base import Fault
 from limbo.registry import register
 from limbo.request import Request
 from limbo.results import Result

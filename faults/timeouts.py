@@ -8,10 +8,9 @@ byte-identical in all five, which is the point: nothing it can see tells them ap
 
 from __future__ import annotations
 
+from limbo.boundary import Process, Transport
 from limbo.faults import responses, tail
 from limbo.faults.base import Fault, FaultContext
-
-from limbo.boundary import Process, Transport
 from limbo.registry import register
 from limbo.request import Request
 

@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from limbo.faults import catalog, group_members
 
 from limbo import registry
 from limbo.cell import Cell
 from limbo.episode import run_episode
+from limbo.faults import catalog, group_members
 from limbo.tasks import templates
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "faults.md"

@@ -11,13 +11,13 @@ import json
 from typing import Any
 
 import pytest
-from limbo.faults import catalog, tail
-from limbo.services import CONTRACTS
 
 from limbo.cell import Cell
 from limbo.episode import run_episode
+from limbo.faults import catalog, tail
 from limbo.registry import lookup
 from limbo.rng import generator
+from limbo.services import CONTRACTS
 from limbo.tasks import fill, templates
 from limbo.tools import toolset
 from limbo.world import World

@@ -19,12 +19,12 @@ from functools import cache
 from typing import Any
 
 import pytest
-from limbo.faults import catalog
-from limbo.services import CONTRACTS
 
 from limbo.cell import Cell
 from limbo.episode import run_episode
+from limbo.faults import catalog
 from limbo.registry import lookup
+from limbo.services import CONTRACTS
 from limbo.tasks import templates
 from limbo.tools import toolset
 

@@ -17,11 +17,11 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from limbo.faults import group_members, tail
 
 from limbo.cell import Cell
 from limbo.config import Timing
 from limbo.episode import run_episode
+from limbo.faults import group_members, tail
 from limbo.rng import generator
 from limbo.tasks import templates
 from limbo.tools import toolset

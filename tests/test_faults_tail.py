@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from limbo.faults import tail
 
+from limbo.faults import tail
 from limbo.rng import generator
 
 N = 20_000
