@@ -25,7 +25,7 @@ _BUILTINS: dict[str, tuple[str, ...]] = {
     "service": ("limbo.services",),
     "fault": ("limbo.faults",),
     "condition": ("limbo.harnesses.conditions", "limbo.harnesses.scaffolds"),
-    "model": ("limbo.harnesses.policies",),
+    "model": ("limbo.harnesses.policies", "limbo.providers"),
     "grid": ("limbo.experiments",),
     "harness": ("limbo.harnesses.minimal",),
 }

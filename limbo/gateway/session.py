@@ -1,0 +1,70 @@
+"""One episode's view of the gateway: which adapter answers, with which episode context, and
+what happened (every request and turn, for the episode record).
+
+Each request is a model turn — except an exact repeat of the previous request (a harness
+retrying after a dropped or cut-off answer), which gets the same turn again without asking the
+adapter twice: a reference policy is a script, and advancing it on a retry would skip a step.
+
+Hooks let the runner that owns the world tie turns to it: ``before_turn`` (advance the sim
+clock by the think time, enforce limits; return a turn to answer with instead, e.g. a stop) and
+``after_turn`` (record usage and cost).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from limbo.adapter import EpisodeContext, Message, ModelAdapter, ModelTurn, ToolDef
+from limbo.gateway.inject import Injection
+from limbo.gateway.naming import ToolNames
+from limbo.hashing import digest
+
+
+class GatewayError(Exception):
+    """The gateway cannot answer for this session (misconfigured, or the adapter failed)."""
+
+
+@dataclass
+class GatewaySession:
+    episode: str
+    adapter: ModelAdapter
+    ctx: EpisodeContext | None = None
+    before_turn: Callable[[], ModelTurn | None] | None = None
+    after_turn: Callable[[ModelTurn], None] | None = None
+    servers: tuple[str, ...] = ("sandbox",)
+    """MCP server names whose tool-name prefixes are stripped for the adapter."""
+    inject: dict[int, Injection] = field(default_factory=dict)
+    requests: int = 0
+    turns: int = 0
+    log: list[dict[str, Any]] = field(default_factory=list)
+    """One entry per request: number, API, stream, what was answered (never any header)."""
+    errors: list[str] = field(default_factory=list)
+    _memo: tuple[str, ModelTurn] | None = None
+
+    def next_request(self) -> tuple[int, Injection | None]:
+        self.requests += 1
+        return self.requests, self.inject.get(self.requests)
+
+    async def answer(self, messages: list[Message], tools: list[ToolDef]) -> ModelTurn:
+        """The turn for a parsed request, in the request's own tool names."""
+        names = ToolNames([t.name for t in tools], self.servers)
+        messages, tools = names.messages_in(messages), names.tools_in(tools)
+        key = digest([[m.model_dump(mode="json") for m in messages],
+                      [t.model_dump(mode="json") for t in tools]], 32)
+        if self._memo is not None and self._memo[0] == key:
+            return names.turn_out(self._memo[1])
+        if self.ctx is None:
+            raise GatewayError(f"session {self.episode} has no episode context yet")
+        turn = self.before_turn() if self.before_turn else None
+        if turn is None:
+            turn = await self.adapter.generate(messages, tools, self.ctx)
+        self.turns += 1
+        if self.after_turn:
+            self.after_turn(turn)
+        self._memo = (key, turn)
+        return names.turn_out(turn)
+
+    def record(self, n: int, api: str, stream: bool, **what: Any) -> None:
+        self.log.append({"request": n, "api": api, "stream": stream, **what})

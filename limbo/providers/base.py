@@ -1,0 +1,239 @@
+"""What the OpenAI and Anthropic adapters share: parameters, keys, retries, cost, cache.
+
+A provider adapter turns one :meth:`generate` into one provider call (plus our retries). The
+official SDK is imported lazily, when an adapter is created, so ``import limbo`` works without
+it and a missing SDK is a :class:`UsageError` naming the extra to install. The SDK's own retries
+are off (``max_retries=0``); :mod:`limbo.providers.retry` does it instead.
+
+Secrets: the API key is read from an environment variable and handed to the SDK client only.
+It is never a model parameter (parameters are part of the cell, hence of every record), never
+part of a cache key, and any error text that reaches a record or a log is scrubbed of it.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import os
+import random
+from typing import Any, ClassVar
+
+from limbo.adapter import EpisodeContext, Message, ModelAdapter, ModelTurn, ToolDef
+from limbo.errors import ModelError, UsageError
+from limbo.providers.cache import ResponseCache, default_cache
+from limbo.providers.pricing import cost, price_for
+from limbo.providers.retry import Retryable, RetryPolicy, describe, retry_after, with_retries
+from limbo.providers.wire import Reply
+from limbo.rng import generator
+
+COMMON_PARAMS = frozenset({"stream", "timeout", "max_attempts", "base_url", "api_key_env",
+                           "prices", "temperature", "top_p", "max_tokens",
+                           "parallel_tool_calls"})
+TRANSPORT_PARAMS = frozenset({"stream", "timeout", "max_attempts", "api_key_env", "prices"})
+"""Parameters that change how we talk to the provider, not what the model answers: left out
+of the cache key."""
+RETRYABLE_STATUS = frozenset({408, 409, 429})
+RETRYABLE_CODES = frozenset({"rate_limit_exceeded", "server_error", "rate_limit_error",
+                             "overloaded_error", "api_error", "internal_server_error"})
+NO_KEY = "not-needed"
+_DEFAULT: Any = object()
+
+
+class IncompleteStream(Exception):
+    """A stream ended without its terminal event (a truncated response): retryable."""
+
+
+class StreamFailure(Exception):
+    """The provider reported a failure inside a stream (``response.failed``, ``error``)."""
+
+    def __init__(self, code: str | None, message: str) -> None:
+        super().__init__(f"{code or 'error'}: {message}")
+        self.code = code
+
+
+class ProviderAdapter(ModelAdapter):
+    """Base of the SDK-backed adapters. Subclasses set the class facts and :meth:`_call`."""
+
+    sdk_module: ClassVar[str] = ""
+    extra: ClassVar[str] = ""
+    key_env: ClassVar[str] = ""
+    params_allowed: ClassVar[frozenset[str]] = COMMON_PARAMS
+
+    def __init__(self, model: str, *, retry: RetryPolicy | None = None,
+                 cache: ResponseCache | None = _DEFAULT, **params: Any) -> None:
+        if "api_key" in params:
+            raise UsageError(f"do not put an API key in the model spec (it is recorded with every "
+                             f"episode); set ${self.key_env} or name another variable with "
+                             f"api_key_env=NAME")
+        unknown = sorted(set(params) - self.params_allowed)
+        if unknown:
+            raise UsageError(f"{self.provider}/{model}: unknown parameter(s) {', '.join(unknown)}; "
+                             f"known: {', '.join(sorted(self.params_allowed))}")
+        super().__init__(model, **params)
+        self.sdk = self._import_sdk()
+        self._key = self._resolve_key()
+        self.price = price_for(self.spec, params.get("prices"))
+        self.retry = retry or RetryPolicy(max_attempts=int(params.get("max_attempts", 5)))
+        self.cache = default_cache() if cache is _DEFAULT else cache
+        self.calls = 0
+        """Provider calls attempted by this adapter (retries included); cache hits make none."""
+        self._client: Any = None
+        self._rng: random.Random | None = None
+
+    # ------------------------------------------------------------------ setup
+
+    def _import_sdk(self) -> Any:
+        try:
+            return importlib.import_module(self.sdk_module)
+        except ImportError:
+            raise UsageError(f"model {self.spec} needs the {self.sdk_module} SDK: "
+                             f"pip install 'limbo-bench[{self.extra}]'") from None
+
+    def _resolve_key(self) -> str:
+        env = str(self.params.get("api_key_env", self.key_env))
+        key = os.environ.get(env)
+        if key:
+            return key
+        if self.params.get("base_url"):
+            return NO_KEY  # a local OpenAI-compatible server usually wants none
+        raise UsageError(f"model {self.spec} needs an API key: set ${env}")
+
+    def scrub(self, text: str) -> str:
+        """``text`` with the API key blanked out."""
+        return text.replace(self._key, "***") if len(self._key) >= 6 else text
+
+    def client(self) -> Any:
+        """The SDK client, created on first use inside the running event loop."""
+        if self._client is None:
+            self._client = self._make_client(self._key)
+        return self._client
+
+    def _make_client(self, key: str) -> Any:
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.close()
+
+    # ------------------------------------------------------------------ one turn
+
+    @property
+    def stream(self) -> bool:
+        return bool(self.params.get("stream", False))
+
+    @property
+    def timeout(self) -> float:
+        return float(self.params.get("timeout", 120.0))
+
+    def behaviour_params(self) -> dict[str, Any]:
+        """Parameters that can change the model's answer (the cache key's share of them)."""
+        return {k: v for k, v in sorted(self.params.items()) if k not in TRANSPORT_PARAMS}
+
+    async def generate(self, messages: list[Message], tools: list[ToolDef],
+                       ctx: EpisodeContext) -> ModelTurn:
+        key = None
+        if self.cache is not None:
+            key = ResponseCache.key(self.spec, self.behaviour_params(), messages, tools, ctx.seed)
+            hit = self.cache.get(key)
+            if hit is not None:
+                return hit
+        reply = await self._with_retries(messages, tools, ctx)
+        turn = ModelTurn(text=reply.text, tool_calls=reply.tool_calls,
+                         usage=reply.tokens.usage(cost(self.price, reply.tokens)))
+        if self.cache is not None and key is not None:
+            self.cache.put(key, self.spec, turn)
+        return turn
+
+    async def _with_retries(self, messages: list[Message], tools: list[ToolDef],
+                            ctx: EpisodeContext) -> Reply:
+        async def attempt() -> Reply:
+            self.calls += 1
+            return await self._call(messages, tools)
+
+        def rng() -> random.Random:
+            if self._rng is None:
+                self._rng = generator(ctx.seed, "provider.retry")
+            return self._rng
+
+        try:
+            return await with_retries(attempt, self.retry, self.classify, rng, self.spec,
+                                      self.scrub)
+        except (ModelError, UsageError):
+            raise
+        except Exception as exc:
+            if not self._is_provider_error(exc):
+                raise  # a bug on our side: the episode ends as infra_error
+            raise self._fatal(exc) from None
+
+    async def _call(self, messages: list[Message], tools: list[ToolDef]) -> Reply:
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ failures
+
+    def _is_provider_error(self, exc: BaseException) -> bool:
+        return isinstance(exc, (self.sdk.APIError, StreamFailure, IncompleteStream,
+                                *transport_errors()))
+
+    def classify(self, exc: BaseException) -> Retryable | None:
+        """Retryable: 408/409/429/5xx, timeouts, connection errors, truncated streams, and
+        overload/server errors reported inside a stream."""
+        sdk = self.sdk
+        if isinstance(exc, IncompleteStream):
+            return Retryable(f"truncated stream: {exc}")
+        if isinstance(exc, sdk.APITimeoutError):
+            return Retryable("request timed out")
+        if isinstance(exc, sdk.APIConnectionError):
+            cause = exc.__cause__ or exc.__context__
+            return Retryable(f"connection error ({type(cause).__name__ if cause else 'unknown'})")
+        if isinstance(exc, transport_errors()):  # raised mid-stream, not wrapped by every SDK
+            return Retryable(f"connection error ({type(exc).__name__})")
+        if isinstance(exc, sdk.APIStatusError):
+            status = exc.status_code
+            if status in RETRYABLE_STATUS or status >= 500 or _code(exc) in RETRYABLE_CODES:
+                return Retryable(describe(exc), retry_after(exc.response.headers))
+            return None
+        if isinstance(exc, StreamFailure) and exc.code in RETRYABLE_CODES:
+            return Retryable(f"stream failed: {exc}")
+        if isinstance(exc, sdk.APIError) and _code(exc) in RETRYABLE_CODES:
+            return Retryable(describe(exc))
+        return None
+
+    def _fatal(self, exc: BaseException) -> Exception:
+        """A non-retryable provider failure: the user's problem (key, model name) or the
+        episode's (bad request, content filter)."""
+        status = getattr(exc, "status_code", None)
+        if status in (401, 403):
+            return UsageError(f"{self.spec}: the provider rejected the API key "
+                              f"(HTTP {status}); check ${self.params.get('api_key_env', self.key_env)}")
+        if status == 404:
+            return UsageError(self.scrub(f"{self.spec}: not found at the provider (HTTP 404): "
+                                         f"{describe(exc)}"))
+        return ModelError(self.scrub(f"{self.spec}: {describe(exc)}"))
+
+
+@functools.cache
+def transport_errors() -> tuple[type[BaseException], ...]:
+    """The HTTP client library's transport errors (the SDKs use ``httpx2``, older ones
+    ``httpx``), imported lazily like the SDKs themselves."""
+    found = []
+    for name in ("httpx2", "httpx"):
+        try:
+            found.append(importlib.import_module(name).TransportError)
+        except (ImportError, AttributeError):
+            continue
+    return tuple(found)
+
+
+def _code(exc: BaseException) -> str | None:
+    """The provider's error code or type, from the exception or its body."""
+    for attr in ("code", "type"):
+        value = getattr(exc, attr, None)
+        if isinstance(value, str) and value:
+            return value
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        if isinstance(err, dict):
+            return err.get("type") or err.get("code")
+    return None

@@ -1,0 +1,96 @@
+"""A disk cache of model responses, so that re-running a grid costs nothing.
+
+The key is a digest of everything that determines a response: the model, the parameters that
+change what the model does (not transport settings such as ``stream`` or ``timeout``), the
+conversation, the tools, and the episode's seed. The seed is part of the key on purpose: two
+samples of the same cell under different seeds must stay independent draws, never collapse
+into one cached answer. A hit returns the stored turn, usage and cost included, so the re-run's
+records are identical to the first run's.
+
+Files are written atomically (temp file + rename), one per response, in a two-level fan-out
+(``ab/abcdef....json``) — safe under several worker processes sharing one directory. Nothing
+secret is stored: requests carry keys in headers, and the key material here has none.
+
+The cache is off unless configured: :func:`configure` (the CLI's ``--cache-dir``), the
+``LIMBO_CACHE_DIR`` environment variable, or an explicit ``cache=`` argument to an adapter.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from limbo.adapter import Message, ModelTurn, ToolDef
+from limbo.hashing import canonical_json, digest
+
+ENV = "LIMBO_CACHE_DIR"
+KEY_VERSION = 1
+_configured: list[ResponseCache | None] = []
+
+
+class ResponseCache:
+    """Model turns on disk, keyed by :meth:`key`."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root)
+        self.hits = 0
+        self.misses = 0
+
+    @staticmethod
+    def key(model: str, params: dict[str, Any], messages: list[Message], tools: list[ToolDef],
+            seed: int) -> str:
+        material = {"v": KEY_VERSION, "model": model, "params": params, "seed": seed,
+                    "messages": [m.model_dump(mode="json") for m in messages],
+                    "tools": [t.model_dump(mode="json") for t in tools]}
+        return digest(material, 40)
+
+    def _path(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> ModelTurn | None:
+        path = self._path(key)
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError):
+            self.misses += 1
+            return None
+        self.hits += 1
+        return ModelTurn.model_validate(data["turn"])
+
+    def put(self, key: str, model: str, turn: ModelTurn) -> None:
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        body = canonical_json({"key": key, "model": model, "turn": turn.model_dump(mode="json")})
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+        try:
+            with os.fdopen(fd, "w") as fh:
+                fh.write(body)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self.root.glob("*/*.json"))
+
+
+def configure(root: str | os.PathLike[str] | None) -> ResponseCache | None:
+    """Set the process-wide cache (``None`` turns caching off, overriding the environment)."""
+    _configured[:] = [ResponseCache(root) if root is not None else None]
+    return _configured[0]
+
+
+def default_cache() -> ResponseCache | None:
+    """The configured cache, else one at ``$LIMBO_CACHE_DIR``, else none."""
+    if _configured:
+        return _configured[0]
+    root = os.environ.get(ENV)
+    return ResponseCache(root) if root else None
+
+
+def reset() -> None:
+    """Forget :func:`configure` (back to the environment); for tests."""
+    _configured.clear()

@@ -1,0 +1,94 @@
+"""Prices per million tokens, and the cost of one call.
+
+The table ships as data (``prices.toml`` next to this module); users add or override entries
+with their own TOML files — listed in ``LIMBO_PRICES`` (``:``-separated), passed as the model
+parameter ``prices=PATH``, or registered with :func:`add_price_file` (the CLI's ``--prices``).
+An unknown model costs ``None``: unknown, which the tables must show as unknown, never as free.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from limbo.errors import UsageError
+from limbo.providers.wire import Tokens
+
+ENV = "LIMBO_PRICES"
+_DATED = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{8})$")
+_extra_files: list[Path] = []
+
+
+@dataclass(frozen=True)
+class Price:
+    """USD per million tokens."""
+
+    input: float
+    output: float
+    cached_input: float | None = None
+    cache_write: float | None = None
+
+    def cost(self, t: Tokens) -> float:
+        cached = self.input if self.cached_input is None else self.cached_input
+        write = self.input if self.cache_write is None else self.cache_write
+        plain = max(0, t.input - t.cached - t.cache_write)
+        usd = plain * self.input + t.cached * cached + t.cache_write * write + t.output * self.output
+        return round(usd / 1_000_000, 10)
+
+
+def add_price_file(path: str | os.PathLike[str]) -> None:
+    """Make the entries of ``path`` override the shipped table for this process."""
+    p = Path(path)
+    _read(p)  # fail early, with a clear message
+    _extra_files.append(p)
+
+
+def _read(path: Path) -> dict[str, Price]:
+    try:
+        data = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise UsageError(f"cannot read price file {str(path)!r}: {exc}") from None
+    return {name: _price(name, entry, path) for name, entry in data.items()}
+
+
+def _price(name: str, entry: Any, path: Path) -> Price:
+    try:
+        return Price(**{k: float(v) for k, v in entry.items()})
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise UsageError(f"price file {str(path)!r}: bad entry {name!r} ({exc}); expected "
+                         "input, output and optionally cached_input, cache_write") from None
+
+
+@cache
+def _shipped() -> dict[str, Price]:
+    text = resources.files("limbo.providers").joinpath("prices.toml").read_text()
+    return {name: _price(name, e, Path("prices.toml")) for name, e in tomllib.loads(text).items()}
+
+
+def table(extra: str | None = None) -> dict[str, Price]:
+    """The shipped prices, overridden by ``LIMBO_PRICES`` files, registered files, then
+    ``extra``."""
+    merged = dict(_shipped())
+    env_files = [p for p in os.environ.get(ENV, "").split(os.pathsep) if p]
+    for path in [*map(Path, env_files), *_extra_files, *([Path(extra)] if extra else [])]:
+        merged.update(_read(path))
+    return merged
+
+
+def price_for(spec: str, extra: str | None = None) -> Price | None:
+    """The price of ``provider/model`` (a dated snapshot falls back to its undated name)."""
+    prices = table(extra)
+    return prices.get(spec) or prices.get(_DATED.sub("", spec))
+
+
+def cost(price: Price | None, tokens: Tokens) -> float | None:
+    """USD of one call; ``None`` when the price is unknown and tokens were spent."""
+    if tokens.input == 0 and tokens.output == 0:
+        return 0.0
+    return None if price is None else price.cost(tokens)

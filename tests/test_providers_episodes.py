@@ -1,0 +1,161 @@
+"""Full episodes through the official OpenAI and Anthropic SDKs, over real HTTP, against the
+model gateway on 127.0.0.1 speaking each wire format (Responses, Chat Completions, Messages;
+streaming and not), backed by the reference policy ``verify``.
+
+What must hold: tool calls are executed, results go back, ``finish`` is reached and graded —
+and the record is the same as the in-process run of the same cell. Provider failures staged by
+the gateway are retried where retryable (the record does not change), a malformed tool-call
+argument is the model's mistake (``invalid_argument``, the episode goes on), and exhausted
+retries end the episode as ``model_error``, recorded — never a crash, never a lost record.
+"""
+
+from __future__ import annotations
+
+import pytest
+from fixtures.model_servers import (
+    FAKE_ANTHROPIC_KEY,
+    FAKE_OPENAI_KEY,
+    IDS,
+    VARIANTS,
+    Bridge,
+    MalformedFirst,
+    Sleeps,
+    plain,
+)
+from limbo.episode import run_episode
+from limbo.errors import UsageError
+from limbo.gateway import Drop, HttpError, StreamError, ThreadedGateway, Truncate
+
+FAULTS = ["none", "timeout_post", "http500_post"]
+
+
+@pytest.fixture(scope="module")
+def gw():
+    with ThreadedGateway() as gateway:
+        yield gateway
+
+
+@pytest.fixture(autouse=True)
+def keys(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_OPENAI_KEY)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_ANTHROPIC_KEY)
+    monkeypatch.delenv("LIMBO_CACHE_DIR", raising=False)
+
+
+@pytest.fixture(scope="module")
+def cell():
+    from conftest import cell_for
+
+    return cell_for("charge_invoice", "billing_create_charge")
+
+
+@pytest.mark.parametrize(("label", "provider", "params"), VARIANTS, ids=IDS)
+@pytest.mark.parametrize("fault", FAULTS)
+def test_episode_through_sdk_matches_in_process_run(gw, label, provider, params, fault) -> None:
+    from conftest import cell_for
+
+    cell = cell_for("charge_invoice", "billing_create_charge", fault=fault)
+    reference = run_episode(cell)
+    bridge = Bridge(gw, provider, params)
+    record = run_episode(cell, bridge)
+    out = record["outcome"]
+    assert out["termination"] == "finished" and record["report"] is not None
+    assert out["model_turns"] >= 3 and out["tool_calls"] >= 2
+    assert [e for e in record["events"] if e["type"] == "result"], "tool results went back"
+    assert plain(record) == plain(reference)
+    assert bridge.session.requests == out["model_turns"]  # one HTTP request per turn
+    assert bridge.inner.calls == out["model_turns"]
+    if fault == "timeout_post":  # the policy read back after the ambiguous failure
+        assert "billing_list_charges" in [e["tool"] for e in record["events"] if e["type"] == "call"]
+
+
+@pytest.mark.parametrize(("label", "provider", "params"), VARIANTS, ids=IDS)
+def test_malformed_tool_arguments_are_the_models_mistake(gw, cell, label, provider, params) -> None:
+    bridge = Bridge(gw, provider, params, backing=lambda: MalformedFirst("billing_create_charge"))
+    record = run_episode(cell, bridge)
+    first = next(e for e in record["events"] if e["type"] == "result")
+    assert first["id"] == "bad_1"
+    assert first["result"]["error"]["kind"] == "invalid_argument"
+    assert "not valid JSON" in first["result"]["error"]["message"]
+    out = record["outcome"]
+    assert out["termination"] == "finished" and out["exactly_once"] and out["task_success"]
+    assert bridge.sleeps.waits == []  # not a provider failure: nothing retried
+
+
+RETRYABLE = [
+    ("429-retry-after", HttpError(429, retry_after_s=7)),
+    ("500", HttpError(500)),
+    ("529-overloaded", HttpError(529)),
+    ("dropped-connection", Drop()),
+    ("truncated", Truncate(events=2)),
+    ("truncated-clean", Truncate(events=2, clean=True)),
+    ("error-in-stream", StreamError("server_error")),
+]
+
+
+@pytest.mark.parametrize(("label", "provider", "params"), VARIANTS, ids=IDS)
+@pytest.mark.parametrize(("what", "injection"), RETRYABLE, ids=[r[0] for r in RETRYABLE])
+def test_retryable_failures_are_retried_and_leave_the_record_unchanged(
+        gw, cell, label, provider, params, what, injection) -> None:
+    streaming = bool(params.get("stream"))
+    if isinstance(injection, StreamError) and not streaming:
+        pytest.skip("an error inside a stream needs a stream")
+    if isinstance(injection, StreamError) and provider == "anthropic":
+        injection = StreamError("overloaded_error")
+    if isinstance(injection, Truncate) and injection.clean and not streaming:
+        pytest.skip("a cleanly ended body that is cut short is a stream-only failure")
+    reference = run_episode(cell)
+    bridge = Bridge(gw, provider, params, inject={2: injection})
+    record = run_episode(cell, bridge)
+    assert plain(record) == plain(reference)
+    assert bridge.session.requests == reference["outcome"]["model_turns"] + 1
+    assert bridge.session.turns == reference["outcome"]["model_turns"]  # the policy did not skip
+    assert len(bridge.sleeps.waits) == 1
+    if what == "429-retry-after":
+        assert bridge.sleeps.waits == [7.0]
+    else:
+        assert 0.5 <= bridge.sleeps.waits[0] <= 1.0  # first backoff: base 1 s x jitter [0.5, 1]
+
+
+@pytest.mark.parametrize(("label", "provider", "params"), VARIANTS[::3], ids=IDS[::3])
+def test_exhausted_retries_end_the_episode_as_model_error_with_a_full_record(
+        gw, cell, label, provider, params) -> None:
+    inject = {n: HttpError(500) for n in range(3, 3 + 5)}
+    bridge = Bridge(gw, provider, params, inject=inject)
+    record = run_episode(cell, bridge)
+    out = record["outcome"]
+    assert out["termination"] == "model_error"
+    assert "gave up after 5 attempts" in out["termination_reason"]
+    assert "HTTP 500" in out["termination_reason"]
+    assert out["model_turns"] == 3 and len(record["usage"]) == 2  # turns 1-2 answered
+    assert record["ledger"] and record["events"][-1]["type"] == "limit"
+    assert len(bridge.sleeps.waits) == 4
+    assert all(0.5 * 2 ** i <= w <= 2 ** i for i, w in enumerate(bridge.sleeps.waits))
+    assert bridge.inner.calls == 2 + 5
+
+
+def test_backoff_jitter_comes_from_the_cells_seed(gw, cell) -> None:
+    def waits(seed: int) -> list[float]:
+        bridge = Bridge(gw, "openai", {}, inject={1: HttpError(500), 2: HttpError(503)})
+        run_episode(cell.model_copy(update={"seed": seed}), bridge)
+        return bridge.sleeps.waits
+
+    assert waits(0) == waits(0)
+    assert waits(0) != waits(1)
+
+
+@pytest.mark.parametrize(("label", "provider", "params"), VARIANTS[::3], ids=IDS[::3])
+def test_a_bad_request_is_not_retried(gw, cell, label, provider, params) -> None:
+    bridge = Bridge(gw, provider, params, inject={1: HttpError(400)})
+    record = run_episode(cell, bridge)
+    assert record["outcome"]["termination"] == "model_error"
+    assert "HTTP 400" in record["outcome"]["termination_reason"]
+    assert bridge.inner.calls == 1 and bridge.sleeps.waits == []
+
+
+@pytest.mark.parametrize(("label", "provider", "params"), VARIANTS[::3], ids=IDS[::3])
+def test_a_rejected_key_is_the_users_problem(gw, cell, label, provider, params) -> None:
+    bridge = Bridge(gw, provider, params, inject={1: HttpError(401)})
+    with pytest.raises(UsageError, match="rejected the API key") as info:
+        run_episode(cell, bridge)
+    assert "LIMBOTESTSECRET" not in str(info.value)
