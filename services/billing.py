@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
+from pydantic import Field
+
 from limbo.registry import register
 from limbo.results import Result, error, ok
 from limbo.services.base import OpContext, ReadBack, Service, Table, View, read, write
-from pydantic import Field
 
 CUSTOMERS = tuple(f"cus_{n}" for n in range(100, 160))
 

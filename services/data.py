@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
+from pydantic import Field, StringConstraints
+
 from limbo.registry import register
 from limbo.results import Result, ok
 from limbo.services.base import OpContext, ReadBack, Service, Table, View, read, write
-from pydantic import Field, StringConstraints
 
 TableName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,39}$")]
 Value = str | int | float | bool | None

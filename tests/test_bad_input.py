@@ -8,12 +8,12 @@ import json
 from typing import Any
 
 import pytest
+from test_services_support import make_world
+
 from limbo.adapter import ModelAdapter, ModelTurn, ToolCall
 from limbo.cell import Cell
 from limbo.episode import run_episode
 from limbo.tasks import templates
-
-from test_services_support import make_world
 
 MB = "x" * 1_000_000
 

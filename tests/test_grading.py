@@ -9,6 +9,8 @@ import json
 from typing import Any
 
 import pytest
+from test_services_support import deliver, make_world
+
 from limbo.adapter import ModelAdapter, ModelTurn, ToolCall
 from limbo.cell import Cell
 from limbo.episode import regrade, run_episode
@@ -16,8 +18,6 @@ from limbo.grading import assign, grade, matches
 from limbo.services import CONTRACTS
 from limbo.tasks import templates
 from limbo.tools import KEY_FIELD
-
-from test_services_support import deliver, make_world
 
 POLICIES = ("policy/verify", "policy/keyed", "policy/give-up")
 CASES = [(t, f, c) for t, tpl in templates().items() for f in tpl.focal_writes for c in CONTRACTS]

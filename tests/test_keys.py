@@ -4,11 +4,11 @@ what is recorded when, and the order in which a late original and a keyed retry 
 from __future__ import annotations
 
 import pytest
+from test_services_support import deliver, make_world, request
+
 from limbo.endpoint import Endpoint
 from limbo.keystore import KeyRecord, KeyStore
 from limbo.tools import KEY_FIELD
-
-from test_services_support import deliver, make_world, request
 
 CHARGE = {"customer_id": "cus_122", "amount_cents": 990, "currency": "gbp",
           "description": "INV-7", KEY_FIELD: "k"}

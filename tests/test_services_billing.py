@@ -4,9 +4,9 @@ repeat is 409 and commits nothing); the charge list is strong, newest first."""
 from __future__ import annotations
 
 import pytest
-from limbo.services import CONTRACTS
-
 from test_services_support import deliver, make_world
+
+from limbo.services import CONTRACTS
 
 CHARGE = {"customer_id": "cus_117", "amount_cents": 4200, "currency": "usd",
           "description": "INV-0031"}

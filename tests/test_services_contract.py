@@ -8,11 +8,11 @@ import re
 import typing
 
 import pytest
+from test_services_support import deliver, make_world, sample_writes
+
 from limbo.results import ERROR_KINDS
 from limbo.services import CONTRACTS, OpSpec
 from limbo.tools import KEY_FIELD, toolset
-
-from test_services_support import deliver, make_world, sample_writes
 
 NATIVE_KEYED = {"social_publish", "billing_create_charge"}
 

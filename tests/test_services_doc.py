@@ -13,10 +13,9 @@ import typing
 from pathlib import Path
 from typing import Any
 
-from limbo.services import OpSpec
-
 from limbo.config import Limits, Timing
 from limbo.results import ERROR_KINDS, error
+from limbo.services import OpSpec
 from limbo.tasks import templates
 from limbo.tools import toolset
 

@@ -12,6 +12,7 @@ import itertools
 from typing import Any
 
 import pytest
+
 from limbo.cell import Cell
 from limbo.request import Request
 from limbo.results import Result

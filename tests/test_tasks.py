@@ -11,6 +11,7 @@ import sys
 from collections import Counter
 
 import pytest
+
 from limbo.cell import Cell
 from limbo.episode import run_episode
 from limbo.errors import UsageError
