@@ -20,7 +20,8 @@ class Mail(Service):
            readback=lambda a: ReadBack("search_sent", {"query": a["subject"]},
                                        {"to": a["to"], "subject": a["subject"]}))
     def send(self, ctx: OpContext, to: str, subject: str, body: str) -> Result:
-        """Send an email. Returns the message_id."""
+        """Send an email. Returns the message_id. A sent message takes up to 120 s to become
+        searchable in mail_search_sent."""
         message_id = self.mint("msg")
         self.sent.put(message_id, {"message_id": message_id, "to": to, "subject": subject,
                                    "body": body}, ctx.now)

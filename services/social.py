@@ -40,7 +40,8 @@ class Social(Service):
     )
     def publish(self, ctx: OpContext, platform: Platform, text: str) -> Result:
         """Publish a post to a social platform (mastodon, weibo, linkedin, x). Returns the new
-        post_id."""
+        post_id. On weibo a new post takes up to 180 s to appear in social_list_posts; posts on
+        x cannot be listed at all."""
         post_id = self.mint("post")
         self.posts.put(post_id, {"post_id": post_id, "platform": platform, "text": text}, ctx.now)
         ctx.commit({"platform": platform, "text": text}, post_id)
