@@ -83,12 +83,35 @@ def _readback(run: Run, tool: str, args: dict[str, Any]) -> Any:
     return op.readback(args) if op is not None and op.readback else None
 
 
+def _fact_item(result: Result) -> dict[str, Any] | None:
+    """The first item a scaffold's read-back found (it carries ids the plan saves)."""
+    check = (result.get("error") or {}).get("verification") or {}
+    items = check.get("items") or []
+    return items[0] if check.get("visible") and items else None
+
+
+class _Known(dict):  # type: ignore[type-arg]
+    """The plan's variables; one a policy could not learn (a scaffold said the write is done
+    but no read showed its id) is written as unknown rather than crashing the script."""
+
+    def __missing__(self, key: str) -> str:
+        return "(unknown)"
+
+
+def _last_result(messages: list[Message]) -> Message:
+    """The last tool result, skipping messages a scaffold added after it (``reflect``)."""
+    i = len(messages) - 1
+    while i > 0 and messages[i].role == "user" and messages[i - 1].role in ("tool", "user"):
+        i -= 1
+    return messages[i]
+
+
 def _facts(result: Result) -> tuple[bool | None, list[int] | None]:
     """What a scaffold told us: (effect visible?, missing batch rows) or (None, None)."""
     err = result.get("error") or {}
     oracle = err.get("oracle") or result.get("oracle")
     if oracle is not None:
-        return bool(oracle.get("committed") or oracle.get("will_commit")), None
+        return bool(oracle.get("committed") or oracle.get("will_commit")), oracle.get("missing_units")
     check = err.get("verification") or result.get("verification")
     if check is not None and check.get("visible") is not None:
         return bool(check["visible"]), check.get("missing_units")
@@ -158,7 +181,7 @@ def _write(run: Run, step: Step, args: dict[str, Any]) -> Generator:
         if honoured:
             continue  # the same key makes the re-issue safe
         visible, missing, conclusive = _facts(result)[0], _facts(result)[1], True
-        item = None
+        item = _fact_item(result)
         if visible is None:
             visible, missing, conclusive, item = yield from _verify(run, step, tool, plain, False)
         if not conclusive:
@@ -176,7 +199,7 @@ def script(run: Run) -> Script:
     plan = run.ctx.plan
     run.env = dict(run.ctx.vars)
     for step in plan.steps:
-        args = fill(step.args, run.env)
+        args = fill(step.args, _Known(run.env))
         if step.intent is None:
             result = yield (step.tool, args)
             run.env.update({n: dig(result, p) for n, p in step.save.items()} if result.get("ok") else {})
@@ -255,7 +278,7 @@ class PolicyAdapter(ModelAdapter):
             self._script = script(run)
             name, args = next(self._script)
         else:
-            last = messages[-1]
+            last = _last_result(messages)
             result = last.result() if last.role == "tool" else {"ok": False, "error": {
                 "kind": "invalid_argument", "message": last.content}}
             try:

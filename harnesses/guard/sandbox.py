@@ -1,0 +1,172 @@
+"""The guard deployed in LIMBO's tool layer (the ``guard`` condition), and the read-back that
+it shares with the verifying conditions (``vbr``, ``wait-Δ``).
+
+Everything LIMBO-specific lives here; the rest of the package is the stand-alone library.
+The adaptation: every service tool is declared to a :class:`Guard` with its pydantic model as
+schema; the one principal is authorised; a key goes to the service exactly where the contract
+honours it (the ``idempotency_key`` argument); results are classified by their error kind; and
+a repeated write that the contract cannot deduplicate is read back through the write's own
+read path after waiting out that path's documented lag on the sim clock. Decisions become
+``guard`` events and each write's result carries its receipt under ``"guard"``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from limbo.harnesses.conditions import ToolLayer
+from limbo.harnesses.guard.core import Guard
+from limbo.harnesses.guard.records import Decision, GuardResult, Outcome, Receipt, Verification
+from limbo.harnesses.guard.stores import MemoryKeyStore
+from limbo.harnesses.guard.tools import Tool
+from limbo.results import Result, error, error_kind, is_ambiguous
+from limbo.services.base import DAY_S
+from limbo.tools import KEY_FIELD, ToolSpec
+from limbo.world import PRINCIPAL, World
+
+
+@dataclass(frozen=True)
+class ReadCheck:
+    """What a tool-layer read-back of a write found."""
+
+    read: str | None
+    """The read tool used (``None``: the write declares no read-back)."""
+    lag_s: float | None
+    """Its documented lag for these arguments (``None``: no read path)."""
+    waited_s: float
+    visible: bool | None
+    """``None`` when it could not tell: no read path, or the read failed."""
+    missing: list[int] | None = None
+    """Batch writes: indexes of the rows not visible."""
+    items: list[dict[str, Any]] = field(default_factory=list)
+    """The items of the read that show the effect."""
+    read_error: str | None = None
+
+
+def _fits(item: dict[str, Any], fields: dict[str, Any]) -> bool:
+    return all(item.get(k) == v for k, v in fields.items())
+
+
+def read_back(world: World, layer: ToolLayer, tool: str, args: dict[str, Any],
+              wait_s: float = 0.0, wait_lag: bool = False) -> ReadCheck:
+    """Read the effect of write ``tool`` with validated ``args`` (no key) back, after waiting
+    ``wait_s`` (plus the read's documented lag if ``wait_lag``) on the sim clock. No wait
+    happens when there is nothing to read."""
+    op = world.tools[tool].op
+    assert op is not None
+    rb = op.readback(args) if op.readback else None
+    if rb is None:
+        return ReadCheck(None, None, 0.0, None)
+    read_tool = f"{op.service}_{rb.op}"
+    read_op = world.tools[read_tool].op
+    assert read_op is not None
+    lag = world.endpoint.read_lag(read_op, rb.args)
+    if lag is None:
+        return ReadCheck(read_tool, None, 0.0, None)
+    waited = wait_s + (lag if wait_lag else 0.0)
+    if waited > 0:
+        world.env.run(until=world.now + waited)
+    result = layer.call(read_tool, dict(rb.args))
+    if not result.get("ok"):
+        return ReadCheck(read_tool, lag, waited, None, read_error=error_kind(result))
+    if rb.units is not None:
+        missing = rb.missing_units(result)
+        items = [it for it in rb.found(result) if any(_fits(it, u) for u in rb.units)]
+        return ReadCheck(read_tool, lag, waited, not missing, missing, items)
+    found = rb.found(result)
+    return ReadCheck(read_tool, lag, waited, bool(found), None, found)
+
+
+def _classify(result: Result) -> Outcome:
+    if result.get("ok"):
+        return "ok"
+    return "ambiguous" if is_ambiguous(result) else "definite"
+
+
+def _narrow_rows(args: dict[str, Any], missing: tuple[int, ...]) -> dict[str, Any]:
+    return {**args, "rows": [args["rows"][i] for i in missing]}
+
+
+def receipt_fields(receipt: Receipt) -> dict[str, Any]:
+    """The receipt as the agent sees it (the arguments it sent are left out)."""
+    body = receipt.as_dict()
+    body.pop("args")
+    return body
+
+
+_ERRORS: dict[str, tuple[Any, int | None]] = {
+    "unknown_tool": ("invalid_argument", 400),
+    "invalid_arguments": ("invalid_argument", 400),
+    "forbidden": ("not_available", 403),
+    "conflict": ("idempotency_mismatch", 422),
+    "in_progress": ("conflict", 409),
+}
+
+
+class GuardLayer:
+    """A :class:`~limbo.harnesses.conditions.ToolLayer` that puts the guard in front of
+    ``layer``. Utility tools (``wait``) pass straight through."""
+
+    def __init__(self, layer: ToolLayer, world: World) -> None:
+        self.layer = layer
+        self.world = world
+        tools = [self._declare(spec) for spec in world.tools.values() if spec.kind != "utility"]
+        self.guard = Guard(tools, authorize=self._authorise, clock=lambda: world.now,
+                           store=MemoryKeyStore(ttl_s=DAY_S), on_decision=self._emit)
+
+    def call(self, name: str, args: Any) -> Result:
+        spec = self.world.tools.get(name)
+        if spec is not None and spec.kind == "utility":
+            return self.layer.call(name, args)
+        return self._answer(self.guard.call_sync(PRINCIPAL, name, args))
+
+    # -- the adaptation ---------------------------------------------------------------------
+
+    def _declare(self, spec: ToolSpec) -> Tool:
+        write = spec.kind == "write"
+        op, contract = spec.op, self.world.cell.contract
+        assert op is not None
+        honours = (lambda a: op.honours_key(contract, a)) if spec.accepts_key else False
+        return Tool(spec.name, partial(self._send, spec.name), schema=spec.model, write=write,
+                    key_param=KEY_FIELD if spec.accepts_key else None, honours_key=honours,
+                    verify=partial(self._verify, spec.name) if write else None,
+                    narrow=_narrow_rows if op.batch else None, classify=_classify)
+
+    @staticmethod
+    def _authorise(caller: str, tool: str, args: dict[str, Any]) -> bool:
+        return caller == PRINCIPAL
+
+    def _send(self, name: str, **args: Any) -> Result:
+        return self.layer.call(name, args)
+
+    def _verify(self, name: str, args: dict[str, Any]) -> Verification:
+        check = read_back(self.world, self.layer, name, args, wait_lag=True)
+        detail: dict[str, Any] = {"read": check.read, "lag_s": check.lag_s,
+                                  "waited_s": check.waited_s}
+        if check.visible is None:
+            detail["reason"] = (f"read failed: {check.read_error}" if check.read_error
+                                else "no read path: cannot verify")
+            return Verification(None, detail=detail)
+        missing = tuple(check.missing) if check.missing is not None else None
+        if not check.visible:
+            return Verification(False, missing=missing, detail=detail)
+        if missing is not None:  # a batch: every row is there
+            value = {"ok": True, "items": check.items}
+        else:
+            value = {"ok": True, **check.items[0]}
+        return Verification(True, value, missing, detail)
+
+    def _emit(self, d: Decision) -> None:
+        self.world.log.emit("guard", step=d.step, action=d.action, caller=d.caller, tool=d.tool,
+                            key=d.key, detail=d.detail)
+
+    def _answer(self, res: GuardResult) -> Result:
+        if res.error is not None and res.error.kind != "failed":
+            kind, status = _ERRORS[res.error.kind]
+            return error(kind, res.error.message, status=status)
+        result = dict(res.value)
+        if res.receipt is not None:
+            result["guard"] = receipt_fields(res.receipt)
+        return result
