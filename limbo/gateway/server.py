@@ -139,13 +139,13 @@ class Gateway:
             turn = await session.answer(messages, tools)
         except ModelError as exc:
             session.record(n, api, stream, error=str(exc))
-            session.errors.append(str(exc))
+            session.fail(str(exc))
             await out.send_json(500, _error_body(api, 500, f"model failed: {exc}"))
             return
         except Exception as exc:  # noqa: BLE001 - answer the harness, keep the reason
             log.exception("gateway turn failed")
             session.record(n, api, stream, error=f"{type(exc).__name__}: {exc}")
-            session.errors.append(f"{type(exc).__name__}: {exc}")
+            session.fail(f"{type(exc).__name__}: {exc}")
             await out.send_json(500, _error_body(api, 500, f"gateway error: {type(exc).__name__}"))
             return
         session.record(n, api, stream, turn=turn.model_dump(mode="json"),

@@ -12,6 +12,7 @@ clock by the think time, enforce limits; return a turn to answer with instead, e
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +21,7 @@ from limbo.adapter import EpisodeContext, Message, ModelAdapter, ModelTurn, Tool
 from limbo.gateway.inject import Injection
 from limbo.gateway.naming import ToolNames
 from limbo.hashing import digest
+from limbo.providers.secrets import scrub
 
 
 class GatewayError(Exception):
@@ -67,4 +69,9 @@ class GatewaySession:
         return names.turn_out(turn)
 
     def record(self, n: int, api: str, stream: bool, **what: Any) -> None:
-        self.log.append({"request": n, "api": api, "stream": stream, **what})
+        """Log one request (credentials masked: the log may go into an episode record)."""
+        entry = {"request": n, "api": api, "stream": stream, **what}
+        self.log.append(json.loads(scrub(json.dumps(entry))))
+
+    def fail(self, reason: str) -> None:
+        self.errors.append(scrub(reason))

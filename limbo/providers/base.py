@@ -23,6 +23,7 @@ from limbo.errors import ModelError, UsageError
 from limbo.providers.cache import ResponseCache, default_cache
 from limbo.providers.pricing import cost, price_for
 from limbo.providers.retry import Retryable, RetryPolicy, describe, retry_after, with_retries
+from limbo.providers.secrets import MASK, MIN_LEN, scrub, watch
 from limbo.providers.wire import Reply
 from limbo.rng import generator
 
@@ -91,6 +92,7 @@ class ProviderAdapter(ModelAdapter):
 
     def _resolve_key(self) -> str:
         env = str(self.params.get("api_key_env", self.key_env))
+        watch(env)
         key = os.environ.get(env)
         if key:
             return key
@@ -99,8 +101,10 @@ class ProviderAdapter(ModelAdapter):
         raise UsageError(f"model {self.spec} needs an API key: set ${env}")
 
     def scrub(self, text: str) -> str:
-        """``text`` with the API key blanked out."""
-        return text.replace(self._key, "***") if len(self._key) >= 6 else text
+        """``text`` with the API key (and any other credential we know of) masked."""
+        if len(self._key) >= MIN_LEN:
+            text = text.replace(self._key, MASK)
+        return scrub(text)
 
     def client(self) -> Any:
         """The SDK client, created on first use inside the running event loop."""

@@ -1,0 +1,39 @@
+"""Keeping credentials out of everything we write.
+
+Records, manifests, cache files and log lines may carry provider error text, and a provider
+(or a proxy in front of one) can echo a credential back in an error. :func:`scrub` blanks, in
+any text: the values of credential-looking environment variables (``*_API_KEY``, ``*_TOKEN``,
+``*_SECRET``, ``*_PASSWORD``, plus any variable an adapter was told to read its key from), and
+anything shaped like an OpenAI or Anthropic key.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+MASK = "***"
+MIN_LEN = 8
+_NAMES = re.compile(r"(API_KEY|TOKEN|SECRET|PASSWORD)", re.IGNORECASE)
+_SHAPES = re.compile(r"\b(sk-(?:ant-|proj-)?[A-Za-z0-9_\-]{12,})")
+_extra_vars: set[str] = set()
+
+
+def watch(var: str) -> None:
+    """Also treat the value of environment variable ``var`` as a secret."""
+    _extra_vars.add(var)
+
+
+def known_secrets() -> list[str]:
+    """Current values of the watched and credential-looking environment variables, longest
+    first (so a key that contains another is masked whole)."""
+    values = {v for k, v in os.environ.items()
+              if (k in _extra_vars or _NAMES.search(k)) and len(v) >= MIN_LEN}
+    return sorted(values, key=len, reverse=True)
+
+
+def scrub(text: str) -> str:
+    """``text`` with every known secret and key-shaped token masked."""
+    for secret in known_secrets():
+        text = text.replace(secret, MASK)
+    return _SHAPES.sub(MASK, text)
