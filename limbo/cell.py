@@ -8,6 +8,7 @@ directory) are not part of a cell.
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -39,19 +40,33 @@ class Cell(BaseModel):
 
     def public(self) -> dict[str, Any]:
         """The ten cell fields of the episode record."""
-        return self.model_dump(exclude={"timing", "limits"})
+        return {name: getattr(self, name) for name in PUBLIC_FIELDS}
 
-    @property
+    @cached_property
     def episode_id(self) -> str:
-        return episode_id(self.model_dump(mode="json"))
+        body = self.public()
+        if self.timing != _TIMING:
+            body["timing"] = self.timing.model_dump(mode="json")
+        if self.limits != _LIMITS:
+            body["limits"] = self.limits.model_dump(mode="json")
+        return _id(body)
+
+
+PUBLIC_FIELDS = ("model", "harness", "condition", "contract", "fault", "service", "template",
+                 "instance", "focal_write", "seed")
+_TIMING, _LIMITS = Timing(), Limits()
+
+
+def _id(body: dict[str, Any]) -> str:
+    return f"ep-{digest([CELL_ID_VERSION, body], 20)}"
 
 
 def episode_id(cell: dict[str, Any]) -> str:
     """Digest of the canonical cell (timing and limits included when they differ from the
     defaults, so default cells keep short, stable ids)."""
     body = {k: v for k, v in cell.items() if k not in ("timing", "limits")}
-    for name, default in (("timing", Timing()), ("limits", Limits())):
+    for name, default in (("timing", _TIMING), ("limits", _LIMITS)):
         value = cell.get(name)
         if value is not None and value != default.model_dump(mode="json"):
             body[name] = value
-    return f"ep-{digest([CELL_ID_VERSION, body], 20)}"
+    return _id(body)
