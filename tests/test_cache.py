@@ -16,6 +16,7 @@ from fixtures.model_servers import (
     Metered,
     plain,
 )
+
 from limbo.episode import run_episode
 from limbo.gateway import ThreadedGateway
 from limbo.providers import cache as cache_mod

@@ -15,6 +15,7 @@ import openai
 import pytest
 from conftest import cell_for
 from fixtures.model_servers import Scripted
+
 from limbo.adapter import ModelTurn, ToolCall, Usage, make_adapter
 from limbo.episode import _context
 from limbo.errors import UsageError

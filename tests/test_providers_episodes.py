@@ -19,9 +19,9 @@ from fixtures.model_servers import (
     VARIANTS,
     Bridge,
     MalformedFirst,
-    Sleeps,
     plain,
 )
+
 from limbo.episode import run_episode
 from limbo.errors import UsageError
 from limbo.gateway import Drop, HttpError, StreamError, ThreadedGateway, Truncate

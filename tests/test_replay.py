@@ -9,6 +9,7 @@ import json
 import pytest
 from conftest import cell_for
 from fixtures.model_servers import FAKE_OPENAI_KEY, Bridge, Metered, Scripted, plain
+
 from limbo.adapter import ModelTurn, ToolCall
 from limbo.episode import run_episode
 from limbo.errors import UsageError

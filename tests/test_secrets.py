@@ -18,6 +18,7 @@ from fixtures.model_servers import (
     VARIANTS,
     Bridge,
 )
+
 from limbo.adapter import make_adapter
 from limbo.episode import run_episode
 from limbo.errors import UsageError
