@@ -65,6 +65,19 @@ def _describe(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
+def _no_unknown_fields(model: type[BaseModel], raw: Mapping[str, Any]) -> None:
+    """Refuse fields the schema does not declare, even if the model would silently drop them
+    (pydantic's default): a caller who sent ``note`` must not believe it was used. Only a
+    model that says ``extra="allow"`` accepts more."""
+    if model.model_config.get("extra") == "allow":
+        return
+    known = set(model.model_fields)
+    known |= {f.alias for f in model.model_fields.values() if f.alias}
+    unknown = sorted(str(k) for k in raw if k not in known)
+    if unknown:
+        raise Invalid(f"unknown field(s): {', '.join(unknown[:5])}")
+
+
 def validate(model: type[BaseModel], raw: Any) -> dict[str, Any]:
     """Validated, coerced arguments as plain Python values; :class:`Invalid` otherwise."""
     if isinstance(raw, str | bytes):
@@ -75,6 +88,7 @@ def validate(model: type[BaseModel], raw: Any) -> dict[str, Any]:
     if not isinstance(raw, Mapping):
         raise Invalid("arguments must be an object")
     _finite(raw)
+    _no_unknown_fields(model, raw)
     try:
         values = model.model_validate(dict(raw)).model_dump()
     except ValidationError as exc:
