@@ -118,7 +118,9 @@ def cmd_episode(args: argparse.Namespace) -> int:
                          f"{', '.join(t.focal_writes)}")
     resolved(Grid(contracts=[args.contract], faults=[args.fault], conditions=[args.condition],
                   harnesses=[args.harness], templates=[t.id]))
-    _check_models([args.model])
+    from limbo.commands.run import check_models
+
+    check_models([args.model], None)
     cell = Cell(model=args.model, harness=args.harness, condition=args.condition,
                 contract=args.contract, fault=args.fault, service=t.service, template=t.id,
                 instance=args.instance, focal_write=focal, seed=args.seed)
@@ -138,13 +140,6 @@ def _check_fault_applies(cell: Any) -> None:
     op = toolset(cell.contract)[cell.focal_write].op
     if not lookup("fault", cell.fault).applies(op):
         raise UsageError(f"fault {cell.fault} cannot act on {cell.focal_write} (batch writes only)")
-
-
-def _check_models(models: list[str]) -> None:
-    from limbo.adapter import make_adapter
-
-    for spec in models:
-        make_adapter(spec)
 
 
 def cmd_show(args: argparse.Namespace) -> int:

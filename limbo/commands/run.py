@@ -39,7 +39,7 @@ def _apply_flags(grid: Grid, args: argparse.Namespace) -> Grid:
     return Grid.model_validate({**grid.model_dump(), **changes, "overrides": changes})
 
 
-def _check_models(models: list[str], max_cost: float | None) -> None:
+def check_models(models: list[str], max_cost: float | None) -> None:
     from limbo.adapter import make_adapter, parse_model
 
     for spec in models:
@@ -60,8 +60,6 @@ def _git_commit() -> str | None:
 
 
 def _validate(args: argparse.Namespace) -> list[tuple[Grid, Expansion]]:
-    from limbo.runner import RunOptions  # noqa: F401 - imported for its checks' side effects
-
     if args.limit is not None and args.limit < 0:
         raise UsageError(f"--limit must be at least 0, got {args.limit}")
     for name in ("workers", "concurrency"):
@@ -71,7 +69,7 @@ def _validate(args: argparse.Namespace) -> list[tuple[Grid, Expansion]]:
     for ref in args.grids:
         grid = _apply_flags(load_grid(ref), args)
         resolved(grid)
-        _check_models(grid.models, args.max_cost)
+        check_models(grid.models, args.max_cost)
         plans.append((grid, expand(grid)))
     return plans
 
