@@ -253,3 +253,26 @@ def test_the_gateway_binds_loopback_only() -> None:
         Gateway(host="0.0.0.0")
     with ThreadedGateway() as gw:
         assert gw.url.startswith("http://127.0.0.1:")
+
+
+def test_hooks_see_every_turn_and_can_answer_side_requests(gw, ctx) -> None:
+    """A harness's side request (no tools: a title, a topic check) is answered by the hook and
+    does not advance the reference policy; real turns reach ``after_turn``."""
+    answered = []
+
+    def before(messages, tools):
+        return None if tools else ModelTurn(text="A title")
+
+    s = session(gw, ctx, make_adapter("policy/verify"), "hooks")
+    s.before_turn, s.after_turn = before, answered.append
+    client = "hooks"
+
+    async def ask(tools):
+        out = await oa(gw, client).chat.completions.create(
+            model="m", messages=[{"role": "user", "content": USER}], **tools)
+        return out.choices[0].message
+
+    assert asyncio.run(ask({})).content == "A title"
+    assert asyncio.run(ask({"tools": chat_tools()})).tool_calls[0].function.name == \
+        "billing_create_charge"
+    assert s.turns == 1 and [t.text for t in answered] == ["A title", None]

@@ -182,3 +182,42 @@ def test_scrub_masks_credentials(monkeypatch) -> None:
     monkeypatch.setenv("SOME_SERVICE_TOKEN", "tok-abcdefgh1234")
     text = scrub("a tok-abcdefgh1234 b sk-proj-ABCDEFGHIJKLMNOP c sk-ant-abcdefghijklmnop d")
     assert text == "a *** b *** c *** d"
+
+
+def test_adapters_report_their_price_for_the_cli() -> None:
+    from limbo.providers.anthropic import AnthropicAdapter
+    from limbo.providers.openai import OpenAIAdapter
+    from limbo.providers.replay import ReplayAdapter
+
+    assert OpenAIAdapter.price_per_mtok("gpt-4.1", {}) == {
+        "input": 2.0, "cached_input": 0.5, "output": 8.0}
+    assert OpenAIAdapter.price_per_mtok("my-local-model", {}) is None
+    assert AnthropicAdapter.price_per_mtok("claude-haiku-4-5-20251001", {})["output"] == 5.0
+    assert ReplayAdapter.price_per_mtok("runs/x", {})["input"] == 0.0
+
+
+def test_limbo_imports_without_any_vendor_sdk() -> None:
+    """With openai, anthropic and their HTTP client unimportable, limbo, its providers and the
+    gateway import, and asking for an SDK-backed model names the extra to install."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\n"
+        "for name in ('openai', 'anthropic', 'httpx2', 'httpx'):\n"
+        "    sys.modules[name] = None\n"
+        "import limbo, limbo.providers, limbo.gateway\n"
+        "from limbo.registry import entries\n"
+        "from limbo.adapter import make_adapter\n"
+        "from limbo.errors import UsageError\n"
+        "assert {'openai', 'anthropic', 'replay', 'policy'} <= set(entries('model'))\n"
+        "for spec in ('openai/gpt-4.1', 'anthropic/claude-sonnet-4-5'):\n"
+        "    try:\n"
+        "        make_adapter(spec)\n"
+        "    except UsageError as exc:\n"
+        "        print(exc)\n")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True).stdout.splitlines()
+    assert out == ["model openai/gpt-4.1 needs the openai SDK: pip install 'limbo-bench[openai]'",
+                   "model anthropic/claude-sonnet-4-5 needs the anthropic SDK: "
+                   "pip install 'limbo-bench[anthropic]'"]

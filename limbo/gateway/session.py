@@ -5,9 +5,10 @@ Each request is a model turn — except an exact repeat of the previous request 
 retrying after a dropped or cut-off answer), which gets the same turn again without asking the
 adapter twice: a reference policy is a script, and advancing it on a retry would skip a step.
 
-Hooks let the runner that owns the world tie turns to it: ``before_turn`` (advance the sim
-clock by the think time, enforce limits; return a turn to answer with instead, e.g. a stop) and
-``after_turn`` (record usage and cost).
+Hooks let the runner that owns the world tie turns to it: ``before_turn(messages, tools)``
+(advance the sim clock by the think time, enforce limits; return a turn to answer with instead —
+a stop at a limit, or a canned reply to a harness's side request such as a title generation,
+which must not advance a reference policy) and ``after_turn(turn)`` (record usage and cost).
 """
 
 from __future__ import annotations
@@ -33,13 +34,15 @@ class GatewaySession:
     episode: str
     adapter: ModelAdapter
     ctx: EpisodeContext | None = None
-    before_turn: Callable[[], ModelTurn | None] | None = None
+    before_turn: Callable[[list[Message], list[ToolDef]], ModelTurn | None] | None = None
     after_turn: Callable[[ModelTurn], None] | None = None
     servers: tuple[str, ...] = ("sandbox",)
     """MCP server names whose tool-name prefixes are stripped for the adapter."""
     inject: dict[int, Injection] = field(default_factory=dict)
     requests: int = 0
+    """HTTP requests received (retries and failed ones included)."""
     turns: int = 0
+    """Turns the adapter answered."""
     log: list[dict[str, Any]] = field(default_factory=list)
     """One entry per request: number, API, stream, what was answered (never any header)."""
     errors: list[str] = field(default_factory=list)
@@ -59,10 +62,10 @@ class GatewaySession:
             return names.turn_out(self._memo[1])
         if self.ctx is None:
             raise GatewayError(f"session {self.episode} has no episode context yet")
-        turn = self.before_turn() if self.before_turn else None
+        turn = self.before_turn(messages, tools) if self.before_turn else None
         if turn is None:
             turn = await self.adapter.generate(messages, tools, self.ctx)
-        self.turns += 1
+            self.turns += 1
         if self.after_turn:
             self.after_turn(turn)
         self._memo = (key, turn)

@@ -81,6 +81,16 @@ class ProviderAdapter(ModelAdapter):
         self._client: Any = None
         self._rng: random.Random | None = None
 
+    @classmethod
+    def price_per_mtok(cls, model: str, params: dict[str, Any]) -> dict[str, float] | None:
+        """USD per million input / cached input / output tokens, from the price table (and
+        the model's ``prices`` file); ``None`` when unknown."""
+        price = price_for(f"{cls.provider}/{model}", params.get("prices"))
+        if price is None:
+            return None
+        return {"input": price.input, "output": price.output,
+                "cached_input": price.input if price.cached_input is None else price.cached_input}
+
     # ------------------------------------------------------------------ setup
 
     def _import_sdk(self) -> Any:

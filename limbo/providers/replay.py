@@ -151,6 +151,12 @@ class ReplayAdapter(ModelAdapter):
         self._next = 0
         self.divergence: dict[str, Any] | None = None
 
+    @classmethod
+    def price_per_mtok(cls, model: str, params: dict[str, Any]) -> dict[str, float] | None:
+        """Replaying calls no model: free (the recorded usage and cost are reported as they
+        were)."""
+        return {"input": 0.0, "cached_input": 0.0, "output": 0.0}
+
     def _build_index(self) -> dict[str, dict[str, Any]]:
         index: dict[str, dict[str, Any]] = {}
         for rec in self.records:
