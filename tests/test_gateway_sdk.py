@@ -14,12 +14,13 @@ import anthropic
 import openai
 import pytest
 from conftest import cell_for
-from fixtures.model_servers import Scripted
+from fixtures.model_servers import Scripted, plain
 
-from limbo.adapter import ModelTurn, ToolCall, Usage, make_adapter
-from limbo.episode import _context
+from limbo.adapter import ModelAdapter, ModelTurn, ToolCall, Usage, make_adapter
+from limbo.episode import _context, run_episode
 from limbo.errors import UsageError
 from limbo.gateway import Gateway, ThreadedGateway
+from limbo.providers import chat_api, messages_api, responses_api
 from limbo.world import World
 
 CELL = cell_for("charge_invoice", "billing_create_charge")
@@ -276,3 +277,48 @@ def test_hooks_see_every_turn_and_can_answer_side_requests(gw, ctx) -> None:
     assert asyncio.run(ask({"tools": chat_tools()})).tool_calls[0].function.name == \
         "billing_create_charge"
     assert s.turns == 1 and [t.text for t in answered] == ["A title", None]
+
+
+class HelperAdapter(ModelAdapter):
+    """Each turn through the SDK's own high-level stream helper and its accumulated final
+    object (not our adapters' accumulation), against a gateway session backed by
+    ``policy/verify``."""
+
+    provider = "helper"
+
+    def __init__(self, gw, api) -> None:
+        super().__init__(api)
+        self.gw, self.api, self.client = gw, api, None
+
+    async def generate(self, messages, tools, ctx):
+        if self.client is None:
+            name = f"helper-{self.api}-{ctx.episode_id}"
+            session(self.gw, ctx, make_adapter("policy/verify"), name)
+            self.client = an(self.gw, name) if self.api == "messages" else oa(self.gw, name)
+        if self.api == "responses":
+            body = responses_api.request(messages, tools, "m", {})
+            async with self.client.responses.stream(**body) as stream:
+                reply = responses_api.reply((await stream.get_final_response()).to_dict())
+        elif self.api == "chat":
+            body = chat_api.request(messages, tools, "m", {})
+            async with self.client.chat.completions.stream(
+                    **body, stream_options={"include_usage": True}) as stream:
+                reply = chat_api.reply((await stream.get_final_completion()).to_dict())
+        else:
+            body = messages_api.request(messages, tools, "m", {})
+            async with self.client.messages.stream(**body) as stream:
+                reply = messages_api.reply((await stream.get_final_message()).to_dict())
+        return ModelTurn(text=reply.text, tool_calls=reply.tool_calls)
+
+    async def aclose(self):
+        if self.client is not None:
+            await self.client.close()
+
+
+@pytest.mark.parametrize("api", ["responses", "chat", "messages"])
+def test_sdk_stream_helpers_drive_a_full_episode_like_the_in_process_run(gw, api) -> None:
+    cell = cell_for("charge_invoice", "billing_create_charge", fault="timeout_post")
+    reference = run_episode(cell)
+    record = run_episode(cell, HelperAdapter(gw, api))
+    assert record["outcome"]["termination"] == "finished"
+    assert plain(record) == plain(reference)
