@@ -19,9 +19,11 @@ from fixtures.model_servers import (
     VARIANTS,
     Bridge,
     MalformedFirst,
+    Scripted,
     plain,
 )
 
+from limbo.adapter import ModelTurn, ToolCall
 from limbo.episode import run_episode
 from limbo.errors import UsageError
 from limbo.gateway import Drop, HttpError, StreamError, ThreadedGateway, Truncate
@@ -159,3 +161,20 @@ def test_a_rejected_key_is_the_users_problem(gw, cell, label, provider, params) 
     with pytest.raises(UsageError, match="rejected the API key") as info:
         run_episode(cell, bridge)
     assert "LIMBOTESTSECRET" not in str(info.value)
+
+
+@pytest.mark.parametrize(("label", "provider", "params"), VARIANTS, ids=IDS)
+def test_parallel_tool_calls_run_in_the_order_given(gw, cell, label, provider, params) -> None:
+    reads = [ToolCall(id="r1", name="billing_list_charges", arguments={"customer_id": "cus_122"}),
+             ToolCall(id="r2", name="tickets_list_recent", arguments={"limit": 5}),
+             ToolCall(id="r3", name="wait", arguments={"seconds": 10})]
+    done = ToolCall(id="f", name="finish", arguments={"status": "failed", "summary": "only read"})
+    turns = [ModelTurn(text="Reading first.", tool_calls=reads), ModelTurn(tool_calls=[done])]
+    record = run_episode(cell, Bridge(gw, provider, params, backing=lambda: Scripted(turns)))
+    calls = [(e["id"], e["tool"]) for e in record["events"] if e["type"] == "call"]
+    assert calls == [(c.id, c.name) for c in reads]
+    results = [e for e in record["events"] if e["type"] == "result"]
+    assert [r["id"] for r in results] == ["r1", "r2", "r3"] and all(r["result"]["ok"] for r in results)
+    turn = next(e for e in record["events"] if e["type"] == "turn")
+    assert turn["text"] == "Reading first."
+    assert record["report"]["status"] == "failed" and record["outcome"]["model_turns"] == 2
