@@ -11,7 +11,7 @@ Files are written atomically (temp file + rename), one per response, in a two-le
 (``ab/abcdef....json``) — safe under several worker processes sharing one directory. Nothing
 secret is stored: requests carry keys in headers, and the key material here has none.
 
-The cache is off unless configured: :func:`configure` (the CLI's ``--cache-dir``), the
+The cache is off unless configured: :func:`configure` (what a command-line cache option calls), the
 ``LIMBO_CACHE_DIR`` environment variable, or an explicit ``cache=`` argument to an adapter.
 """
 

@@ -2,7 +2,7 @@
 
 The table ships as data (``prices.toml`` next to this module); users add or override entries
 with their own TOML files — listed in ``LIMBO_PRICES`` (``:``-separated), passed as the model
-parameter ``prices=PATH``, or registered with :func:`add_price_file` (the CLI's ``--prices``).
+parameter ``prices=PATH``, or registered with :func:`add_price_file` (for a command-line option).
 An unknown model costs ``None``: unknown, which the tables must show as unknown, never as free.
 """
 
