@@ -30,6 +30,34 @@ def _shard(text: str) -> tuple[int, int]:
     return index, count
 
 
+def _provider_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--cache-dir", type=Path, help="where model responses are cached (default: "
+                   "$LIMBO_CACHE_DIR or ~/.cache/limbo/responses)")
+    p.add_argument("--no-cache", action="store_true", help="call the model even when cached")
+    p.add_argument("--prices", action="append", default=[], type=Path,
+                   help="a TOML price file that extends the shipped table (repeatable)")
+
+
+def _providers(args: argparse.Namespace) -> None:
+    """Apply the cache and price options, here and (through the environment) in workers."""
+    import os
+
+    from limbo.providers import cache, pricing
+
+    if args.no_cache:
+        cache.configure(None)
+        os.environ.pop(cache.ENV, None)
+    else:
+        root = args.cache_dir or Path(os.environ.get(cache.ENV) or
+                                      Path.home() / ".cache" / "limbo" / "responses")
+        cache.configure(root)
+        os.environ[cache.ENV] = str(root)
+    for path in args.prices:
+        pricing.add_price_file(path)
+        os.environ[pricing.ENV] = os.pathsep.join(
+            p for p in (os.environ.get(pricing.ENV), str(path)) if p)
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="limbo", description="LIMBO: where does exactly-once live?")
     sub = p.add_subparsers(dest="command", required=True)
@@ -48,6 +76,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--max-cost", type=float)
     run.add_argument("--plugin", action="append", default=[])
     run.add_argument("--dry-run", action="store_true")
+    _provider_flags(run)
     run.add_argument("--quiet", action="store_true", help="no progress, summary only")
     ep = sub.add_parser("episode", help="run one cell and print its timeline")
     ep.add_argument("--model", default="policy/verify")
@@ -61,6 +90,7 @@ def _parser() -> argparse.ArgumentParser:
     ep.add_argument("--seed", type=int, default=0)
     ep.add_argument("--plugin", action="append", default=[])
     ep.add_argument("--json", action="store_true", help="print the record as JSON")
+    _provider_flags(ep)
     show = sub.add_parser("show", help="print a stored episode's timeline")
     show.add_argument("run_dir", type=Path)
     show.add_argument("episode_id")
@@ -100,6 +130,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from limbo.commands.run import run
 
     _plugins(args.plugin)
+    _providers(args)
     return run(args, _console())
 
 
@@ -111,6 +142,7 @@ def cmd_episode(args: argparse.Namespace) -> int:
     from limbo.timeline import render
 
     _plugins(args.plugin)
+    _providers(args)
     t = template(args.template)
     focal = args.focal_write or t.focal_writes[0]
     if focal not in t.focal_writes:

@@ -100,3 +100,21 @@ def test_list_shows_what_is_registered(what: str) -> None:
                 "models": "policy/verify", "grids": "default", "harnesses": "minimal",
                 "templates": "import_batch"}[what]
     assert expected in result.stdout
+
+
+def test_price_files_reach_dry_run_and_max_cost(tmp_path: Path) -> None:
+    prices = tmp_path / "prices.toml"
+    prices.write_text('["openai/house-model"]\ninput = 1.0\noutput = 2.0\n')
+    base = ["run", "--model", "openai/house-model", "--template", "charge_invoice",
+            "--fault", "none", "--out", str(tmp_path / "out"), "--no-cache"]
+    key = {"OPENAI_API_KEY": "sk-test-not-a-real-key"}
+    priced = limbo(*base, "--dry-run", "--prices", str(prices), env=key)
+    assert priced.returncode == 0, priced.stderr
+    assert "openai/house-model: 4 episodes" in priced.stdout and "~$0.08" in priced.stdout
+    unpriced = limbo(*base, "--dry-run", env=key)
+    assert "price unknown" in unpriced.stdout
+    refused = limbo(*base, "--max-cost", "1", env=key)
+    assert refused.returncode == 2 and "no price known for openai/house-model" in refused.stderr
+    bad = limbo(*base, "--prices", str(tmp_path / "missing.toml"), env=key)
+    assert bad.returncode == 2 and "cannot read price file" in bad.stderr
+    assert not (tmp_path / "out").exists()
