@@ -4,6 +4,7 @@ top-level folder."""
 from __future__ import annotations
 
 import pytest
+
 from limbo.cell import Cell
 from limbo.tasks import templates
 
