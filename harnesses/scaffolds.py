@@ -132,11 +132,11 @@ class SdkRetry(Scaffold):
 # -- vbr and wait-Δ ---------------------------------------------------------------------------
 
 
-class VerifyLayer:
-    """After an ambiguous write failure: wait ``wait_s``, read the effect back, attach it."""
+class AfterAmbiguousWrite:
+    """A tool layer that adds facts to the result of a write that failed ambiguously."""
 
-    def __init__(self, layer: ToolLayer, world: World, name: str, wait_s: float) -> None:
-        self.layer, self.world, self.name, self.wait_s = layer, world, name, wait_s
+    def __init__(self, layer: ToolLayer, world: World, name: str) -> None:
+        self.layer, self.world, self.name = layer, world, name
 
     def call(self, name: str, args: Any) -> Result:
         result = self.layer.call(name, args)
@@ -144,6 +144,20 @@ class VerifyLayer:
             return result
         plain = _plain_args(self.world, name, args)
         assert plain is not None, "an ambiguous failure implies the arguments validated"
+        return self.attach(name, plain, result)
+
+    def attach(self, name: str, plain: dict[str, Any], result: Result) -> Result:
+        raise NotImplementedError
+
+
+class VerifyLayer(AfterAmbiguousWrite):
+    """After an ambiguous write failure: wait ``wait_s``, read the effect back, attach it."""
+
+    def __init__(self, layer: ToolLayer, world: World, name: str, wait_s: float) -> None:
+        super().__init__(layer, world, name)
+        self.wait_s = wait_s
+
+    def attach(self, name: str, plain: dict[str, Any], result: Result) -> Result:
         check = read_back(self.world, self.layer, name, plain, wait_s=self.wait_s)
         verification: dict[str, Any] = {
             "read": check.read, "visible": check.visible, "missing_units": check.missing,
@@ -198,19 +212,15 @@ def in_flight(world: World, tool: str, args: dict[str, Any]) -> bool:
     return any(e["tool"] == tool and e["args"] == args for e in world.inflight)
 
 
-class OracleLayer:
+class OracleLayer(AfterAmbiguousWrite):
     """After an ambiguous write failure, attach the truth (``eventual``: including what is
     still in flight)."""
 
     def __init__(self, layer: ToolLayer, world: World, name: str, eventual: bool) -> None:
-        self.layer, self.world, self.name, self.eventual = layer, world, name, eventual
+        super().__init__(layer, world, name)
+        self.eventual = eventual
 
-    def call(self, name: str, args: Any) -> Result:
-        result = self.layer.call(name, args)
-        if not _is_write(self.world, name) or not is_ambiguous(result):
-            return result
-        plain = _plain_args(self.world, name, args)
-        assert plain is not None, "an ambiguous failure implies the arguments validated"
+    def attach(self, name: str, plain: dict[str, Any], result: Result) -> Result:
         committed, missing = committed_now(self.world, name, plain)
         oracle: dict[str, Any] = {
             "committed": committed,
