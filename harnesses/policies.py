@@ -180,7 +180,7 @@ def _write(run: Run, step: Step, args: dict[str, Any]) -> Generator:
             continue
         if honoured:
             continue  # the same key makes the re-issue safe
-        visible, missing, conclusive = _facts(result)[0], _facts(result)[1], True
+        (visible, missing), conclusive = _facts(result), True
         item = _fact_item(result)
         if visible is None:
             visible, missing, conclusive, item = yield from _verify(run, step, tool, plain, False)
