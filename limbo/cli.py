@@ -19,17 +19,6 @@ FACTOR_FLAGS = {"model": "models", "harness": "harnesses", "condition": "conditi
                 "template": "templates"}
 
 
-def _shard(text: str) -> tuple[int, int]:
-    try:
-        index, count = (int(p) for p in text.split("/"))
-    except ValueError:
-        raise UsageError(f"--shard {text!r} must look like I/N, e.g. 1/3") from None
-    if not 1 <= index <= count:
-        raise UsageError(f"--shard {text}: I must be between 1 and N (valid: 1/{count} .. {count}/{count})"
-                         if count > 0 else f"--shard {text}: N must be at least 1")
-    return index, count
-
-
 def _provider_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cache-dir", type=Path, help="where model responses are cached (default: "
                    "$LIMBO_CACHE_DIR or ~/.cache/limbo/responses)")

@@ -48,7 +48,10 @@ def _grids() -> Iterator[str]:
     for name in builtin_grids():
         try:
             grid = load_grid(name)
-            yield f"{name:<10} {len(expand(grid).cells):>7} episodes  {grid.description}"
+            exp = expand(grid)
+            missing = sum(n for reason, n in exp.dropped.items() if reason.startswith("harness"))
+            note = f" (+{missing} need harnesses not installed here)" if missing else ""
+            yield f"{name:<10} {len(exp.cells):>7} episodes  {grid.description}{note}"
         except UsageError as exc:
             yield f"{name:<10} (cannot run here: {exc})"
 

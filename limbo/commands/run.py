@@ -22,6 +22,18 @@ FACTORS = {"model": "models", "harness": "harnesses", "condition": "conditions",
 PROGRESS_EVERY_S = 5.0
 
 
+def parse_shard(text: str) -> tuple[int, int]:
+    """``I/N`` as a pair; a :class:`UsageError` naming the valid range otherwise."""
+    try:
+        index, count = (int(p) for p in text.split("/"))
+    except ValueError:
+        raise UsageError(f"--shard {text!r} must look like I/N, e.g. 1/3") from None
+    if not 1 <= index <= count:
+        raise UsageError(f"--shard {text}: I must be between 1 and N (valid: 1/{count} .. {count}/{count})"
+                         if count > 0 else f"--shard {text}: N must be at least 1")
+    return index, count
+
+
 def _apply_flags(grid: Grid, args: argparse.Namespace) -> Grid:
     changes: dict[str, Any] = {}
     for flag, field in FACTORS.items():
@@ -155,9 +167,7 @@ class _Progress:
 
 
 def run(args: argparse.Namespace, console: Any) -> int:
-    from limbo.cli import _shard
-
-    shard = _shard(args.shard) if args.shard else None
+    shard = parse_shard(args.shard) if args.shard else None
     plans = _validate(args)
     for grid, exp in plans:
         for reason, count in sorted(exp.dropped.items()):
