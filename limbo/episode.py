@@ -52,13 +52,26 @@ def _context(world: World) -> EpisodeContext:
                           vars=dict(world.vars), tool_specs=world.tools, read_lag=read_lag)
 
 
+def _reason(exc: BaseException) -> str:
+    """A bug, described by type, message and where it was raised (file name, not path, so
+    the text does not depend on where LIMBO is installed)."""
+    frame = traceback.extract_tb(exc.__traceback__)[-1]
+    return f"{type(exc).__name__}: {exc} @ {frame.filename.rsplit('/', 1)[-1]}:{frame.lineno}"
+
+
 async def arun_episode(cell: Cell, adapter: ModelAdapter | None = None) -> dict[str, Any]:
-    """Run ``cell`` and return its record."""
+    """Run ``cell`` and return its record. Only a :class:`UsageError` escapes."""
     started = stopwatch()
     condition = lookup("condition", cell.condition)()
     harness_cls = lookup("harness", cell.harness)
     adapter = adapter or make_adapter(cell.model)
-    world = World(cell)
+    try:
+        world = World(cell)
+    except UsageError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a sandbox bug must not end the grid
+        await adapter.aclose()
+        return _record(cell, _unbuilt_header(cell), _broken_outcome(_reason(exc)), started)
     header = {"timing": cell.timing.model_dump(), "limits": cell.limits.model_dump(),
               "prompts": condition.prompt_hashes(), "task_prompt": world.prompt(),
               "intents": world.intents(), "version": __version__,
@@ -73,17 +86,39 @@ async def arun_episode(cell: Cell, adapter: ModelAdapter | None = None) -> dict[
         raise
     except Exception as exc:  # noqa: BLE001 - a sandbox bug must not end the grid
         loop = harness._stop("infra_error")
-        loop.reason = f"{type(exc).__name__}: {exc} @ {traceback.extract_tb(exc.__traceback__)[-1]}"
+        loop.reason = _reason(exc)
     finally:
         await adapter.aclose()
-    world.settle(cell.limits.settle_s)
-    outcome = _outcome(world, loop, header)
+    try:
+        world.settle(cell.limits.settle_s)
+    except Exception as exc:  # noqa: BLE001 - a fault's in-flight delivery failed
+        loop.termination, loop.reason = "infra_error", _reason(exc)
+    return _record(cell, header, _outcome(world, loop, header), started, world, loop)
+
+
+def _record(cell: Cell, header: dict[str, Any], outcome: dict[str, Any], started: float,
+            world: World | None = None, loop: Any = None) -> dict[str, Any]:
     return {
         "schema": SCHEMA, "episode_id": cell.episode_id, "cell": cell.public(),
-        "header": header, "outcome": outcome, "report": loop.report,
-        "events": world.log.events, "ledger": world.ledger, "usage": loop.usage,
+        "header": header, "outcome": outcome, "report": loop.report if loop else None,
+        "events": world.log.events if world else [], "ledger": world.ledger if world else [],
+        "usage": loop.usage if loop else [],
         "runtime": {"wall_s": round(stopwatch() - started, 6), **host_facts()},
     }
+
+
+def _unbuilt_header(cell: Cell) -> dict[str, Any]:
+    return {"timing": cell.timing.model_dump(), "limits": cell.limits.model_dump(),
+            "prompts": {}, "task_prompt": None, "intents": [], "version": __version__,
+            "plan_hash": None}
+
+
+def _broken_outcome(reason: str) -> dict[str, Any]:
+    """The outcome of an episode whose world could not be built: nothing ran."""
+    return {**grade([], [], None), "task_success": False, "exactly_once": False,
+            "fault_fired": False, "agent_time_s": 0.0, "tool_calls": 0,
+            "model_turns": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0,
+            "termination": "infra_error", "termination_reason": reason}
 
 
 def _outcome(world: World, loop: Any, header: dict[str, Any]) -> dict[str, Any]:

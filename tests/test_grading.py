@@ -304,3 +304,22 @@ def test_same_cell_gives_an_identical_record_except_runtime() -> None:
     a, b = _scripted_record(), _scripted_record()
     a.pop("runtime"), b.pop("runtime")
     assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+def test_a_world_that_cannot_be_built_is_an_infra_error_record(monkeypatch) -> None:
+    """A sandbox bug while setting up the task ends that episode as infra_error, recorded,
+    instead of ending the grid."""
+    from limbo.cell import Cell
+    from limbo.episode import run_episode
+    from limbo.services.tickets import Tickets
+
+    def broken(self, *args, **kwargs):
+        raise RuntimeError("ticket store offline")
+
+    monkeypatch.setattr(Tickets, "mint", broken)
+    record = run_episode(Cell(service="billing", template="charge_invoice",
+                              focal_write="billing_create_charge"))
+    out = record["outcome"]
+    assert out["termination"] == "infra_error"
+    assert "RuntimeError: ticket store offline" in out["termination_reason"]
+    assert record["events"] == [] and record["ledger"] == [] and not out["exactly_once"]
