@@ -15,6 +15,15 @@ def cell_for(template: str, focal: str | None = None, **kw: object) -> Cell:
     return Cell(service=t.service, template=template, focal_write=focal or t.focal_writes[0], **kw)
 
 
+@pytest.fixture(scope="module")
+def gw():
+    """A model gateway on 127.0.0.1, shared by a module's provider tests."""
+    from limbo.gateway import ThreadedGateway
+
+    with ThreadedGateway() as gateway:
+        yield gateway
+
+
 @pytest.fixture
 def make_cell():
     return cell_for

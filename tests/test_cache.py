@@ -18,7 +18,6 @@ from fixtures.model_servers import (
 )
 
 from limbo.episode import run_episode
-from limbo.gateway import ThreadedGateway
 from limbo.providers import cache as cache_mod
 from limbo.providers.cache import ResponseCache
 
@@ -34,12 +33,6 @@ input = 3.0
 cached_input = 0.3
 output = 15.0
 """
-
-
-@pytest.fixture(scope="module")
-def gw():
-    with ThreadedGateway() as gateway:
-        yield gateway
 
 
 @pytest.fixture(autouse=True)

@@ -37,12 +37,6 @@ USER = "Charge invoice INV-0031."
 
 
 @pytest.fixture(scope="module")
-def gw():
-    with ThreadedGateway() as gateway:
-        yield gateway
-
-
-@pytest.fixture(scope="module")
 def ctx():
     return _context(World(CELL))
 

@@ -26,15 +26,9 @@ from fixtures.model_servers import (
 from limbo.adapter import ModelTurn, ToolCall
 from limbo.episode import run_episode
 from limbo.errors import UsageError
-from limbo.gateway import Drop, HttpError, StreamError, ThreadedGateway, Truncate
+from limbo.gateway import Drop, HttpError, StreamError, Truncate
 
 FAULTS = ["none", "timeout_post", "http500_post"]
-
-
-@pytest.fixture(scope="module")
-def gw():
-    with ThreadedGateway() as gateway:
-        yield gateway
 
 
 @pytest.fixture(autouse=True)
