@@ -173,10 +173,9 @@ class Guard:
         reply: Any = None
         thrown: BaseException | None = None
         while True:
-            try:
-                need = steps.throw(thrown) if thrown is not None else steps.send(reply)
-            except StopIteration as stop:
-                return stop.value  # type: ignore[no-any-return]
+            done, need = _advance(steps, reply, thrown)
+            if done:
+                return need  # type: ignore[no-any-return]
             reply, thrown = None, None
             try:
                 if isinstance(need, _Join):
@@ -196,10 +195,9 @@ class Guard:
         reply: Any = None
         thrown: BaseException | None = None
         while True:
-            try:
-                need = steps.throw(thrown) if thrown is not None else steps.send(reply)
-            except StopIteration as stop:
-                return stop.value  # type: ignore[no-any-return]
+            done, need = _advance(steps, reply, thrown)
+            if done:
+                return need  # type: ignore[no-any-return]
             reply, thrown = None, None
             try:
                 if isinstance(need, _Join):
@@ -388,6 +386,18 @@ class Guard:
 
 _CONFLICT = "this idempotency key was already used with another tool or other arguments"
 _BUSY = "a call with this idempotency key is still in progress elsewhere; its outcome is not known yet"
+
+
+def _advance(steps: Any, reply: Any, thrown: BaseException | None) -> tuple[bool, Any]:
+    """Resume the step generator with a reply or an exception: (finished, need or result).
+
+    The steps are written once, free of I/O; the sync and async drivers only differ in how
+    they serve each need.
+    """
+    try:
+        return False, steps.throw(thrown) if thrown is not None else steps.send(reply)
+    except StopIteration as stop:
+        return True, stop.value
 
 
 def _settle_sync(out: Any) -> Any:
