@@ -108,6 +108,10 @@ class ModelAdapter:
     async def aclose(self) -> None:
         """Release clients at the end of the episode (optional)."""
 
+    def preflight(self) -> None:
+        """Check, before a run starts, that the model can be reached; raise
+        :class:`~limbo.errors.UsageError` naming what to fix. The default checks nothing."""
+
     @classmethod
     def price_per_mtok(cls, model: str, params: dict[str, Any]) -> dict[str, float] | None:
         """Prices per million input / cached input / output tokens, or ``None`` when unknown.

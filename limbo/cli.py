@@ -141,7 +141,7 @@ def cmd_episode(args: argparse.Namespace) -> int:
                   harnesses=[args.harness], templates=[t.id]))
     from limbo.commands.run import check_models
 
-    check_models([args.model], None)
+    check_models([args.model], None, reach=True)
     cell = Cell(model=args.model, harness=args.harness, condition=args.condition,
                 contract=args.contract, fault=args.fault, service=t.service, template=t.id,
                 instance=args.instance, focal_write=focal, seed=args.seed)

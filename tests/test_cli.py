@@ -118,3 +118,18 @@ def test_price_files_reach_dry_run_and_max_cost(tmp_path: Path) -> None:
     bad = limbo(*base, "--prices", str(tmp_path / "missing.toml"), env=key)
     assert bad.returncode == 2 and "cannot read price file" in bad.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_an_unreachable_endpoint_is_one_line_before_anything_runs(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/v1"
+    result = limbo("run", "--model", f"openai/local?base_url={url}", "--template",
+                   "charge_invoice", "--out", str(tmp_path / "out"), "--no-cache")
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"cannot reach {url}" in lines[0] and "server running" in lines[0]
+    assert not (tmp_path / "out").exists()

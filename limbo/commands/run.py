@@ -51,11 +51,15 @@ def _apply_flags(grid: Grid, args: argparse.Namespace) -> Grid:
     return Grid.model_validate({**grid.model_dump(), **changes, "overrides": changes})
 
 
-def check_models(models: list[str], max_cost: float | None) -> None:
+def check_models(models: list[str], max_cost: float | None, reach: bool = False) -> None:
+    """Every model can be built (provider known, SDK and key present), priced when a budget is
+    set, and — when ``reach`` — its endpoint answers."""
     from limbo.adapter import make_adapter, parse_model
 
     for spec in models:
         adapter = make_adapter(spec)
+        if reach:
+            adapter.preflight()
         _, model, params = parse_model(spec)
         if max_cost is not None and type(adapter).price_per_mtok(model, params) is None:
             raise UsageError(f"--max-cost: no price known for {spec}; add it to a price file "
@@ -81,7 +85,7 @@ def _validate(args: argparse.Namespace) -> list[tuple[Grid, Expansion]]:
     for ref in args.grids:
         grid = _apply_flags(load_grid(ref), args)
         resolved(grid)
-        check_models(grid.models, args.max_cost)
+        check_models(grid.models, args.max_cost, reach=not args.dry_run)
         plans.append((grid, expand(grid)))
     return plans
 

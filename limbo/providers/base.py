@@ -16,7 +16,9 @@ import functools
 import importlib
 import os
 import random
+import socket
 from typing import Any, ClassVar
+from urllib.parse import urlsplit
 
 from limbo.adapter import EpisodeContext, Message, ModelAdapter, ModelTurn, ToolDef
 from limbo.errors import ModelError, UsageError
@@ -109,6 +111,22 @@ class ProviderAdapter(ModelAdapter):
         if self.params.get("base_url"):
             return NO_KEY  # a local OpenAI-compatible server usually wants none
         raise UsageError(f"model {self.spec} needs an API key: set ${env}")
+
+    def preflight(self) -> None:
+        """A server named by ``base_url`` must accept a connection before a run starts, so an
+        unreachable endpoint is one clear message, not a grid of ``model_error`` episodes.
+        (The providers' own endpoints are not probed: that would reach past the loopback in
+        offline tests and dry runs.)"""
+        url = self.params.get("base_url")
+        if not url:
+            return
+        parts = urlsplit(str(url))
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        try:
+            socket.create_connection((parts.hostname or "", port), timeout=3).close()
+        except OSError as exc:
+            raise UsageError(f"cannot reach {url} for {self.spec} ({exc.strerror or exc}); "
+                             f"is the server running?") from None
 
     def scrub(self, text: str) -> str:
         """``text`` with the API key (and any other credential we know of) masked."""
