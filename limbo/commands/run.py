@@ -150,7 +150,9 @@ class _Progress:
     def _note(self, done: int, summary: Summary) -> str:
         rate = done / max(self.clock() - self.start, 1e-9)
         dup = summary.total.rate("duplicate")
-        return f"{rate:.0f}/s  dup {100 * (dup or 0):.1f}%  cost ${summary.total.cost:.4f}"
+        unknown = summary.total.cost_unknown
+        cost = f"cost ${summary.total.cost:.4f}" + (f" (+{unknown} unpriced)" if unknown else "")
+        return f"{rate:.0f}/s  dup {100 * (dup or 0):.1f}%  {cost}"
 
     def __call__(self, done: int, total: int, summary: Summary) -> None:
         if self.bar is not None:
