@@ -105,8 +105,16 @@ def resolved(grid: Grid) -> dict[str, list[str]]:
     return levels
 
 
-def _cell_seed(grid_seed: int, body: dict[str, object]) -> int:
-    return derive_seed(grid_seed, digest(body, 32)) % (2**31)
+WORLD_FACTORS = ("template", "focal_write", "instance")
+
+
+def world_seed(grid_seed: int, cell: dict[str, object]) -> int:
+    """The seed of a cell's world: it depends on the task (template, focal write, instance)
+    and the grid seed only. Every arm of a paired comparison — models, harnesses,
+    conditions, contracts, fault modes — therefore runs in the same world: the same ids, the
+    same in-flight delay δ, the same partial-batch k. Adding a level to any factor never
+    changes an existing cell."""
+    return derive_seed(grid_seed, digest({k: cell[k] for k in WORLD_FACTORS}, 32)) % (2**31)
 
 
 def included(grid: Grid) -> list[Grid]:
@@ -149,8 +157,7 @@ def expand(grid: Grid) -> Expansion:
                          if getattr(fault, "batch_only", False) else cell["focal_write"])
                 out.dropped[f"{cell['fault']} cannot act on {where}"] += 1
                 continue
-            body = {k: v for k, v in cell.items()}
-            seed = _cell_seed(grid.seed, body)
+            seed = world_seed(grid.seed, cell)
             out.cells.append(Cell(**cell, seed=seed, timing=grid.timing, limits=grid.limits))
     return out
 
