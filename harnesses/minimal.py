@@ -52,8 +52,16 @@ def loggable_name(name: str) -> str:
 
 
 def loggable(args: Any) -> Any:
-    """Arguments as logged: huge payloads are summarised, never dropped silently."""
-    text = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+    """Arguments as logged: huge payloads are summarised, never dropped silently. A dict
+    holding NaN or Infinity is logged as its JSON-like text, so the record stays strict JSON
+    (and a replay sends that text, which the boundary refuses the same way)."""
+    if isinstance(args, str):
+        text = args
+    else:
+        try:
+            text = json.dumps(args, ensure_ascii=False, allow_nan=False)
+        except ValueError:
+            text = args = json.dumps(args, ensure_ascii=False)
     if len(text) <= MAX_LOGGED_ARGS:
         return args
     return {"_truncated": text[:200], "_chars": len(text)}

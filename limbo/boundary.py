@@ -11,6 +11,7 @@ can hold a response, drop it, or deliver a request later while the clock runs on
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Generator
 from typing import Any, Protocol
 
@@ -59,6 +60,50 @@ def _short(part: object, limit: int = 40) -> str:
     return text if len(text) <= limit else f"{text[:limit]}..."
 
 
+class _Refused(ValueError):
+    """The arguments are not a JSON object; the message is what the agent is told."""
+
+
+class _NonFinite(_Refused):
+    """Arguments hold NaN or Infinity. ``json.loads`` and Python dicts accept them, JSON does
+    not: one reaching the ledger would make the episode record invalid JSON."""
+
+    def __init__(self, constant: str) -> None:
+        super().__init__(f"arguments hold {constant}: only finite numbers are accepted")
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _NonFinite(name)
+
+
+def _check_finite(value: Any) -> None:
+    """Raise :class:`_NonFinite` at the first non-finite float, in the order ``json.dumps``
+    writes them — so a dict and its JSON text are refused with the same message. Iterative,
+    so a deeply nested value cannot exhaust the stack."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            raise _NonFinite("NaN" if math.isnan(item) else ("Infinity" if item > 0 else "-Infinity"))
+        if isinstance(item, dict):
+            stack.extend(reversed(list(item.values())))
+        elif isinstance(item, (list, tuple)):
+            stack.extend(reversed(item))
+
+
+def _decode(raw_args: Any) -> dict[str, Any]:
+    """The arguments as a dict of plain JSON values; raises :class:`_Refused` otherwise."""
+    if isinstance(raw_args, str):
+        try:
+            raw_args = json.loads(raw_args, parse_constant=_refuse_constant) if raw_args.strip() else {}
+        except json.JSONDecodeError as exc:
+            raise _Refused(f"arguments are not valid JSON: {exc.msg}") from exc
+    if not isinstance(raw_args, dict):
+        raise _Refused("arguments must be a JSON object")
+    _check_finite(raw_args)
+    return raw_args
+
+
 def _describe_errors(exc: ValidationError) -> str:
     parts = []
     for err in exc.errors(include_input=False, include_url=False)[:5]:
@@ -86,15 +131,10 @@ class Boundary:
         if spec is None:
             return error("invalid_argument", f"unknown tool {name[:80]!r}; available tools: "
                          f"{', '.join(self.tools)}")
-        if isinstance(raw_args, str):
-            try:
-                raw_args = json.loads(raw_args) if raw_args.strip() else {}
-            except json.JSONDecodeError as exc:
-                return error("invalid_argument", f"arguments are not valid JSON: {exc.msg}")
-        if not isinstance(raw_args, dict):
-            return error("invalid_argument", "arguments must be a JSON object")
         try:
-            validated = spec.model.model_validate(raw_args)
+            validated = spec.model.model_validate(_decode(raw_args))
+        except _Refused as exc:
+            return error("invalid_argument", str(exc))
         except ValidationError as exc:
             return error("invalid_argument", f"{name}: {_describe_errors(exc)}")
         return spec, validated.model_dump()

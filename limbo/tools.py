@@ -27,7 +27,11 @@ BoundedStr = Annotated[str, StringConstraints(max_length=MAX_STRING)]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
+    """Base of every tool's argument model. ``allow_inf_nan=False`` reaches floats nested in
+    rows, lists and unions too: NaN and Infinity are not JSON, so a record holding one could
+    not be written or read back as strict JSON."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
 
 @dataclass(frozen=True)
