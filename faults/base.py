@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from random import Random
 from typing import Any, ClassVar
 
 import simpy
@@ -26,6 +25,7 @@ from limbo.config import Timing
 from limbo.events import EventLog
 from limbo.request import Request
 from limbo.results import Result
+from limbo.rng import Rng
 from limbo.services import OpSpec
 
 Deliver = Callable[[Request], Result]
@@ -37,7 +37,7 @@ class FaultContext:
 
     env: simpy.Environment
     log: EventLog
-    rng: Random
+    rng: Rng
     timing: Timing
     focal_tool: str
     inflight: list[dict[str, Any]]

@@ -10,8 +10,9 @@ generator per draw (the fault's other draws never shift).
 from __future__ import annotations
 
 import math
-from random import Random
 from statistics import NormalDist
+
+from limbo.rng import Rng
 
 FLOOR_S = 40.0
 CAP_S = 7200.0
@@ -38,6 +39,6 @@ def quantile(p: float) -> float:
     return min(CAP_S, FLOOR_S + math.exp(_X.inv_cdf(p * _MASS)))
 
 
-def draw(rng: Random) -> float:
+def draw(rng: Rng) -> float:
     """One δ in seconds, from ``rng`` (exactly one uniform)."""
     return quantile(1.0 - rng.random())  # 1 - U lies in (0, 1]

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from typing import Any, TypeVar
 
 from limbo.errors import ModelError
+from limbo.rng import Rng
 
 log = logging.getLogger("limbo.providers")
 T = TypeVar("T")
@@ -46,7 +46,7 @@ class RetryPolicy:
     max_retry_after_s: float = 120.0
     sleep: Sleep = field(default=real_sleep, compare=False)
 
-    def delay(self, retry: int, rng: random.Random, retry_after: float | None) -> float:
+    def delay(self, retry: int, rng: Rng, retry_after: float | None) -> float:
         """Wait before retry number ``retry`` (1-based): Retry-After if given (capped), else
         ``min(cap, base * 2^(retry-1))`` scaled by a jitter factor in [0.5, 1]."""
         if retry_after is not None:
@@ -76,7 +76,7 @@ def retry_after(headers: Mapping[str, str] | None) -> float | None:
 
 async def with_retries(call: Callable[[], Awaitable[T]], policy: RetryPolicy,
                        classify: Callable[[BaseException], Retryable | None],
-                       rng: Callable[[], random.Random], what: str,
+                       rng: Callable[[], Rng], what: str,
                        scrub: Callable[[str], str] = lambda s: s) -> T:
     """Run ``call`` until it succeeds, a failure is not retryable, or attempts run out.
 

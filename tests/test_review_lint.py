@@ -1,0 +1,81 @@
+"""The linter really flags wall-clock and unseeded-random calls in sim code: a probe file is
+linted as if it sat in each sim folder, with the repository's own ruff configuration, and
+every banned call in it must be reported."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+RUFF = shutil.which("ruff", path=str(Path(sys.executable).parent)) or shutil.which("ruff")
+FOLDERS = ("services", "faults", "harnesses", "experiments", "analysis")
+SIM_PATHS = ("services/probe.py", "faults/probe.py", "harnesses/probe.py",
+             "harnesses/guard/probe.py", "limbo/probe.py", "limbo/world.py", "limbo/endpoint.py")
+
+pytestmark = pytest.mark.skipif(RUFF is None, reason="ruff is not installed")
+
+
+def _banned_calls() -> list[str]:
+    table = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    banned = table["tool"]["ruff"]["lint"]["flake8-tidy-imports"]["banned-api"]
+    return [name for name in banned if name not in FOLDERS]
+
+
+def _probe(names: list[str]) -> str:
+    """One module importing each banned name's root and using the name on its own line, plus
+    from-import spellings that must be resolved too."""
+    roots = sorted({n.split(".")[0] for n in names})
+    lines = [f"import {r}" for r in roots]
+    lines += [f"_{i} = {name}" for i, name in enumerate(names)]
+    lines += ["from time import perf_counter as _pc", "from datetime import date as _d",
+              "_today = _d.today()", "from random import SystemRandom"]
+    return "\n".join(lines) + "\n"
+
+
+def _flagged(source: str, path: str) -> list[str]:
+    out = subprocess.run([str(RUFF), "check", "--config", "pyproject.toml", "--select", "TID251",
+                          "--output-format", "json", "--stdin-filename", path, "-"],
+                         input=source, capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode in (0, 1), out.stderr
+    found = []
+    for diag in json.loads(out.stdout):
+        match = re.match(r"`([^`]+)` is banned", diag["message"])
+        assert match, diag["message"]
+        found.append(match.group(1))
+    return found
+
+
+def test_the_probe_covers_the_calls_the_review_named() -> None:
+    assert {"time.perf_counter", "time.monotonic_ns", "datetime.date.today", "random.Random",
+            "random.SystemRandom", "uuid.uuid1", "os.urandom", "secrets.token_urlsafe",
+            "secrets.choice"} <= set(_banned_calls())
+
+
+@pytest.mark.parametrize("path", SIM_PATHS)
+def test_every_banned_call_is_flagged_in_sim_code(path: str) -> None:
+    names = _banned_calls()
+    found = _flagged(_probe(names), path)
+    assert sorted(set(names) - set(found)) == []
+    assert {"time.perf_counter", "datetime.date.today", "random.SystemRandom"} <= set(found)
+    assert found.count("time.perf_counter") == 2 and found.count("datetime.date.today") == 2
+
+
+def test_only_limbo_rng_may_build_a_generator() -> None:
+    source = "import random\nrng = random.Random(7)\n"
+    assert _flagged(source, "limbo/rng.py") == []
+    assert _flagged(source, "services/data.py") == ["random.Random"]
+    assert _flagged("from limbo.rng import Rng\nrng: Rng\n", "faults/base.py") == []
+
+
+def test_the_runtime_record_may_read_the_wall_clock_but_the_kernel_may_not() -> None:
+    source = "import time\nstart = time.perf_counter()\n"
+    assert _flagged(source, "limbo/runtime.py") == []
+    assert _flagged(source, "limbo/boundary.py") == ["time.perf_counter"]
