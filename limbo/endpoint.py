@@ -62,7 +62,23 @@ class Endpoint:
         horizon = self.now - lag
         if req.stale_as_of is not None:
             horizon = min(horizon, req.stale_as_of)
+        if horizon < self.now:
+            self._note_lag(req, horizon)
         return self.services[req.op.service].call(req.op.name, View(horizon), req.args)
+
+    def _note_lag(self, req: Request, horizon: float) -> None:
+        """Log the committed effects on this service that a lagging or stale read cannot see
+        yet, so a timeline shows why the agent's read missed its own write. The ledger is in
+        commit order, so only its tail past the horizon is scanned."""
+        hidden = []
+        for entry in reversed(self.ledger):
+            if entry["t"] <= horizon:
+                break
+            if entry["service"] == req.op.service:
+                hidden.append(entry["seq"])
+        if hidden:
+            self.log.emit("lagged_read", tool=req.op.tool, request_id=req.id, horizon=horizon,
+                          hidden=hidden[::-1])
 
     def _write(self, req: Request) -> Result:
         op = req.op

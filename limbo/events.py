@@ -2,8 +2,8 @@
 
 Every event is a flat JSON object with the sim time ``t`` and a ``type`` from
 :data:`EVENT_TYPES`. Agent-visible events (``turn``, ``call``, ``result``) and hidden ones
-(``fault``, ``commit``, ``arrival``, ``replay``, ``condition``, ``guard``, ``clock``) share one
-ordered list, so a timeline can show both sides at once.
+(``fault``, ``commit``, ``arrival``, ``replay``, ``lagged_read``, ``condition``, ``guard``,
+``clock``) share one ordered list, so a timeline can show both sides at once.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ EVENT_TYPES = frozenset({
     "commit",     # an effect committed (index into the ledger)
     "arrival",    # a request reached a service (in-flight, redelivered or original)
     "replay",     # an idempotency key answered a request without acting
+    "lagged_read",  # a lagging or stale read could not see effects that had committed
     "condition",  # a scaffold condition acted (retried, read, told the model)
     "guard",      # a guard decision
     "clock",      # the clock advanced for waiting or settling

@@ -2,7 +2,7 @@
 
 The left column is the agent's view (its calls and the results it got); the right column is the
 hidden side from the same event log (fault injections, commits, in-flight arrivals, replays,
-scaffold and guard actions, clock jumps).
+reads that lag behind commits, scaffold and guard actions, clock jumps).
 """
 
 from __future__ import annotations
@@ -39,6 +39,9 @@ def describe(event: dict[str, Any]) -> str:
         return f"ARRIVAL {event.get('request_id')} [{event.get('attempt')}] {event.get('outcome', '')}"
     if kind == "replay":
         return f"REPLAY {event['request_id']} key={event['key']} (no effect)"
+    if kind == "lagged_read":
+        hides = ", ".join(f"#{seq}" for seq in event["hidden"])
+        return f"LAGGED READ {event['tool']} sees up to t={event['horizon']:.1f} (hides {hides})"
     if kind == "clock":
         return f"clock +{event['seconds']:g}s ({event['reason']})"
     rest = {k: v for k, v in event.items() if k not in ("t", "type")}
