@@ -26,6 +26,8 @@ from limbo.results import Result, error, ok
 from limbo.tools import KEY_FIELD, ToolSpec
 
 Process = Generator[simpy.Event, Any, Result]
+BATCH_UNITS = "rows"
+"""The argument of a batch write that lists its units (the rows it inserts)."""
 
 
 class Transport(Protocol):
@@ -150,7 +152,7 @@ class Boundary:
         key = args.pop(KEY_FIELD, None) if spec.accepts_key else None
         assert spec.op is not None
         req = Request(id=self._next_id(), op=spec.op, args=args, key=key,
-                      attempt=attempt or self._attempt(spec.name, args), issued_at=self.env.now)
+                      attempt=attempt or self._attempt(spec, args), issued_at=self.env.now)
         return self.send(req)
 
     def send(self, req: Request) -> Result:
@@ -163,8 +165,13 @@ class Boundary:
         self._requests += 1
         return f"r{self._requests}"
 
-    def _attempt(self, tool: str, args: dict[str, Any]) -> str:
-        fingerprint = digest([tool, args])
+    def _attempt(self, spec: ToolSpec, args: dict[str, Any]) -> str:
+        """``original`` for the first call of its kind, ``reissue-n`` for the n-th repeat. A
+        batch write is the same call whatever rows it carries: re-sending only the rows a
+        partial batch left out is a reissue of that batch, not a new write."""
+        assert spec.op is not None
+        basis = {k: v for k, v in args.items() if k != BATCH_UNITS} if spec.op.batch else args
+        fingerprint = digest([spec.name, basis])
         n = self._seen.get(fingerprint, 0)
         self._seen[fingerprint] = n + 1
         return "original" if n == 0 else f"reissue-{n}"
