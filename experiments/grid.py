@@ -78,7 +78,8 @@ def _levels(name: str, given: list[str], choices: list[str]) -> list[str]:
         return choices
     unknown = [g for g in given if g not in choices]
     if unknown:
-        raise UsageError(f"unknown {name[:-1]} {unknown[0]!r} in grid; choose from: "
+        singular = {"harnesses": "harness"}.get(name, name[:-1])
+        raise UsageError(f"unknown {singular} {unknown[0]!r} in grid; choose from: "
                          f"{', '.join(choices)}")
     return given
 
@@ -118,9 +119,27 @@ def world_seed(grid_seed: int, cell: dict[str, object]) -> int:
 
 
 def included(grid: Grid) -> list[Grid]:
-    """The grids ``grid`` includes, with its own overrides (``overrides``) applied to each."""
-    return [Grid.model_validate({**load_grid(ref).model_dump(), **grid.overrides})
-            for ref in grid.include]
+    """The grids ``grid`` includes, with its own overrides (``overrides``) applied to each.
+    Includes are one level deep, which also rules out cycles."""
+    out = []
+    for ref in grid.include:
+        sub = load_grid(ref)
+        if sub.include:
+            raise UsageError(f"grid {grid.name} includes {ref}, which includes grids itself; "
+                             f"list the grids it includes instead")
+        out.append(validated({**sub.model_dump(), **grid.overrides}, f"grid {ref}"))
+    return out
+
+
+def validated(raw: dict[str, Any], where: str) -> Grid:
+    """``raw`` as a :class:`Grid`; a one-line :class:`UsageError` naming the bad key."""
+    try:
+        return Grid.model_validate(raw)
+    except ValidationError as exc:
+        err = exc.errors(include_url=False)[0]
+        # Union members show up in the location as "literal[...]"; they are noise to a user.
+        loc = ".".join(str(p) for p in err["loc"] if "[" not in str(p))
+        raise UsageError(f"{where}: {loc}: {err['msg']}") from None
 
 
 def expand(grid: Grid) -> Expansion:
@@ -202,9 +221,4 @@ def load_grid(ref: str) -> Grid:
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"grid file {path} is not valid TOML: {exc}") from None
     raw.setdefault("name", path.stem)
-    try:
-        return Grid.model_validate(raw)
-    except ValidationError as exc:
-        err = exc.errors(include_url=False)[0]
-        where = ".".join(str(p) for p in err["loc"])
-        raise UsageError(f"grid {path}: {where}: {err['msg']}") from None
+    return validated(raw, f"grid {path}")

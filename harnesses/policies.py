@@ -253,6 +253,30 @@ def behaviour(name: str, params: dict[str, Any], seed: int) -> Behaviour:
 
 
 POLICIES = ("blind", "give-up", "keyed", "profile", "verify", "wait-verify")
+PROBABILITIES = ("p_verify", "p_key", "p_wait", "p_honest")
+PARAMS: dict[str, tuple[str, ...]] = {
+    "blind": (), "give-up": (), "verify": ("check_success",), "keyed": ("check_success",),
+    "wait-verify": ("wait",), "profile": ("preset", "wait_s", *PROBABILITIES),
+}
+
+
+def check_params(name: str, params: dict[str, Any]) -> None:
+    """Reject parameters a policy does not take, or values it cannot use, naming the valid
+    ones — a typo must not silently become a new cell."""
+    unknown = sorted(set(params) - set(PARAMS[name]))
+    if unknown:
+        known = ", ".join(PARAMS[name]) or "none"
+        raise UsageError(f"policy/{name} takes no parameter {unknown[0]!r}; it takes: {known}")
+    for key, value in params.items():
+        if key == "check_success" and not isinstance(value, bool):
+            raise UsageError(f"policy/{name}: check_success must be true or false")
+        if key in ("wait", "wait_s") and not (isinstance(value, int | float)
+                                              and 0 <= value <= 3600):
+            raise UsageError(f"policy/{name}: {key} must be a number of seconds in [0, 3600]")
+        if key in PROBABILITIES and not (isinstance(value, int | float) and 0 <= value <= 1):
+            raise UsageError(f"policy/{name}: {key} must be a probability in [0, 1]")
+        if key == "preset" and value not in PRESETS:
+            raise UsageError(f"policy/{name}: preset must be one of {', '.join(PRESETS)}")
 
 
 @model_adapter("policy")
@@ -262,6 +286,7 @@ class PolicyAdapter(ModelAdapter):
     def __init__(self, model: str, **params: Any) -> None:
         if model not in POLICIES:
             raise UsageError(f"unknown policy {model!r}; choose from: {', '.join(POLICIES)}")
+        check_params(model, params)
         super().__init__(model, **params)
         self._script: Script | None = None
         self._calls = 0

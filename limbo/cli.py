@@ -19,7 +19,19 @@ FACTOR_FLAGS = {"model": "models", "harness": "harnesses", "condition": "conditi
                 "template": "templates"}
 
 
+def with_params(spec: str, params: list[str]) -> str:
+    """``spec`` with ``-M key=value`` parameters appended to its query."""
+    for item in params:
+        if "=" not in item:
+            raise UsageError(f"-M {item!r} must look like key=value")
+    if not params:
+        return spec
+    return spec + ("&" if "?" in spec else "?") + "&".join(params)
+
+
 def _provider_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-M", "--model-param", action="append", default=[], metavar="KEY=VALUE",
+                   help="a model parameter, added to every --model (repeatable)")
     p.add_argument("--cache-dir", type=Path, help="where model responses are cached (default: "
                    "$LIMBO_CACHE_DIR or ~/.cache/limbo/responses)")
     p.add_argument("--no-cache", action="store_true", help="call the model even when cached")
@@ -124,9 +136,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_episode(args: argparse.Namespace) -> int:
+    from pydantic import ValidationError
+
     from limbo.cell import Cell
     from limbo.episode import run_episode
-    from limbo.experiments.grid import Grid, resolved
+    from limbo.experiments.grid import resolved, validated
     from limbo.tasks import template
     from limbo.timeline import render
 
@@ -137,14 +151,21 @@ def cmd_episode(args: argparse.Namespace) -> int:
     if focal not in t.focal_writes:
         raise UsageError(f"--focal-write {focal!r} is not a write of {t.id}; choose from: "
                          f"{', '.join(t.focal_writes)}")
-    resolved(Grid(contracts=[args.contract], faults=[args.fault], conditions=[args.condition],
-                  harnesses=[args.harness], templates=[t.id]))
+    raw = {"model": with_params(args.model, args.model_param), "harness": args.harness,
+           "condition": args.condition, "contract": args.contract, "fault": args.fault,
+           "service": t.service, "template": t.id, "instance": args.instance,
+           "focal_write": focal, "seed": args.seed}
+    resolved(validated({"contracts": [args.contract], "faults": [args.fault],
+                        "conditions": [args.condition], "harnesses": [args.harness],
+                        "templates": [t.id]}, "command line"))
+    try:
+        cell = Cell(**raw)
+    except ValidationError as exc:
+        err = exc.errors(include_url=False)[0]
+        raise UsageError(f"--{'-'.join(map(str, err['loc']))}: {err['msg']}") from None
     from limbo.commands.run import check_models
 
-    check_models([args.model], None, reach=True)
-    cell = Cell(model=args.model, harness=args.harness, condition=args.condition,
-                contract=args.contract, fault=args.fault, service=t.service, template=t.id,
-                instance=args.instance, focal_write=focal, seed=args.seed)
+    check_models([cell.model], None, reach=True)
     _check_fault_applies(cell)
     record = run_episode(cell)
     if args.json:

@@ -13,15 +13,15 @@ class Timing(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    think_s: float = 4.0
+    think_s: float = Field(4.0, ge=0)
     """Think time of one model turn."""
-    read_s: float = 0.5
+    read_s: float = Field(0.5, ge=0)
     """Round trip of a read (request + response)."""
-    write_s: float = 1.0
+    write_s: float = Field(1.0, ge=0)
     """Round trip of a write (request + response)."""
-    client_timeout_s: float = 30.0
+    client_timeout_s: float = Field(30.0, gt=0)
     """A timed-out call returns to the agent this long after it was issued."""
-    max_wait_s: float = 3600.0
+    max_wait_s: float = Field(3600.0, gt=0)
     """Largest argument the ``wait`` tool accepts."""
 
 

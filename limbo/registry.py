@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from limbo.errors import UsageError
+from limbo.hashing import digest
 
 Kind = Literal["service", "fault", "condition", "model", "grid", "harness"]
 T = TypeVar("T")
@@ -38,11 +39,16 @@ def register(kind: Kind, name: str) -> Callable[[T], T]:
     def deco(obj: T) -> T:
         table = _REGISTRY.setdefault(kind, {})
         if name in table and table[name] is not obj:
-            raise ValueError(f"{kind} {name!r} is registered twice")
+            raise UsageError(f"{kind} {name!r} is registered twice (by {_origin(table[name])} "
+                             f"and {_origin(obj)}); rename one")
         table[name] = obj
         return obj
 
     return deco
+
+
+def _origin(obj: Any) -> str:
+    return f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', obj)}"
 
 
 def _load(kind: Kind) -> None:
@@ -76,12 +82,20 @@ def load_plugin(spec: str) -> None:
     if spec.endswith(".py") or path.exists():
         if not path.is_file():
             raise UsageError(f"plugin file {spec!r} does not exist")
-        mod_name = f"limbo_plugin_{path.stem}"
+        mod_name = f"limbo_plugin_{path.stem}_{digest(str(path.resolve()), 8)}"
+        if mod_name in sys.modules:  # already loaded (a repeated flag, a forked worker)
+            return
         module_spec = importlib.util.spec_from_file_location(mod_name, path)
         assert module_spec is not None and module_spec.loader is not None
         module = importlib.util.module_from_spec(module_spec)
         sys.modules[mod_name] = module
-        module_spec.loader.exec_module(module)
+        try:
+            module_spec.loader.exec_module(module)
+        except UsageError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the user's file, reported in one line
+            del sys.modules[mod_name]
+            raise UsageError(f"plugin {spec} failed to load: {type(exc).__name__}: {exc}") from None
         return
     try:
         importlib.import_module(spec)

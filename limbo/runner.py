@@ -21,7 +21,16 @@ from limbo.cell import Cell
 from limbo.episode import arun_episode
 from limbo.hashing import digest
 from limbo.runtime import host_facts, now_iso, stopwatch
-from limbo.store import Writer, done_ids, dumps, episodes_file, write_manifest
+from limbo.store import (
+    Writer,
+    done_ids,
+    dumps,
+    episodes_file,
+    iter_records,
+    manifest_file,
+    read_manifest,
+    write_manifest,
+)
 from limbo.summary import Summary
 
 CHUNK = 64
@@ -74,7 +83,16 @@ def _chunks(cells: list[Cell], size: int) -> Iterator[list[Cell]]:
         yield cells[i:i + size]
 
 
-def _results(todo: list[Cell], opts: RunOptions) -> Iterable[tuple[str, dict, dict]]:
+def _results(todo: list[Cell], opts: RunOptions,
+             over_budget: Callable[[int], bool]) -> Iterable[tuple[str, dict, dict]]:
+    if opts.max_cost is not None:
+        # Spend-bounded: never more than `concurrency` episodes in flight, and the budget is
+        # checked before each group starts, so a stop never discards paid-for episodes.
+        for chunk in _chunks(todo, max(1, opts.concurrency)):
+            if over_budget(len(chunk)):
+                return
+            yield from asyncio.run(_run_many(chunk, opts.concurrency))
+        return
     if opts.workers <= 1:
         for chunk in _chunks(todo, max(CHUNK, opts.concurrency)):
             yield from asyncio.run(_run_many(chunk, opts.concurrency))
@@ -108,31 +126,37 @@ def run_cells(cells: list[Cell], opts: RunOptions, manifest: dict[str, Any],
     todo = [c for c in mine if c.episode_id not in done]
     if opts.limit is not None:
         todo = todo[:opts.limit]
-    base = {**manifest, "version": __version__, "started_at": now_iso(), **host_facts(),
-            "cells": len(mine), "already_done": len(mine) - len(todo), "status": "running"}
-    write_manifest(opts.out, base)
+    mpath = manifest_file(opts.out, opts.shard)
+    first = (read_manifest(mpath) or {}).get("started_at")
+    base = {**manifest, "version": __version__, "started_at": first or now_iso(),
+            "resumed_at": now_iso() if first else None, **host_facts(), "cells": len(mine),
+            "already_done": len(mine) - len(todo), "status": "running"}
+    write_manifest(mpath, base)
     summary, ran, stopped = Summary(), 0, None
+
+    def over_budget(starting: int) -> bool:
+        spent = summary.total.cost
+        return spent + starting * spent / max(ran, 1) > float(opts.max_cost or 0)
+
     try:
-        for line, cell, outcome in _results(todo, opts):
+        for line, cell, outcome in _results(todo, opts, over_budget):
             writer.write_line(line)
             summary.add(cell, outcome)
             ran += 1
             if on_result is not None:
                 on_result(ran, len(todo), summary)
-            if _over_budget(opts, summary, ran):
-                stopped = f"--max-cost {opts.max_cost} would be exceeded by the next episode"
-                break
+    except BaseException as exc:
+        write_manifest(mpath, {**base, "status": "failed", "ended_at": now_iso(), "ran": ran,
+                                  "stop_reason": f"{type(exc).__name__}: {exc}"})
+        raise
     finally:
         writer.close()
+    if ran < len(todo) and opts.max_cost is not None:
+        stopped = f"--max-cost {opts.max_cost} would be exceeded by the next episode"
     status = "stopped" if stopped else "complete"
-    write_manifest(opts.out, {**base, "status": status, "stop_reason": stopped,
+    write_manifest(mpath, {**base, "status": status, "stop_reason": stopped,
                               "ended_at": now_iso(), "ran": ran, "torn_bytes": writer.torn})
+    if len(mine) > len(todo):  # a resumed run: summarise everything recorded, not this pass
+        summary = Summary.of(iter_records(opts.out))
     return RunResult(summary, ran, len(mine) - len(todo), writer.torn, stopped,
                      stopwatch() - started)
-
-
-def _over_budget(opts: RunOptions, summary: Summary, ran: int) -> bool:
-    if opts.max_cost is None:
-        return False
-    spent = summary.total.cost
-    return spent + spent / max(ran, 1) > opts.max_cost

@@ -109,8 +109,23 @@ def dumps(record: dict[str, Any]) -> str:
     return json.dumps(record, ensure_ascii=False, separators=(", ", ": "))
 
 
-def write_manifest(run_dir: Path, manifest: dict[str, Any]) -> None:
-    """Write ``manifest.json`` atomically (a reader never sees half of it)."""
-    tmp = run_dir / "manifest.json.tmp"
+def manifest_file(run_dir: Path, shard: tuple[int, int] | None) -> Path:
+    """Each shard has its own manifest, so shards running at once never overwrite each other."""
+    if shard is None:
+        return run_dir / "manifest.json"
+    return run_dir / f"manifest.shard-{shard[0]}-of-{shard[1]}.json"
+
+
+def read_manifest(path: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads(path.read_text())  # type: ignore[no-any-return]
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+def write_manifest(path: Path, manifest: dict[str, Any]) -> None:
+    """Write a manifest atomically (a reader never sees half of it; writers never share a
+    temporary file)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
-    os.replace(tmp, run_dir / "manifest.json")
+    os.replace(tmp, path)

@@ -1,7 +1,8 @@
 """Running tallies of a grid and the summary table printed at the end of ``limbo run``.
 
-Rates are conditional on the fault having fired; episodes that ended in ``infra_error`` are
-counted in every row and excluded from the rates, never dropped silently.
+Rates are conditional on the fault having fired; episodes that ended in ``infra_error`` or
+``model_error`` (the sandbox or the provider failed, not the agent) are counted in every row
+and excluded from the rates, never dropped silently.
 """
 
 from __future__ import annotations
@@ -35,10 +36,10 @@ class Tally:
         else:
             self.cost += cost
         term = outcome["termination"]
-        if term == "infra_error":
-            self.infra += 1
+        if term in ("infra_error", "model_error"):  # the sandbox or the provider failed
+            self.infra += term == "infra_error"
+            self.model_error += term == "model_error"
             return
-        self.model_error += term == "model_error"
         if not outcome["fault_fired"]:
             return
         self.fired += 1
@@ -64,6 +65,14 @@ class Summary:
     total: Tally = field(default_factory=Tally)
     by_family: dict[str, Tally] = field(default_factory=lambda: defaultdict(Tally))
     by_model: dict[str, Tally] = field(default_factory=lambda: defaultdict(Tally))
+
+    @classmethod
+    def of(cls, records: Any) -> Summary:
+        """The summary of stored records (streamed)."""
+        summary = cls()
+        for record in records:
+            summary.add(record["cell"], record["outcome"])
+        return summary
 
     def add(self, cell: dict[str, Any], outcome: dict[str, Any]) -> None:
         self.total.add(outcome)

@@ -63,6 +63,15 @@ def test_rerun_into_the_same_directory_runs_nothing_new(tmp_path: Path) -> None:
     (["episode", "--condition", "nosuch"], "unknown condition 'nosuch' in grid; choose from:"),
     (["episode", "--model", "x"], "must look like provider/model"),
     (["show", "/nonexistent/run", "ep-1"], "no run directory"),
+    (["run", "--contract", "nope"], "command line: contracts.0: Input should be"),
+    (["episode", "--contract", "nope"], "command line: contracts.0: Input should be"),
+    (["episode", "--instance", "-1"], "--instance: Input should be greater than or equal to 0"),
+    (["run", "--max-cost", "-1"], "--max-cost must be a finite amount of USD >= 0"),
+    (["run", "--max-cost", "nan"], "--max-cost must be a finite amount of USD >= 0"),
+    (["run", "--model", "policy/verify?wait=abc"], "policy/verify takes no parameter 'wait'"),
+    (["run", "--model", "policy/wait-verify?wait=5000"], "wait must be a number of seconds"),
+    (["run", "--model", "policy/wait-verify", "-M", "nonsense"], "must look like key=value"),
+    (["run", "--harness", "nosuch"], "unknown harness 'nosuch' in grid; choose from: minimal"),
 ])
 def test_user_errors_are_one_line_naming_the_choices(args: list[str], needle: str,
                                                      tmp_path: Path) -> None:
@@ -133,3 +142,21 @@ def test_an_unreachable_endpoint_is_one_line_before_anything_runs(tmp_path: Path
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and f"cannot reach {url}" in lines[0] and "server running" in lines[0]
     assert not (tmp_path / "out").exists()
+
+
+def test_out_that_is_a_file_and_a_grid_that_includes_itself_are_one_line(tmp_path: Path) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    result = limbo("run", "--out", str(afile))
+    assert result.returncode == 2 and "is a file; name a directory" in result.stderr
+    (tmp_path / "loop.toml").write_text('include = ["loop.toml"]\n')
+    loop = limbo("run", "loop.toml", "--out", str(tmp_path / "out"), cwd=tmp_path)
+    assert loop.returncode == 2 and len(loop.stderr.strip().splitlines()) == 1
+    assert "includes grids itself" in loop.stderr and not (tmp_path / "out").exists()
+
+
+def test_model_params_from_M_reach_every_model(tmp_path: Path) -> None:
+    result = limbo("run", "--model", "policy/wait-verify", "-M", "wait=60", "--dry-run",
+                   "--template", "charge_invoice", "--out", str(tmp_path / "out"))
+    assert result.returncode == 0, result.stderr
+    assert "policy/wait-verify?wait=60: 48 episodes" in result.stdout

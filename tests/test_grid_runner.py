@@ -68,6 +68,10 @@ def test_three_shards_together_equal_the_unsharded_run(tmp_path: Path,
     assert sorted(p.name for p in tmp_path.glob("episodes*.jsonl")) == [
         f"episodes.shard-{i}-of-3.jsonl" for i in (1, 2, 3)]
     assert records(tmp_path) == reference
+    manifests = [json.loads((tmp_path / f"manifest.shard-{i}-of-3.json").read_text())
+                 for i in (1, 2, 3)]
+    assert [m["shard"] for m in manifests] == [[1, 3], [2, 3], [3, 3]]
+    assert sum(m["ran"] for m in manifests) == len(reference)
 
 
 def test_torn_last_line_is_detected_reported_and_ignored(tmp_path: Path) -> None:
@@ -118,16 +122,20 @@ def test_memory_stays_flat_from_2000_to_20000_episodes(tmp_path: Path) -> None:
 
 
 COSTLY = '''
+import os
+
 from limbo.adapter import ModelTurn, ToolCall, Usage, model_adapter
 from limbo.harnesses.policies import PolicyAdapter
 
 
 @model_adapter("costly")
 class Costly(PolicyAdapter):
-    """policy/verify that bills one cent per call."""
+    """policy/verify that bills one cent per call, and notes each episode it starts."""
 
     def __init__(self, model, **params):
         super().__init__("verify", **params)
+        with open(os.environ["LIMBO_TEST_STARTS"], "a") as fh:
+            fh.write("start\\n")
 
     @classmethod
     def price_per_mtok(cls, model, params):
@@ -149,17 +157,22 @@ class Unpriced(PolicyAdapter):
 '''
 
 
-def test_max_cost_stops_cleanly_and_the_manifest_says_why(tmp_path: Path) -> None:
+def test_max_cost_stops_cleanly_and_the_manifest_says_why(tmp_path: Path, monkeypatch) -> None:
     plugin = tmp_path / "costly.py"
     plugin.write_text(COSTLY)
+    starts = tmp_path / "starts"
+    monkeypatch.setenv("LIMBO_TEST_STARTS", str(starts))
     out = tmp_path / "run"
     result = limbo("run", "--model", "costly/x", "--plugin", str(plugin), "--out", str(out),
                    "--quiet", "--max-cost", "0.5", "--fault", "none")
     assert result.returncode == 0, result.stderr
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["status"] == "stopped" and "--max-cost" in manifest["stop_reason"]
-    spent = sum(r["outcome"]["cost_usd"] for r in records(out))
+    written = records(out)
+    spent = sum(r["outcome"]["cost_usd"] for r in written)
     assert 0.4 < spent <= 0.5
+    # Nothing was started and thrown away: one adapter for the up-front check, one per episode.
+    assert len(starts.read_text().splitlines()) == len(written) + 1
     refused = limbo("run", "--model", "unpriced/x", "--plugin", str(plugin), "--out",
                     str(tmp_path / "refused"), "--max-cost", "1")
     assert refused.returncode == 2 and "no price known for unpriced/x" in refused.stderr
@@ -193,3 +206,28 @@ def test_bad_grid_input_is_one_line_and_writes_nothing(tmp_path: Path, setup: st
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and needle in lines[0], result.stderr
     assert not out.exists()
+
+
+def test_a_repeated_plugin_with_workers_runs(tmp_path: Path, monkeypatch) -> None:
+    plugin = tmp_path / "costly.py"
+    plugin.write_text(COSTLY)
+    monkeypatch.setenv("LIMBO_TEST_STARTS", str(tmp_path / "starts"))
+    out = tmp_path / "run"
+    result = limbo("run", "--model", "costly/x", "--plugin", str(plugin), "--plugin",
+                   str(tmp_path / "." / "costly.py"), "--out", str(out), "--quiet",
+                   "--workers", "2", "--template", "charge_invoice")
+    assert result.returncode == 0, result.stderr
+    assert len(records(out)) == 48
+    assert json.loads((out / "manifest.json").read_text())["status"] == "complete"
+
+
+def test_a_resumed_run_summarises_everything_recorded(tmp_path: Path) -> None:
+    base = ["run", "--out", str(tmp_path), "--template", "charge_invoice"]
+    assert limbo(*base, "--limit", "10", "--quiet").returncode == 0
+    first = json.loads((tmp_path / "manifest.json").read_text())
+    again = limbo(*base)
+    assert again.returncode == 0, again.stderr
+    assert "ran 230 episodes, 10 already done" in again.stdout
+    assert "│ all                │      240 │" in again.stdout
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert manifest["started_at"] == first["started_at"] and manifest["resumed_at"]

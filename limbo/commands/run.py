@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from limbo.errors import UsageError
-from limbo.experiments.grid import Expansion, Grid, expand, load_grid, resolved
+from limbo.experiments.grid import Expansion, Grid, expand, load_grid, resolved, validated
+from limbo.providers.secrets import scrub
 from limbo.runner import RunOptions, in_shard, run_cells
 from limbo.summary import Summary, render
 
@@ -35,11 +36,16 @@ def parse_shard(text: str) -> tuple[int, int]:
 
 
 def _apply_flags(grid: Grid, args: argparse.Namespace) -> Grid:
+    from limbo.cli import with_params
+
     changes: dict[str, Any] = {}
     for flag, field in FACTORS.items():
         values = getattr(args, flag)
         if values:
             changes[field] = values
+    if args.model_param:
+        changes["models"] = [with_params(m, args.model_param)
+                             for m in changes.get("models", grid.models)]
     if args.seed is not None:
         changes["seed"] = args.seed
     if args.instances is not None:
@@ -48,7 +54,7 @@ def _apply_flags(grid: Grid, args: argparse.Namespace) -> Grid:
         changes["instances"] = args.instances
     if not changes:
         return grid
-    return Grid.model_validate({**grid.model_dump(), **changes, "overrides": changes})
+    return validated({**grid.model_dump(), **changes, "overrides": changes}, "command line")
 
 
 def check_models(models: list[str], max_cost: float | None, reach: bool = False) -> None:
@@ -76,6 +82,10 @@ def _git_commit() -> str | None:
 
 
 def _validate(args: argparse.Namespace) -> list[tuple[Grid, Expansion]]:
+    if args.max_cost is not None and not 0 <= args.max_cost < float("inf"):
+        raise UsageError(f"--max-cost must be a finite amount of USD >= 0, got {args.max_cost}")
+    if args.out is not None and args.out.exists() and not args.out.is_dir():
+        raise UsageError(f"--out {args.out} is a file; name a directory")
     if args.limit is not None and args.limit < 0:
         raise UsageError(f"--limit must be at least 0, got {args.limit}")
     for name in ("workers", "concurrency"):
@@ -165,7 +175,7 @@ class _Progress:
         rate = done / max(now - self.start, 1e-9)
         eta = (total - done) / rate if rate else 0.0
         self.console.print(f"[limbo] {done}/{total} episodes  ETA {eta:.0f}s  "
-                           f"{self._note(done, summary)}", highlight=False)
+                           f"{self._note(done, summary)}", highlight=False, markup=False)
 
     def close(self) -> None:
         if self.bar is not None:
@@ -187,7 +197,7 @@ def run(args: argparse.Namespace, console: Any) -> int:
                           plugins=list(args.plugin))
         manifest = {"grid": grid.model_dump(mode="json"), "levels": resolved(grid),
                     "dropped": dict(exp.dropped), "shard": list(shard) if shard else None,
-                    "git_commit": _git_commit(), "argv": sys.argv[1:]}
+                    "git_commit": _git_commit(), "argv": [scrub(a) for a in sys.argv[1:]]}
         progress = _Progress(console, len(exp.cells), args.quiet)
         try:
             result = run_cells(exp.cells, opts, manifest, progress)
