@@ -71,6 +71,8 @@ def test_rerun_into_the_same_directory_runs_nothing_new(tmp_path: Path) -> None:
     (["run", "--model", "policy/verify?wait=abc"], "policy/verify takes no parameter 'wait'"),
     (["run", "--model", "policy/wait-verify?wait=5000"], "wait must be a number of seconds"),
     (["run", "--model", "policy/wait-verify", "-M", "nonsense"], "must look like key=value"),
+    (["run", "--model", "openai/x?base_url=https://me:tok3n@proxy.example/v1"],
+     "do not put credentials in base_url"),
     (["run", "--harness", "nosuch"], "unknown harness 'nosuch' in grid; choose from: minimal"),
 ])
 def test_user_errors_are_one_line_naming_the_choices(args: list[str], needle: str,

@@ -68,6 +68,11 @@ class ProviderAdapter(ModelAdapter):
             raise UsageError(f"do not put an API key in the model spec (it is recorded with every "
                              f"episode); set ${self.key_env} or name another variable with "
                              f"api_key_env=NAME")
+        base_url = urlsplit(str(params.get("base_url") or ""))
+        if base_url.username or base_url.password:
+            raise UsageError("do not put credentials in base_url (the model spec is recorded "
+                             f"with every episode); set ${self.key_env} or name another "
+                             "variable with api_key_env=NAME")
         unknown = sorted(set(params) - self.params_allowed)
         if unknown:
             raise UsageError(f"{self.provider}/{model}: unknown parameter(s) {', '.join(unknown)}; "
