@@ -73,7 +73,7 @@ def test_there_are_enough_cells_for_the_propositions() -> None:
     assert ("announce_mastodon", "social_publish") in strong_duplicable()
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=30, deadline=None, derandomize=True)
 @given(wait=st.floats(min_value=0.0, max_value=3600.0, allow_nan=False),
        cell=st.sampled_from(sorted(strong_duplicable())), instance=st.integers(0, 2))
 def test_proposition_1_every_wait_is_beaten_by_some_tail_world(
@@ -99,7 +99,7 @@ def test_proposition_1_is_not_vacuous() -> None:
     assert record["outcome"]["exactly_once"]
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40, deadline=None, derandomize=True)
 @given(cell=st.sampled_from(all_focal()), mode=st.sampled_from(group_members()["timeout"]),
        instance=st.integers(0, 2), seed=st.integers(0, 10_000))
 def test_proposition_2_the_same_key_never_duplicates(
