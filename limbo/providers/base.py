@@ -15,7 +15,6 @@ from __future__ import annotations
 import functools
 import importlib
 import os
-import random
 import socket
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
@@ -27,7 +26,7 @@ from limbo.providers.pricing import cost, price_for
 from limbo.providers.retry import Retryable, RetryPolicy, describe, retry_after, with_retries
 from limbo.providers.secrets import MASK, MIN_LEN, scrub, watch
 from limbo.providers.wire import Reply
-from limbo.rng import generator
+from limbo.rng import Rng, generator
 
 COMMON_PARAMS = frozenset({"stream", "timeout", "max_attempts", "base_url", "api_key_env",
                            "prices", "temperature", "top_p", "max_tokens",
@@ -86,7 +85,7 @@ class ProviderAdapter(ModelAdapter):
         self.calls = 0
         """Provider calls attempted by this adapter (retries included); cache hits make none."""
         self._client: Any = None
-        self._rng: random.Random | None = None
+        self._rng: Rng | None = None
 
     @classmethod
     def price_per_mtok(cls, model: str, params: dict[str, Any]) -> dict[str, float] | None:
@@ -188,7 +187,7 @@ class ProviderAdapter(ModelAdapter):
             self.calls += 1
             return await self._call(messages, tools)
 
-        def rng() -> random.Random:
+        def rng() -> Rng:
             if self._rng is None:
                 self._rng = generator(ctx.seed, "provider.retry")
             return self._rng
