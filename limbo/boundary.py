@@ -151,8 +151,10 @@ class Boundary:
             return self._utility(spec, args)
         key = args.pop(KEY_FIELD, None) if spec.accepts_key else None
         assert spec.op is not None
-        req = Request(id=self._next_id(), op=spec.op, args=args, key=key,
-                      attempt=attempt or self._attempt(spec, args), issued_at=self.env.now)
+        if attempt is None:  # only writes are re-issued; reads need no label
+            attempt = self._attempt(spec, args) if spec.kind == "write" else "original"
+        req = Request(id=self._next_id(), op=spec.op, args=args, key=key, attempt=attempt,
+                      issued_at=self.env.now)
         return self.send(req)
 
     def send(self, req: Request) -> Result:
