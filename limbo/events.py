@@ -38,6 +38,7 @@ class EventLog:
         self.events: list[dict[str, Any]] = []
 
     def emit(self, type_: str, **fields: Any) -> dict[str, Any]:
+        assert type_ in EVENT_TYPES, f"unknown event type {type_!r}"  # a closed set, as documented
         event = {"t": self.env.now, "type": type_, **fields}
         self.events.append(event)
         return event
