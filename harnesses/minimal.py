@@ -8,10 +8,10 @@ order given. Each model turn costs the think time on the sim clock.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from typing import Any
 
 from limbo.adapter import EpisodeContext, Message, ModelAdapter, ModelTurn, ToolDef
+from limbo.harness import LoopResult, Termination
 from limbo.harnesses.conditions import Condition, ToolLayer
 from limbo.registry import register
 from limbo.results import Result
@@ -28,17 +28,6 @@ class BoundaryLayer:
 
     def call(self, name: str, args: Any) -> Result:
         return self.world.boundary.call(name, args)
-
-
-@dataclass
-class LoopResult:
-    termination: str = "finished"
-    report: dict[str, Any] | None = None
-    turns: int = 0
-    tool_calls: int = 0
-    usage: list[dict[str, Any]] = field(default_factory=list)
-    agent_time_s: float = 0.0
-    reason: str | None = None
 
 
 def tool_defs(world: World) -> list[ToolDef]:
@@ -69,7 +58,7 @@ def loggable(args: Any) -> Any:
 
 @register("harness", "minimal")
 class MinimalHarness:
-    """Runs one episode's agent loop against ``world``."""
+    """Runs one episode's agent loop against ``world`` (implements :class:`limbo.harness.Harness`)."""
 
     def __init__(self, world: World, adapter: ModelAdapter, condition: Condition,
                  ctx: EpisodeContext) -> None:
@@ -80,6 +69,9 @@ class MinimalHarness:
         self.layer: ToolLayer = condition.wrap(BoundaryLayer(world), world)
         self.out = LoopResult()
 
+    async def start(self) -> None:
+        """Nothing to start: the loop runs in this process."""
+
     async def run(self) -> LoopResult:
         world, limits = self.world, self.world.cell.limits
         messages = [Message(role="system", content=self.condition.system_prompt()),
@@ -87,9 +79,9 @@ class MinimalHarness:
         tools = tool_defs(world)
         while self.out.termination == "finished" and self.out.report is None:
             if self.out.turns >= limits.model_turns:
-                return self._stop("turn_limit")
+                return self.stop("turn_limit")
             if world.now >= limits.agent_time_s:
-                return self._stop("time_limit")
+                return self.stop("time_limit")
             world.env.run(until=world.now + world.cell.timing.think_s)
             self.out.turns += 1
             turn = await self.adapter.generate(messages, tools, self.ctx)
@@ -122,7 +114,7 @@ class MinimalHarness:
                 return False
             result = checked
         elif self.out.tool_calls >= limits.tool_calls:
-            self._stop("tool_limit")
+            self.stop("tool_limit")
             return False
         else:
             self.out.tool_calls += 1
@@ -135,12 +127,13 @@ class MinimalHarness:
         if note:
             messages.append(Message(role="user", content=note))
         if world.now >= limits.agent_time_s:
-            self._stop("time_limit")
+            self.stop("time_limit")
             return False
         return True
 
-    def _stop(self, reason: str) -> LoopResult:
+    def stop(self, reason: Termination, detail: str | None = None) -> LoopResult:
         self.out.termination = reason
+        self.out.reason = detail
         self.world.log.emit("limit", reason=reason)
         self.out.agent_time_s = self.world.now
         return self.out

@@ -17,6 +17,7 @@ from limbo.adapter import EpisodeContext, ModelAdapter, make_adapter
 from limbo.cell import Cell
 from limbo.errors import ModelError, UsageError
 from limbo.grading import grade
+from limbo.harness import Harness
 from limbo.hashing import digest
 from limbo.registry import lookup
 from limbo.runtime import host_facts, stopwatch
@@ -76,17 +77,16 @@ async def arun_episode(cell: Cell, adapter: ModelAdapter | None = None) -> dict[
               "prompts": condition.prompt_hashes(), "task_prompt": world.prompt(),
               "intents": world.intents(), "version": __version__,
               "plan_hash": digest(world.task.template.model_dump(mode="json"))}
-    harness = harness_cls(world, adapter, condition, _context(world))
+    harness: Harness = harness_cls(world, adapter, condition, _context(world))
     try:
+        await harness.start()
         loop = await harness.run()
     except ModelError as exc:
-        loop = harness._stop("model_error")
-        loop.reason = str(exc)
+        loop = harness.stop("model_error", str(exc))
     except UsageError:
         raise
     except Exception as exc:  # noqa: BLE001 - a sandbox bug must not end the grid
-        loop = harness._stop("infra_error")
-        loop.reason = _reason(exc)
+        loop = harness.stop("infra_error", _reason(exc))
     finally:
         await adapter.aclose()
     try:
