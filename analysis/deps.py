@@ -1,0 +1,25 @@
+"""The ``analysis`` extra: the commands that need it say so in one line instead of a traceback.
+
+``import limbo`` and ``limbo run`` never import anything listed here.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from limbo.errors import UsageError
+
+EXTRA_MODULES = ("numpy", "pandas", "scipy", "statsmodels", "matplotlib")
+INSTALL_HINT = "pip install 'limbo-bench[analysis]'"
+
+
+def require(command: str) -> None:
+    """Import every module of the extra; a :class:`UsageError` naming the extra if one fails.
+
+    Importing (not just finding) catches a half-installed package too."""
+    for name in EXTRA_MODULES:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            raise UsageError(f"limbo {command} needs the 'analysis' extra ({name} is not "
+                             f"importable): {INSTALL_HINT}") from None

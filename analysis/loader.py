@@ -1,0 +1,316 @@
+"""Episode logs into one tidy frame: the only place analysis finds and parses records.
+
+Every table, figure and ``limbo compare`` reads runs through :func:`load`. It takes any mix of
+run directories and record files (shards from one machine or several) and returns one row per
+episode: every cell factor, every outcome field, the focal write's class, the fault's family
+and observation-equivalence group, usage and cost.
+
+What it reads: in a directory, only files named ``episodes*.jsonl`` (quarantine files and
+anything else a run directory holds are left alone); a file named on the command line is read
+whatever its name. What it refuses to mix in, each reported with file and line, never silently:
+
+* a line that is not a JSON object, is not valid UTF-8, or lacks a field the tables need
+  (``unparseable``); a torn last line — a write cut by a kill — counts here too;
+* a record whose ``schema`` is not in :data:`SCHEMAS` (``unknown schema``), e.g. one written by
+  a newer LIMBO;
+* the same episode id twice: identical copies (same cell and outcome — runs of overlapping
+  grids share cells) are kept once (``duplicate``); copies that disagree are all dropped,
+  since nothing says which is right (``conflict``).
+
+Each known schema version is one entry of :data:`SCHEMAS`: a reader that turns a line into the
+analysis row. The fast path decodes only ``cell`` and ``outcome`` (records keep a fixed key
+order, so both are found by offset); anything unexpected falls back to a full parse. The event
+log is decoded later, and only for the rows that need it (:meth:`Loaded.events`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from limbo.errors import UsageError
+
+RECORD_GLOB = "episodes*.jsonl"
+CELL_FIELDS = ("model", "harness", "condition", "contract", "fault", "service", "template",
+               "instance", "focal_write", "seed")
+FLAGS = ("fault_fired", "duplicate", "missing", "compensated", "task_success", "exactly_once",
+         "claimed_clean", "overclaim")
+NUMBERS = ("spurious", "agent_time_s", "tool_calls", "model_turns", "input_tokens",
+           "output_tokens", "cost_usd")
+ERROR_TERMINATIONS = ("infra_error", "model_error")
+_DECODER = json.JSONDecoder()
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing in the input that was not loaded as given."""
+
+    kind: str
+    """``unparseable``, ``unknown schema``, ``duplicate``, ``conflict`` or ``no records``."""
+    where: str
+    """``file:line`` (or the directory)."""
+    detail: str
+
+
+Row = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Reader:
+    """How one schema version maps to the analysis row."""
+
+    row: Callable[[dict[str, Any], dict[str, Any]], Row]
+    """(cell, outcome) → the row's cell and outcome fields."""
+    events: Callable[[dict[str, Any]], list[dict[str, Any]]]
+    """A full record → its event list."""
+
+
+def _row_v1(cell: dict[str, Any], outcome: dict[str, Any]) -> Row:
+    row: Row = {name: cell[name] for name in CELL_FIELDS}
+    for name in FLAGS:
+        row[name] = bool(outcome[name])
+    for name in NUMBERS:
+        value = outcome[name]
+        row[name] = np.nan if value is None else float(value)
+    row["report_status"] = str(outcome["report_status"])
+    row["termination"] = str(outcome["termination"])
+    wclass = outcome.get("focal_write_class") or {}
+    for name in ("idempotency", "read_path", "reversibility"):
+        row[name] = str(wclass.get(name, "unknown"))
+    return row
+
+
+SCHEMAS: dict[str, Reader] = {
+    "limbo.episode/1": Reader(row=_row_v1, events=lambda record: list(record["events"])),
+}
+"""Known record versions. A new version is one entry: a reader mapping it to the same row."""
+
+
+def record_files(path: Path) -> list[Path]:
+    """The record files of a run directory, or ``[path]`` for a file."""
+    if path.is_file():
+        return [path]
+    if not path.is_dir():
+        raise UsageError(f"{path} is neither a run directory nor a record file")
+    return sorted(p for p in path.glob(RECORD_GLOB) if p.is_file() and "quarantine" not in p.name)
+
+
+Parsed = tuple[str, str, dict[str, Any], dict[str, Any]]
+"""(schema, episode id, cell, outcome)."""
+
+
+def _fast(text: str) -> Parsed | None:
+    """The record's parts decoded by offset, or ``None`` to take the full parse."""
+    if not text.startswith('{"schema": "'):
+        return None
+    try:
+        schema = text[12:text.index('"', 12)]
+        start = text.index('"episode_id": "', 12, 200) + 15
+        episode_id = text[start:text.index('"', start)]
+        start = text.index('"cell": ', start) + 8
+        cell, end = _DECODER.raw_decode(text, start)
+        start = text.index('"outcome": ', end) + 11
+        outcome, _ = _DECODER.raw_decode(text, start)
+    except (ValueError, json.JSONDecodeError):
+        return None
+    if not (isinstance(cell, dict) and isinstance(outcome, dict) and "fault_fired" in outcome):
+        return None
+    return schema, episode_id, cell, outcome
+
+
+def _full(text: str) -> Parsed:
+    record = json.loads(text)
+    if not isinstance(record, dict):
+        raise ValueError("not a JSON object")
+    cell, outcome, episode_id = record.get("cell"), record.get("outcome"), record.get("episode_id")
+    if not (isinstance(cell, dict) and isinstance(outcome, dict) and isinstance(episode_id, str)):
+        raise ValueError("no episode_id, cell or outcome")
+    return str(record.get("schema")), episode_id, cell, outcome
+
+
+@dataclass
+class _Seen:
+    index: int
+    where: str
+    parts: tuple[dict[str, Any], dict[str, Any]]
+    dropped: bool = False
+
+
+@dataclass
+class Loaded:
+    """The frame of every loaded episode and the problems met on the way."""
+
+    frame: pd.DataFrame
+    problems: list[Problem]
+    files: list[Path]
+
+    def events(self, rows: pd.DataFrame) -> dict[Any, list[dict[str, Any]]]:
+        """The event log of each row of ``rows`` (a slice of :attr:`frame`), by index."""
+        out: dict[Any, list[dict[str, Any]]] = {}
+        ordered = rows.sort_values(["file", "offset"])
+        for file_no, group in ordered.groupby("file", sort=False):
+            with self.files[int(file_no)].open("rb") as fh:
+                for index, offset, length in zip(group.index, group["offset"], group["length"],
+                                                 strict=True):
+                    fh.seek(int(offset))
+                    record = json.loads(fh.read(int(length)))
+                    out[index] = SCHEMAS[record["schema"]].events(record)
+        return out
+
+    def messages(self) -> list[str]:
+        """One line per kind of problem: how many, and where the first ones are."""
+        by_kind: dict[str, list[Problem]] = {}
+        for problem in self.problems:
+            by_kind.setdefault(problem.kind, []).append(problem)
+        lines = []
+        for kind, items in by_kind.items():
+            first = "; ".join(f"{p.where} ({p.detail})" for p in items[:3])
+            more = f"; and {len(items) - 3} more" if len(items) > 3 else ""
+            lines.append(f"{len(items)} {kind}: {first}{more}")
+        return lines
+
+
+class _Builder:
+    """Accumulates rows, deduplicating by episode id."""
+
+    def __init__(self) -> None:
+        self.rows: list[Row] = []
+        self.seen: dict[str, _Seen] = {}
+        self.problems: list[Problem] = []
+
+    def add(self, parsed: Parsed, where: str, loc: tuple[int, int, int, int]) -> None:
+        schema, episode_id, cell, outcome = parsed
+        reader = SCHEMAS.get(schema)
+        if reader is None:
+            self.problems.append(Problem("unknown schema", where, f"schema {schema!r}; this "
+                                         f"LIMBO reads {', '.join(SCHEMAS)}"))
+            return
+        try:
+            row = reader.row(cell, outcome)
+        except (KeyError, TypeError, ValueError) as exc:
+            self.problems.append(Problem("unparseable", where, f"missing or bad field {exc}"))
+            return
+        row["episode_id"] = episode_id
+        row["file"], row["line"], row["offset"], row["length"] = loc
+        self._keep(row, where, (cell, outcome))
+
+    def _keep(self, row: Row, where: str, parts: tuple[dict[str, Any], dict[str, Any]]) -> None:
+        seen = self.seen.get(row["episode_id"])
+        if seen is None:
+            self.seen[row["episode_id"]] = _Seen(len(self.rows), where, parts)
+            self.rows.append(row)
+        elif seen.parts == parts:
+            self.problems.append(Problem("duplicate", where, f"also at {seen.where}; "
+                                         f"identical, counted once"))
+        else:
+            self.problems.append(Problem("conflict", where, f"{row['episode_id']} differs from "
+                                         f"{seen.where}; every copy dropped"))
+            seen.dropped = True
+
+    def frame(self) -> pd.DataFrame:
+        dropped = {s.index for s in self.seen.values() if s.dropped}
+        rows = [r for i, r in enumerate(self.rows) if i not in dropped]
+        return derive(pd.DataFrame.from_records(rows, columns=_COLUMNS))
+
+
+_COLUMNS = ["episode_id", *CELL_FIELDS, *FLAGS, *NUMBERS, "report_status", "termination",
+            "idempotency", "read_path", "reversibility", "file", "line", "offset", "length"]
+
+
+def _lines(path: Path) -> Iterator[tuple[int, int, bytes]]:
+    """(line number, byte offset, bytes) of each line."""
+    offset = 0
+    with path.open("rb") as fh:
+        for number, line in enumerate(fh, start=1):
+            yield number, offset, line
+            offset += len(line)
+
+
+def _read_file(builder: _Builder, path: Path, file_no: int) -> None:
+    for number, offset, raw in _lines(path):
+        where = f"{path}:{number}"
+        if not raw.strip():
+            continue
+        try:
+            text = raw.decode("utf-8")
+            parsed = _fast(text) or _full(text)
+        except (UnicodeDecodeError, ValueError) as exc:
+            torn = "" if raw.endswith(b"\n") else "torn last line; "
+            builder.problems.append(Problem("unparseable", where, f"{torn}{exc}"[:120]))
+            continue
+        builder.add(parsed, where, (file_no, number, offset, len(raw)))
+
+
+def load(paths: Sequence[Path | str]) -> Loaded:
+    """Every episode in ``paths`` (run directories and/or record files), deduplicated."""
+    if not paths:
+        raise UsageError("name at least one run directory or record file")
+    builder = _Builder()
+    files: list[Path] = []
+    for given in map(Path, paths):
+        found = record_files(given)
+        if not found:
+            builder.problems.append(Problem("no records", str(given), f"no {RECORD_GLOB} in "
+                                            f"this directory"))
+        for path in found:
+            if path.resolve() in {f.resolve() for f in files}:
+                continue
+            files.append(path)
+            _read_file(builder, path, len(files) - 1)
+    loaded = Loaded(builder.frame(), builder.problems, files)
+    if loaded.frame.empty:
+        detail = "; ".join(loaded.messages()) or "the files are empty"
+        raise UsageError(f"no episode records could be loaded from {', '.join(map(str, paths))}"
+                         f" ({detail})")
+    return loaded
+
+
+# -- derived columns ------------------------------------------------------------------------
+
+def contract_class(idempotency: str, read_path: str) -> str:
+    """The focal write's tool-contract class, as the paper groups writes: a key the service
+    honours, a write that is idempotent by nature, or a plain write by its read-back path."""
+    if idempotency == "keyed":
+        return "keyed"
+    if idempotency in ("natural", "conditional"):
+        return "idempotent"
+    if idempotency == "unknown":
+        return "unknown"
+    return {"strong": "no key, strong read", "eventual": "no key, eventual read",
+            "none": "no key, no read"}.get(read_path, f"no key, {read_path} read")
+
+
+def fault_info() -> dict[str, tuple[str, str | None, tuple[str, ...]]]:
+    """Mode → (family, group, every family) from the fault registry (plugins included)."""
+    from limbo.faults import catalog
+
+    return {name: (i.family, i.group, i.families) for name, i in catalog().items()}
+
+
+def derive(frame: pd.DataFrame) -> pd.DataFrame:
+    """Add the columns every table uses: family, group, contract class, error, rated."""
+    info = fault_info()
+    frame["family"] = [info.get(f, ("unknown", None, ()))[0] for f in frame["fault"]]
+    frame["group"] = [info.get(f, ("unknown", None, ()))[1] or "-" for f in frame["fault"]]
+    frame["contract_class"] = [contract_class(i, r) for i, r in
+                               zip(frame["idempotency"], frame["read_path"], strict=True)]
+    frame["error"] = frame["termination"].isin(ERROR_TERMINATIONS)
+    frame["rated"] = frame["fault_fired"].astype(bool) & ~frame["error"]
+    for name in FLAGS:
+        frame[name] = frame[name].astype(bool)
+    frame["instance"] = frame["instance"].astype(int)
+    return frame
+
+
+def modes_of(families: Iterable[str]) -> set[str]:
+    """Every registered mode that belongs to one of ``families`` (a late commit is also
+    "read-back cannot")."""
+    wanted = set(families)
+    return {mode for mode, (_, _, fams) in fault_info().items() if wanted & set(fams)}
+

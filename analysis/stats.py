@@ -1,0 +1,526 @@
+"""The statistics behind the tables: pure functions over counts or arrays, no I/O.
+
+Each function states what it computes; the formulas, library calls and pitfalls follow
+``reference/stats.md`` and its reference values are asserted in ``tests/test_analysis_stats.py``.
+Guards are behaviour: an empty cell gives NaN (printed "—"), never 0; a model that cannot be
+estimated (one cluster, an arm at 0% or 100%) says so instead of returning a number.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy import optimize, special
+from scipy.stats import binom, norm
+
+NAN = float("nan")
+Array = np.ndarray
+
+
+# -- rates ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Rate:
+    """A (possibly weighted) proportion with its Wilson interval on Kish's effective n."""
+
+    successes: int
+    """Raw count of episodes with the outcome."""
+    n: int
+    """Raw count of episodes."""
+    rate: float
+    n_eff: float
+    lo: float
+    hi: float
+
+
+def wilson(x: float, n: float, alpha: float = 0.05) -> tuple[float, float]:
+    """Wilson score interval for ``x`` successes in ``n`` trials (both may be fractional, as
+    with Kish-weighted counts), clipped to [0, 1] — exactly 0 at x = 0 and 1 at x = n, where
+    rounding would leave ±1e-17; (NaN, NaN) when ``n`` is 0."""
+    if not n > 0:
+        return NAN, NAN
+    z = float(norm.ppf(1 - alpha / 2))
+    p = x / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    lo = 0.0 if x <= 0 else max(0.0, centre - half)
+    return lo, 1.0 if x >= n else min(1.0, centre + half)
+
+
+def equal_weights(groups: Sequence[Any] | Array) -> Array:
+    """Weights giving every group the same total weight: w_i = 1 / (size of i's group).
+
+    With them the weighted rate is the unweighted mean of the group rates."""
+    codes, inverse, counts = np.unique(np.asarray(groups, dtype=object).astype(str),
+                                       return_inverse=True, return_counts=True)
+    del codes
+    return 1.0 / counts[inverse]
+
+
+def kish_rate(y: Sequence[bool] | Array, weights: Array | None = None,
+              alpha: float = 0.05) -> Rate:
+    """Weighted rate Σw·y/Σw, Kish's effective n (Σw)²/Σw², and the Wilson interval on
+    (rate·n_eff, n_eff). Without weights every episode counts once (plain Wilson)."""
+    y = np.asarray(y, dtype=float)
+    n = len(y)
+    if n == 0:
+        return Rate(0, 0, NAN, 0.0, NAN, NAN)
+    w = np.ones(n) if weights is None else np.asarray(weights, dtype=float)
+    total = w.sum()
+    rate = float((w * y).sum() / total)
+    n_eff = float(total * total / (w * w).sum())
+    lo, hi = wilson(rate * n_eff, n_eff, alpha)
+    return Rate(int(y.sum()), n, rate, n_eff, lo, hi)
+
+
+# -- paired tests --------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class McNemar:
+    """Exact McNemar test on paired binary outcomes."""
+
+    b: int
+    """Pairs with the outcome under A only."""
+    c: int
+    """Pairs with the outcome under B only."""
+    statistic: float
+    pvalue: float
+
+
+def mcnemar_exact(b: int, c: int) -> McNemar:
+    """Exact (binomial) McNemar: p = min(1, 2·BinomCDF(min(b, c); b + c, ½)); p = 1 when
+    there is no discordant pair (b + c = 0), where scipy's binomtest would raise."""
+    if b + c == 0:
+        return McNemar(b, c, 0.0, 1.0)
+    p = min(1.0, 2.0 * float(binom.cdf(min(b, c), b + c, 0.5)))
+    return McNemar(b, c, float(min(b, c)), p)
+
+
+def discordant(a: Sequence[bool] | Array, b: Sequence[bool] | Array) -> tuple[int, int]:
+    """(b, c) of paired outcomes: pairs true under ``a`` only, and under ``b`` only."""
+    a, b = np.asarray(a, dtype=bool), np.asarray(b, dtype=bool)
+    return int((a & ~b).sum()), int((~a & b).sum())
+
+
+def holm(pvalues: Sequence[float] | Array) -> Array:
+    """Holm step-down adjusted p-values (``multipletests(method="holm")``, not its default
+    Holm–Šidák). NaN entries stay NaN and are not counted in the family size."""
+    from statsmodels.stats.multitest import multipletests
+
+    p = np.asarray(pvalues, dtype=float)
+    out = np.full(p.shape, np.nan)
+    ok = ~np.isnan(p)
+    if ok.any():
+        out[ok] = multipletests(p[ok], alpha=0.05, method="holm")[1]
+    return out
+
+
+# -- equivalence ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Tost:
+    """Two one-sided tests for |p1 − p2| < margin, with the (1 − 2α) interval of p1 − p2."""
+
+    diff: float
+    p_lower: float
+    """H0: diff ≤ −margin."""
+    p_upper: float
+    """H0: diff ≥ +margin."""
+    pvalue: float
+    ci_lo: float
+    ci_hi: float
+    margin: float
+
+    @property
+    def equivalent(self) -> bool:
+        """Equivalence at α = 0.05 (equivalently: the 90% interval inside ±margin)."""
+        return bool(self.pvalue < 0.05)
+
+
+def proportion_difference_ci(c1: float, n1: float, c2: float, n2: float, alpha: float = 0.10,
+                             method: str = "wald") -> tuple[float, float]:
+    """Interval for p1 − p2 (``confint_proportions_2indep``); counts may be fractional."""
+    from statsmodels.stats.proportion import confint_proportions_2indep
+
+    lo, hi = confint_proportions_2indep(c1, n1, c2, n2, method=method, compare="diff",
+                                        alpha=alpha)
+    return float(lo), float(hi)
+
+
+def tost_two_proportions(c1: float, n1: float, c2: float, n2: float, margin: float = 0.05,
+                         method: str = "wald") -> Tost:
+    """TOST for two independent proportions with its 90% interval, both by the same
+    ``method`` (statsmodels' two functions default to different ones). NaN if an arm is
+    empty."""
+    if not (n1 > 0 and n2 > 0):
+        return Tost(NAN, NAN, NAN, NAN, NAN, NAN, margin)
+    from statsmodels.stats.proportion import tost_proportions_2indep
+
+    t = tost_proportions_2indep(c1, n1, c2, n2, low=-margin, upp=margin, method=method)
+    lo, hi = proportion_difference_ci(c1, n1, c2, n2, alpha=0.10, method=method)
+    return Tost(c1 / n1 - c2 / n2, float(t.results_larger.pvalue),
+                float(t.results_smaller.pvalue), float(t.pvalue), lo, hi, margin)
+
+
+def tost_paired(b: int, c: int, n: int, margin: float = 0.05) -> Tost:
+    """TOST on paired episodes (b = A only, c = B only, n pairs): d = (b − c)/n,
+    SE = √((b + c)/n − d²)/√n, two one-sided z-tests and d ± z₀.₉₅·SE."""
+    if n <= 0:
+        return Tost(NAN, NAN, NAN, NAN, NAN, NAN, margin)
+    d = (b - c) / n
+    se = math.sqrt(max((b + c) / n - d * d, 0.0)) / math.sqrt(n)
+    if se == 0:
+        p_lo, p_up = float(d <= -margin), float(d >= margin)
+    else:
+        p_lo, p_up = float(norm.sf((d + margin) / se)), float(norm.cdf((d - margin) / se))
+    z = float(norm.ppf(0.95))
+    return Tost(d, p_lo, p_up, max(p_lo, p_up), d - z * se, d + z * se, margin)
+
+
+# -- odds ratios ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class OddsRatio:
+    """An odds ratio for a binary exposure, or the reason it cannot be estimated."""
+
+    beta: float
+    se: float
+    pvalue: float
+    clusters: int
+    note: str = ""
+    """Why the estimate is missing, or a caution (few clusters, singular fit)."""
+    extra: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def odds_ratio(self) -> float:
+        return math.exp(self.beta) if math.isfinite(self.beta) else NAN
+
+    def ci(self, alpha: float = 0.05) -> tuple[float, float]:
+        """Wald interval exp(β ± z·SE)."""
+        z = float(norm.ppf(1 - alpha / 2))
+        if not (math.isfinite(self.beta) and math.isfinite(self.se)):
+            return NAN, NAN
+        return math.exp(self.beta - z * self.se), math.exp(self.beta + z * self.se)
+
+
+def _not_estimable(clusters: int, note: str) -> OddsRatio:
+    return OddsRatio(NAN, NAN, NAN, clusters, note)
+
+
+def separation(y: Array, x: Array, trials: Array | None = None) -> str:
+    """Which arm of binary ``x`` has a 0% or 100% outcome rate ("" if none): the odds ratio
+    then diverges, and GEE/GLMM report nonsense instead of failing."""
+    n = np.ones(len(y)) if trials is None else np.asarray(trials, dtype=float)
+    for level in (0, 1):
+        arm = np.asarray(x) == level
+        events, total = float(np.asarray(y)[arm].sum()), float(n[arm].sum())
+        if total == 0:
+            return f"no episodes with x={level}"
+        if events in (0.0, total):
+            return f"separation: every episode with x={level} has outcome {int(events > 0)}"
+    return ""
+
+
+def _wald_p(beta: float, se: float) -> float:
+    return float(2 * norm.sf(abs(beta / se))) if se > 0 else NAN
+
+
+def gee_odds_ratio(y: Sequence[float] | Array, x: Sequence[float] | Array,
+                   groups: Sequence[Any] | Array, cov_struct: str = "exchangeable",
+                   cov_type: str = "robust") -> OddsRatio:
+    """Population-averaged odds ratio of binary ``x`` from a logit GEE clustered by
+    ``groups`` (exchangeable working correlation, robust sandwich SE, z-test). Refuses one
+    cluster and a separated arm; notes fewer than 20 clusters."""
+    import statsmodels.api as sm
+
+    y, x = np.asarray(y, dtype=float), np.asarray(x, dtype=float)
+    codes = np.unique(np.asarray(groups, dtype=object).astype(str), return_inverse=True)[1]
+    clusters = int(codes.max()) + 1 if len(codes) else 0
+    if clusters < 2:
+        return _not_estimable(clusters, f"{clusters} cluster(s): GEE needs at least 2")
+    sep = separation(y, x)
+    if sep:
+        return _not_estimable(clusters, sep)
+    order = np.argsort(codes, kind="stable")
+    structure = {"exchangeable": sm.cov_struct.Exchangeable,
+                 "independence": sm.cov_struct.Independence}[cov_struct]()
+    model = sm.GEE(y[order], sm.add_constant(x[order], has_constant="add"), groups=codes[order],
+                   family=sm.families.Binomial(), cov_struct=structure)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = model.fit(maxiter=500, ctol=1e-10, cov_type=cov_type)
+    beta, se = float(res.params[1]), float(res.bse[1])
+    note = f"few clusters (G={clusters})" if clusters < 20 else ""
+    extra = {"intercept": float(res.params[0])}
+    if cov_struct == "exchangeable":
+        extra["alpha"] = float(np.asarray(structure.dep_params))
+    return OddsRatio(beta, se, _wald_p(beta, se), clusters, note, extra)
+
+
+def firth_logit(y: Array, X: Array, trials: Array | None = None, maxiter: int = 200,
+                tol: float = 1e-10) -> tuple[Array, Array]:
+    """Firth's penalised logistic regression (finite under separation): coefficients and
+    their SE from the information at the penalised estimate. On a 2×2 table it gives the
+    Haldane odds ratio (½ added to every cell)."""
+    y, X = np.asarray(y, dtype=float), np.asarray(X, dtype=float)
+    n = np.ones(len(y)) if trials is None else np.asarray(trials, dtype=float)
+    beta = np.zeros(X.shape[1])
+    for _ in range(maxiter):
+        mu = special.expit(X @ beta)
+        w = n * mu * (1 - mu)
+        inv = np.linalg.inv(X.T @ (X * w[:, None]))
+        hat = w * np.einsum("ij,jk,ik->i", X, inv, X)
+        step = inv @ (X.T @ (y - n * mu + hat * (0.5 - mu)))
+        beta = beta + step
+        if np.max(np.abs(step)) < tol:
+            break
+    mu = special.expit(X @ beta)
+    inv = np.linalg.inv(X.T @ (X * (n * mu * (1 - mu))[:, None]))
+    return beta, np.sqrt(np.diag(inv))
+
+
+# -- mixed-effects logistic model (maximum likelihood) --------------------------------------
+
+@dataclass(frozen=True)
+class GlmmFit:
+    """A random-intercept logistic model fitted by maximum likelihood."""
+
+    params: Array
+    se: Array
+    sigmas: Array
+    llf: float
+    singular: tuple[bool, ...]
+    """Per random factor: σ at the boundary (< 1e-4), dropped from the Hessian."""
+
+    def odds_ratio(self, column: int, clusters: int) -> OddsRatio:
+        beta, se = float(self.params[column]), float(self.se[column])
+        note = "singular fit (a random-effect SD is 0)" if any(self.singular) else ""
+        return OddsRatio(beta, se, _wald_p(beta, se), clusters, note,
+                         {"sigma": float(self.sigmas[0]), "llf": self.llf})
+
+
+def _codes(groups: Sequence[Any] | Array) -> tuple[Array, int]:
+    codes = np.unique(np.asarray(groups, dtype=object).astype(str), return_inverse=True)[1]
+    return codes.astype(np.intp), int(codes.max()) + 1
+
+
+def _bernoulli(y: Array, n: Array, eta: Array) -> Array:
+    """Bernoulli log-likelihood of each row (y successes of n at logit eta), without the
+    binomial coefficient — collapsed rows then give the row-level likelihood."""
+    return y * special.log_expit(eta) + (n - y) * special.log_expit(-eta)
+
+
+def _cluster_modes(y: Array, n: Array, eta: Array, codes: Array, g: int,
+                   sigma: float) -> tuple[Array, Array]:
+    """Per-cluster mode of the integrand over the random intercept, and its curvature."""
+    b = np.zeros(g)
+    for _ in range(100):
+        mu = special.expit(eta + b[codes])
+        grad = np.bincount(codes, y - n * mu, g) - b / sigma**2
+        curv = np.bincount(codes, n * mu * (1 - mu), g) + 1 / sigma**2
+        step = grad / curv
+        b = b + step
+        if np.max(np.abs(step)) < 1e-12:
+            break
+    mu = special.expit(eta + b[codes])
+    return b, np.bincount(codes, n * mu * (1 - mu), g) + 1 / sigma**2
+
+
+def agq_loglik(theta: Array, y: Array, n: Array, X: Array, codes: Array, g: int,
+               nagq: int = 25) -> float:
+    """Marginal log-likelihood of a random-intercept logit at θ = (β, log σ) by adaptive
+    Gauss–Hermite quadrature with ``nagq`` nodes per cluster (nagq = 1 is Laplace)."""
+    beta, sigma = theta[:-1], math.exp(theta[-1])
+    eta = X @ beta
+    mode, curv = _cluster_modes(y, n, eta, codes, g, sigma)
+    scale = 1 / np.sqrt(curv)
+    nodes, weights = np.polynomial.hermite_e.hermegauss(nagq)
+    terms = np.empty((nagq, g))
+    for k, z in enumerate(nodes):
+        b = mode + scale * z
+        terms[k] = (np.bincount(codes, _bernoulli(y, n, eta + b[codes]), g)
+                    - b**2 / (2 * sigma**2) - 0.5 * math.log(2 * math.pi * sigma**2)
+                    + math.log(weights[k]) + z * z / 2)
+    return float(np.sum(np.log(scale) + special.logsumexp(terms, axis=0)))
+
+
+def _start(y: Array, n: Array, X: Array) -> Array:
+    """Ordinary logistic estimates (a few IRLS steps) as the starting point."""
+    beta = np.zeros(X.shape[1])
+    for _ in range(25):
+        mu = special.expit(X @ beta)
+        w = n * mu * (1 - mu) + 1e-9
+        beta = beta + np.linalg.solve(X.T @ (X * w[:, None]), X.T @ (y - n * mu))
+    return beta
+
+
+def _ml_fit(negllf: Any, theta0: Array, k_beta: int) -> tuple[Array, Array, tuple[bool, ...]]:
+    """BFGS on −llf (3-point numeric gradient), SE from the numeric Hessian; a σ that hits
+    the boundary is fixed there and left out of the Hessian."""
+    from statsmodels.tools.numdiff import approx_hess3
+
+    res = optimize.minimize(negllf, theta0, method="BFGS", jac="3-point",
+                            options={"gtol": 1e-8, "maxiter": 2000})
+    theta = res.x
+    singular = tuple(bool(math.exp(v) < 1e-4) for v in theta[k_beta:])
+    free = [i for i in range(len(theta)) if i < k_beta or not singular[i - k_beta]]
+
+    def sub(values: Array) -> float:
+        full = theta.copy()
+        full[free] = values
+        return float(negllf(full))
+
+    cov = np.linalg.inv(approx_hess3(theta[free], sub))
+    se = np.full(len(theta), np.nan)
+    se[free] = np.sqrt(np.diag(cov))
+    return theta, se, singular
+
+
+def glmm_agq(y: Sequence[float] | Array, X: Array, groups: Sequence[Any] | Array,
+             trials: Sequence[float] | Array | None = None, nagq: int = 25) -> GlmmFit:
+    """Random-intercept logistic model y ~ X + (1 | groups) by maximum likelihood with
+    adaptive Gauss–Hermite quadrature (lme4's ``glmer(nAGQ=nagq)``). ``trials`` lets rows be
+    collapsed cells (y successes of ``trials``); the likelihood is the Bernoulli one."""
+    y, X = np.asarray(y, dtype=float), np.asarray(X, dtype=float)
+    n = np.ones(len(y)) if trials is None else np.asarray(trials, dtype=float)
+    codes, g = _codes(groups)
+    k = X.shape[1]
+
+    def negllf(theta: Array) -> float:
+        return -agq_loglik(theta, y, n, X, codes, g, nagq)
+
+    theta, se, singular = _ml_fit(negllf, np.append(_start(y, n, X), 0.0), k)
+    return GlmmFit(theta[:k], se[:k], np.exp(theta[k:]), -negllf(theta), singular)
+
+
+def laplace_loglik(theta: Array, y: Array, n: Array, X: Array,
+                   factors: list[tuple[Array, int]]) -> float:
+    """Laplace-approximate marginal log-likelihood of y ~ X + Σ_k (1 | factor_k) at
+    θ = (β, log σ_1 … log σ_K); nested or crossed factors, dense Newton on the modes."""
+    k_beta = X.shape[1]
+    beta, sig = theta[:k_beta], np.exp(theta[k_beta:])
+    offsets = np.cumsum([0] + [g for _, g in factors])
+    q = int(offsets[-1])
+    cols = [codes + off for (codes, _), off in zip(factors, offsets, strict=False)]
+    prec = np.concatenate([np.full(g, 1 / s**2) for (_, g), s in zip(factors, sig, strict=True)])
+    eta0, u = X @ beta, np.zeros(q)
+    for _ in range(100):
+        eta = eta0 + sum(u[c] for c in cols)
+        mu = special.expit(eta)
+        a = _zwz(cols, n * mu * (1 - mu), q) + np.diag(prec)
+        grad = sum(np.bincount(c, y - n * mu, q) for c in cols) - prec * u
+        step = np.linalg.solve(a, grad)
+        u = u + step
+        if np.max(np.abs(step)) < 1e-12:
+            break
+    eta = eta0 + sum(u[c] for c in cols)
+    mu = special.expit(eta)
+    a = _zwz(cols, n * mu * (1 - mu), q) + np.diag(prec)
+    logdet = np.linalg.slogdet(a)[1]
+    return float(_bernoulli(y, n, eta).sum() - 0.5 * np.sum(prec * u * u)
+                 + 0.5 * np.sum(np.log(prec)) - 0.5 * logdet)
+
+
+def _zwz(cols: list[Array], w: Array, q: int) -> Array:
+    """Zᵀ diag(w) Z for the indicator design of the random intercepts."""
+    out = np.zeros(q * q)
+    for ci in cols:
+        for cj in cols:
+            out += np.bincount(ci * q + cj, w, q * q)
+    return out.reshape(q, q)
+
+
+def glmm_laplace(y: Sequence[float] | Array, X: Array, factors: list[Sequence[Any] | Array],
+                 trials: Sequence[float] | Array | None = None) -> GlmmFit:
+    """y ~ X + (1 | f_1) + … + (1 | f_K) by maximum likelihood under the Laplace
+    approximation (lme4's default), for a few hundred random-effect levels at most."""
+    y, X = np.asarray(y, dtype=float), np.asarray(X, dtype=float)
+    n = np.ones(len(y)) if trials is None else np.asarray(trials, dtype=float)
+    coded = [_codes(f) for f in factors]
+    k = X.shape[1]
+
+    def negllf(theta: Array) -> float:
+        return -laplace_loglik(theta, y, n, X, coded)
+
+    theta0 = np.concatenate([_start(y, n, X), np.zeros(len(coded))])
+    theta, se, singular = _ml_fit(negllf, theta0, k)
+    return GlmmFit(theta[:k], se[:k], np.exp(theta[k:]), -negllf(theta), singular)
+
+
+# -- explained variance --------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Shapley:
+    """McFadden's pseudo-R² of the full model and each factor group's Shapley share."""
+
+    total_r2: float
+    phi: dict[str, float]
+    share: dict[str, float]
+    r2: dict[tuple[str, ...], float]
+    """R² of every subset of factor groups."""
+
+
+def bernoulli_llf(y: Array, n: Array, X: Array) -> float:
+    """Maximised Bernoulli log-likelihood of a main-effects logit on collapsed cells (IRLS to
+    1e-12; under separation this is the finite supremum, fitted values reaching 0 or 1)."""
+    import statsmodels.api as sm
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = sm.GLM(np.column_stack([y, n - y]), X, family=sm.families.Binomial()).fit(
+            maxiter=200, tol=1e-12)
+    mu = np.clip(res.mu, 0.0, 1.0)
+    return float(np.sum(special.xlogy(y, mu) + special.xlogy(n - y, 1 - mu)))
+
+
+def _design(cells: Any, factors: Sequence[str]) -> Array:
+    import pandas as pd
+
+    parts = [np.ones((len(cells), 1))]
+    for name in factors:
+        dummies = pd.get_dummies(cells[name].astype(str), drop_first=True, dtype=float)
+        parts.append(dummies.to_numpy())
+    return np.hstack(parts)
+
+
+def shapley_r2(cells: Any, factors: Sequence[str], y: str = "y", n: str = "n") -> Shapley:
+    """Shapley decomposition of McFadden's R² = 1 − ℓ(S)/ℓ₀ over factor groups, fitted on
+    collapsed cells (a frame with one row per cell: the factors, ``y`` events of ``n``).
+    ℓ₀ is the intercept-only Bernoulli log-likelihood; NaN everywhere when it is 0 (the
+    outcome never or always happens)."""
+    cells = cells[cells[n] > 0]
+    ys, ns = cells[y].to_numpy(float), cells[n].to_numpy(float)
+    factors = list(factors)
+    nan_result = Shapley(NAN, dict.fromkeys(factors, NAN), dict.fromkeys(factors, NAN), {})
+    if ns.sum() == 0:
+        return nan_result
+    pbar = ys.sum() / ns.sum()
+    ll0 = float(special.xlogy(ys.sum(), pbar) + special.xlogy(ns.sum() - ys.sum(), 1 - pbar))
+    if ll0 == 0:
+        return nan_result
+    r2 = {(): 0.0}
+    for size in range(1, len(factors) + 1):
+        for subset in itertools.combinations(factors, size):
+            r2[subset] = 1 - bernoulli_llf(ys, ns, _design(cells, subset)) / ll0
+    phi = {f: _shapley_value(f, factors, r2) for f in factors}
+    total = r2[tuple(factors)]
+    share = {f: (phi[f] / total if total > 0 else NAN) for f in factors}
+    return Shapley(total, phi, share, r2)
+
+
+def _shapley_value(factor: str, factors: list[str], r2: dict[tuple[str, ...], float]) -> float:
+    others = [f for f in factors if f != factor]
+    k, value = len(factors), 0.0
+    for size in range(len(others) + 1):
+        weight = math.factorial(size) * math.factorial(k - size - 1) / math.factorial(k)
+        for subset in itertools.combinations(others, size):
+            with_f = tuple(f for f in factors if f in subset or f == factor)
+            value += weight * (r2[with_f] - r2[tuple(f for f in factors if f in subset)])
+    return value
