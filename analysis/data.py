@@ -1,0 +1,157 @@
+"""What every table and figure works from: the loaded episodes, the weighting scheme, the
+populations the paper's experiments define, and the per-episode facts that need the event log
+(decoded once, only for the rows that ask).
+
+Populations are defined by cell factors, not by which grid wrote a record, so any mix of runs
+works and shared cells (E1's instance 0 is also E2's vanilla arm) are used wherever they fit.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from limbo.analysis.loader import Loaded, modes_of
+from limbo.analysis.recovery import Recovery, classify, tool_kinds
+from limbo.analysis.stats import Rate, equal_weights, kish_rate
+
+WEIGHTINGS = ("template", "instance", "none")
+"""Equal weight per task template (default), per task instance, or per episode."""
+
+CONDITION_ORDER = ("vanilla", "aware", "reflect", "sdk-retry", "rules", "vbr", "guard",
+                   "state-oracle", "outcome-oracle", "plain")
+LOST_ACK_500_PARTIAL = ("timeout_post", "http500_post", "partial_batch")
+
+
+@dataclass(frozen=True)
+class Population:
+    """The episodes of one experiment, as cell-factor filters."""
+
+    name: str
+    grid: str
+    description: str
+    where: tuple[tuple[str, tuple[str, ...]], ...]
+
+    def of(self, frame: pd.DataFrame) -> pd.DataFrame:
+        mask = np.ones(len(frame), dtype=bool)
+        for column, levels in self.where:
+            mask &= frame[column].isin(levels).to_numpy()
+        return frame[mask]
+
+    def absent(self) -> str:
+        return (f"no {self.name} episodes ({self.description}) in the logs given; "
+                f"`limbo run {self.grid}` produces them")
+
+
+E1 = Population("E1", "e1", "minimal harness, vanilla condition, native contract",
+                (("harness", ("minimal",)), ("condition", ("vanilla",)),
+                 ("contract", ("native",))))
+E2 = Population("E2/E2k", "e2", "minimal harness under the recovery conditions",
+                (("harness", ("minimal",)),))
+E5 = Population("E5", "e5", "minimal harness under late commits",
+                (("harness", ("minimal",)), ("fault", ("timeout_late", "timeout_late_tail"))))
+E3 = Population("E3/E3k", "e3", "harnesses under vanilla and guard",
+                (("condition", ("vanilla", "guard")),))
+E6 = Population("E6", "e6", "vanilla and plain on the same cells",
+                (("condition", ("vanilla", "plain")),))
+
+
+def committed_modes() -> set[str]:
+    """The paper's committed faults: read-back resolves ∪ late commit."""
+    return modes_of(["read-back resolves", "late commit"])
+
+
+def ordered(levels: Any, order: tuple[str, ...] = CONDITION_ORDER) -> list[str]:
+    """Levels in the paper's order first, then the rest alphabetically."""
+    present = set(levels)
+    return [c for c in order if c in present] + sorted(present - set(order))
+
+
+@dataclass
+class Data:
+    """The loaded episodes with the chosen weighting."""
+
+    loaded: Loaded
+    weighting: str = "template"
+    _recoveries: dict[Any, Recovery | None] = field(default_factory=dict)
+    _delays: dict[Any, float] = field(default_factory=dict)
+    _memo: dict[Any, Any] = field(default_factory=dict)
+
+    def cached(self, key: Any, compute: Any) -> Any:
+        """``compute()`` once per ``key`` (a fit two tables share, e.g. Table 4 and H2)."""
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]
+
+    @property
+    def frame(self) -> pd.DataFrame:
+        return self.loaded.frame
+
+    @property
+    def rated(self) -> pd.DataFrame:
+        return self.frame[self.frame["rated"]]
+
+    def rate(self, rows: pd.DataFrame, outcome: str) -> Rate:
+        """Kish-weighted rate of ``outcome`` over ``rows``, weights computed within them."""
+        return kish_rate(rows[outcome].to_numpy(), self.weights(rows))
+
+    def weights(self, rows: pd.DataFrame) -> np.ndarray | None:
+        if self.weighting == "none" or rows.empty:
+            return None
+        if self.weighting == "instance":
+            return equal_weights(rows["template"] + "#" + rows["instance"].astype(str))
+        return equal_weights(rows["template"])
+
+    def mean(self, rows: pd.DataFrame, column: str) -> float:
+        """Weighted mean of ``column`` (same weights as the rates); NaN when empty."""
+        values = rows[column].to_numpy(float)
+        ok = ~np.isnan(values)
+        if not ok.any():
+            return math.nan
+        w = self.weights(rows[ok])
+        return float(np.average(values[ok], weights=w))
+
+    def recoveries(self, rows: pd.DataFrame) -> pd.Series:
+        """The recovery classification of each row (``None`` where the focal write did not
+        fail); event logs are decoded once per episode."""
+        todo = rows[[i not in self._recoveries for i in rows.index]]
+        if not todo.empty:
+            kinds = tool_kinds()
+            events = self.loaded.events(todo)
+            for index, focal in zip(todo.index, todo["focal_write"], strict=True):
+                self._recoveries[index] = classify(events[index], focal, kinds)
+        return pd.Series([self._recoveries[i] for i in rows.index], index=rows.index,
+                         dtype=object)
+
+    def delays(self, rows: pd.DataFrame) -> pd.Series:
+        """The in-flight delay δ after the timeout, from each row's fault event (NaN if none)."""
+        todo = rows[[i not in self._delays for i in rows.index]]
+        if not todo.empty:
+            for index, events in self.loaded.events(todo).items():
+                self._delays[index] = _delay(events)
+        return pd.Series([self._delays[i] for i in rows.index], index=rows.index, dtype=float)
+
+
+def _delay(events: list[dict[str, Any]]) -> float:
+    for event in events:
+        if event.get("type") == "fault":
+            value = (event.get("detail") or {}).get("delay_after_timeout_s")
+            return math.nan if value is None else float(value)
+    return math.nan
+
+
+def wait_bound(condition: str) -> float | None:
+    """The assumed in-flight bound Δ of a wait-then-verify condition (None for others)."""
+    from limbo.registry import entries
+
+    cls = entries("condition").get(condition)
+    value = getattr(cls, "wait_s", None)
+    if value is not None:
+        return float(value)
+    match = re.fullmatch(r"wait-(\d+)", condition)
+    return float(match.group(1)) if match else None

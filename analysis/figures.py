@@ -1,0 +1,242 @@
+"""The paper's figures 2–6 from the same data as the tables, as PNG and SVG.
+
+Drawn with matplotlib's object API on the Agg canvas (no display, no global pyplot state) and
+readable in greyscale: grey levels with the value printed (Figure 2), hatches (3, 6), marker
+shapes and line styles (4, 5). A figure whose data is absent is not drawn; :func:`render`
+says which grid produces it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from limbo.analysis.data import E1, E2, E5, Data, committed_modes, ordered
+from limbo.analysis.loader import modes_of
+from limbo.analysis.recovery import BEHAVIOURS
+from limbo.analysis.tables.waits import FIXED, TAIL, wait_order
+
+MODE_ORDER = ("timeout_pre", "timeout_post", "timeout_late", "timeout_late_tail",
+              "stale_readback", "http500_pre", "http500_post", "partial_batch",
+              "conn_reset_post", "throttle_pre", "none", "redelivery", "phantom_success")
+GROUP_ORDER = ("timeout", "server_error", "-", "success")
+CLASS_ORDER = ("keyed", "idempotent", "no key, strong read", "no key, eventual read",
+               "no key, no read")
+HATCHES = ("", "///", "...", "xxx", "\\\\\\", "ooo", "---", "+++")
+GREYS = ("0.15", "0.45", "0.7", "0.9", "1.0", "0.3", "0.6", "0.8")
+MARKERS = ("o", "s", "^", "v", "D", "P", "X", "*", "h", "<", ">", "p")
+
+
+@dataclass
+class Drawn:
+    """A figure, or why it could not be drawn."""
+
+    number: int
+    figure: Figure | None
+    absent: str = ""
+
+
+def _new(width: float, height: float, panels: int = 1) -> tuple[Figure, list]:
+    fig = Figure(figsize=(width, height), dpi=110, layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(1, panels, squeeze=False)[0]
+    return fig, list(axes)
+
+
+def _mode_columns(modes: set[str], groups: dict[str, str]) -> list[str]:
+    def key(mode: str) -> tuple[int, int, str]:
+        group = groups.get(mode, "-")
+        rank = GROUP_ORDER.index(group) if group in GROUP_ORDER else len(GROUP_ORDER)
+        return rank, MODE_ORDER.index(mode) if mode in MODE_ORDER else len(MODE_ORDER), mode
+
+    return sorted(modes, key=key)
+
+
+def figure2(data: Data) -> Drawn:
+    """Duplicate rate (%) by model and fault mode, E1 (with E1s when loaded)."""
+    rows = E1.of(data.rated)
+    if rows.empty:
+        return Drawn(2, None, E1.absent())
+    groups = dict(zip(rows["fault"], rows["group"], strict=False))
+    modes, models = _mode_columns(set(rows["fault"]), groups), sorted(rows["model"].unique())
+    values = np.full((len(models), len(modes)), np.nan)
+    for (model, mode), cell in rows.groupby(["model", "fault"]):
+        values[models.index(model), modes.index(mode)] = 100 * data.rate(cell, "duplicate").rate
+    fig, (ax,) = _new(1.2 + 0.75 * len(modes), 1.4 + 0.45 * len(models))
+    ax.imshow(np.nan_to_num(values, nan=0.0), cmap="Greys", vmin=0, vmax=140, aspect="auto")
+    for (i, j), value in np.ndenumerate(values):
+        text = "—" if np.isnan(value) else f"{value:.0f}"
+        ax.text(j, i, text, ha="center", va="center", fontsize=8,
+                color="white" if value > 80 else "black")
+    ax.set_xticks(range(len(modes)), modes, rotation=45, ha="right", fontsize=8)
+    ax.set_yticks(range(len(models)), models, fontsize=8)
+    for j in range(1, len(modes)):
+        if groups.get(modes[j]) != groups.get(modes[j - 1]):
+            ax.axvline(j - 0.5, color="black", linewidth=1.5)
+    ax.set_title("Figure 2: duplicate rate (%) by model and fault mode (E1)", fontsize=10)
+    return Drawn(2, fig)
+
+
+def _bars(ax, frame: pd.DataFrame, groups: list[str], series: list[str]) -> None:
+    """Grouped bars with 95% intervals; ``frame`` has group, series, rate, lo, hi."""
+    width = 0.8 / max(len(series), 1)
+    for k, name in enumerate(series):
+        part = frame[frame["series"] == name].set_index("group").reindex(groups)
+        x = np.arange(len(groups)) + (k - (len(series) - 1) / 2) * width
+        rate = 100 * part["rate"].to_numpy(float)
+        err = np.vstack([rate - 100 * part["lo"].to_numpy(float),
+                         100 * part["hi"].to_numpy(float) - rate])
+        ax.bar(x, np.nan_to_num(rate), width, yerr=np.nan_to_num(err), capsize=2,
+               color=GREYS[k % len(GREYS)], hatch=HATCHES[k % len(HATCHES)], edgecolor="black",
+               linewidth=0.6, label=name, error_kw={"linewidth": 0.8})
+    ax.set_xticks(range(len(groups)), groups, fontsize=8)
+
+
+def figure3(data: Data) -> Drawn:
+    """Duplicate rate under committed faults by contract class and model (E1, E1s)."""
+    rows = E1.of(data.rated)
+    rows = rows[rows["fault"].isin(committed_modes())]
+    if rows.empty:
+        return Drawn(3, None, E1.absent())
+    records = []
+    for (klass, model), cell in rows.groupby(["contract_class", "model"]):
+        r = data.rate(cell, "duplicate")
+        records.append({"group": klass, "series": model, "rate": r.rate, "lo": r.lo,
+                        "hi": r.hi})
+    frame = pd.DataFrame(records)
+    classes = ordered(frame["group"].unique(), CLASS_ORDER)
+    fig, (ax,) = _new(2 + 1.6 * len(classes), 4.2)
+    _bars(ax, frame, classes, sorted(frame["series"].unique()))
+    ax.set_ylabel("duplicate rate (%)")
+    ax.set_ylim(0, 105)
+    ax.legend(fontsize=7, ncols=2)
+    ax.set_title("Figure 3: duplicates under committed faults by contract class (E1)",
+                 fontsize=10)
+    return Drawn(3, fig)
+
+
+def _wait_panel(data: Data, ax, rows: pd.DataFrame, title: str) -> None:
+    points = []
+    for (contract, condition), cell in rows.groupby(["contract", "condition"]):
+        points.append((contract, condition, data.mean(cell, "agent_time_s") / 60,
+                       100 * data.rate(cell, "exactly_once").rate))
+    frame = pd.DataFrame(points, columns=["contract", "condition", "time", "eos"])
+    native = frame[frame["contract"] == "native"].set_index("condition")
+    waits = [c for c in wait_order(set(native.index)) if c.startswith("wait-")]
+    if waits:
+        ax.plot(native.loc[waits, "time"], native.loc[waits, "eos"], "o-", color="black",
+                label="wait-then-verify (native)")
+    others = frame[~((frame["contract"] == "native") & frame["condition"].isin(waits))]
+    for k, (_, p) in enumerate(others.iterrows()):
+        keys = p["contract"] != "native"
+        ax.scatter(p["time"], p["eos"], marker="*" if keys else MARKERS[1 + k % 10],
+                   s=90 if keys else 40, facecolor="white" if keys else "0.5",
+                   edgecolor="black", zorder=3)
+    for _, p in frame.iterrows():
+        tag = p["condition"] + (" (keys)" if p["contract"] != "native" else "")
+        ax.annotate(tag, (p["time"], p["eos"]), fontsize=6, xytext=(3, 3),
+                    textcoords="offset points")
+    ax.set_xscale("log")
+    ax.set_xlabel("mean agent time (sim minutes, log)")
+    ax.set_title(title, fontsize=9)
+
+
+def figure4(data: Data) -> Drawn:
+    """EOS against mean agent time for the wait conditions, guard, oracles and keys (E5)."""
+    rows = E5.of(data.rated)
+    if rows.empty:
+        return Drawn(4, None, E5.absent())
+    fig, axes = _new(11, 4.6, panels=2)
+    for ax, (mode, title) in zip(axes, ((FIXED, "fixed 90 s delay"),
+                                        (TAIL, "heavy-tailed delay")), strict=True):
+        _wait_panel(data, ax, rows[rows["fault"] == mode], title)
+    axes[0].set_ylabel("exactly-once success (%)")
+    axes[0].legend(fontsize=7, loc="lower right")
+    fig.suptitle("Figure 4: waiting versus keys under late commits (E5); ★ = keys everywhere",
+                 fontsize=10)
+    return Drawn(4, fig)
+
+
+def figure5(data: Data) -> Drawn:
+    """EOS against mean tool calls per condition and model (E2, native); marker area ∝ dup."""
+    rows = E2.of(data.rated)
+    rows = rows[(rows["contract"] == "native") & (rows["fault"] != "none")]
+    if rows.empty:
+        return Drawn(5, None, E2.absent())
+    fig, (ax,) = _new(7.5, 5)
+    conditions = ordered(rows["condition"].unique())
+    for k, condition in enumerate(conditions):
+        for model, cell in rows[rows["condition"] == condition].groupby("model"):
+            x, y = data.mean(cell, "tool_calls"), 100 * data.rate(cell, "exactly_once").rate
+            dup = data.rate(cell, "duplicate").rate
+            ax.scatter(x, y, s=800 * dup, facecolor="0.85", edgecolor="0.4", alpha=0.6)
+            ax.scatter(x, y, s=22, marker=MARKERS[k % len(MARKERS)], color="black",
+                       label=condition if model == sorted(cell["model"])[0] else None)
+    handles, labels = ax.get_legend_handles_labels()
+    unique = dict(zip(labels, handles, strict=True))
+    ax.legend(unique.values(), unique.keys(), fontsize=7, title="condition", title_fontsize=7)
+    ax.set_xlabel("mean tool calls per episode")
+    ax.set_ylabel("exactly-once success (%)")
+    ax.set_title("Figure 5: EOS vs tool calls per condition and model (E2); grey disc area ∝ "
+                 "duplicate rate", fontsize=9)
+    return Drawn(5, fig)
+
+
+def _behaviour_panel(ax, frame: pd.DataFrame, models: list[str], title: str) -> None:
+    left = np.zeros(len(models))
+    for k, behaviour in enumerate(BEHAVIOURS):
+        share = np.array([frame.get(behaviour, {}).get(m, 0.0) for m in models])
+        ax.barh(range(len(models)), 100 * share, left=left, color=GREYS[k], hatch=HATCHES[k],
+                edgecolor="black", linewidth=0.6, label=behaviour)
+        left += 100 * share
+    ax.set_yticks(range(len(models)), models, fontsize=8)
+    ax.set_xlim(0, 100)
+    ax.set_xlabel("share of episodes (%)")
+    ax.set_title(title, fontsize=9)
+
+
+def figure6(data: Data) -> Drawn:
+    """What the agent did first after the focal timeout, by model: not-executed worlds
+    against committed ones (observation-equivalent up to that moment)."""
+    rows = E1.of(data.rated)
+    rows = rows[rows["group"] == "timeout"]
+    recovered = data.recoveries(rows)
+    rows = rows[recovered.notna()].assign(behaviour=[r.first for r in recovered.dropna()])
+    if rows.empty:
+        return Drawn(6, None, E1.absent())
+    not_run = rows["fault"].isin(modes_of(["not executed"]))
+    models = sorted(rows["model"].unique())
+    fig, axes = _new(11, 1.4 + 0.45 * len(models), panels=2)
+    for ax, part, title in ((axes[0], rows[not_run], "not executed (timeout_pre)"),
+                            (axes[1], rows[~not_run], "committed (timeout_post, late, stale)")):
+        shares = part.groupby("model")["behaviour"].value_counts(normalize=True)
+        _behaviour_panel(ax, shares.unstack(fill_value=0.0).to_dict(), models, title)
+    axes[1].legend(fontsize=7, loc="lower right")
+    fig.suptitle("Figure 6: first action after the focal timeout, by model (E1)", fontsize=10)
+    return Drawn(6, fig)
+
+
+FIGURES: dict[int, Callable[[Data], Drawn]] = {2: figure2, 3: figure3, 4: figure4, 5: figure5,
+                                               6: figure6}
+
+
+def render(data: Data, out: Path) -> list[tuple[int, list[Path], str]]:
+    """Draw every figure into ``out`` as PNG and SVG: (number, files written, why absent)."""
+    out.mkdir(parents=True, exist_ok=True)
+    done = []
+    for number, draw in FIGURES.items():
+        drawn = draw(data)
+        files = []
+        if drawn.figure is not None:
+            for suffix in ("png", "svg"):
+                path = out / f"figure{number}.{suffix}"
+                drawn.figure.savefig(path)
+                files.append(path)
+        done.append((number, files, drawn.absent))
+    return done

@@ -1,0 +1,28 @@
+"""The paper's tables, each a pure function of the loaded episodes (:class:`Data`).
+
+A table whose data is absent says which grid produces it; one table failing on odd data never
+stops the others (:func:`build` reports it in the table instead).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from limbo.analysis.data import Data
+from limbo.analysis.table import Table
+from limbo.analysis.tables.conditions import table5, table7, table13
+from limbo.analysis.tables.cue import table10
+from limbo.analysis.tables.e1 import table3, table4
+from limbo.analysis.tables.harnesses import table8, table9
+from limbo.analysis.tables.hypotheses import table12
+from limbo.analysis.tables.waits import table6
+
+TABLES: dict[int, Callable[[Data], Table]] = {
+    3: table3, 4: table4, 5: table5, 6: table6, 7: table7, 8: table8, 9: table9, 10: table10,
+    12: table12, 13: table13,
+}
+
+
+def build(data: Data, numbers: list[int] | None = None) -> list[Table]:
+    """The tables ``numbers`` (all by default), in order."""
+    return [TABLES[n](data) for n in (numbers or list(TABLES))]

@@ -1,0 +1,86 @@
+"""Tables 8 and 9: the harnesses (E3, E3k). Rows only for harnesses that have episodes."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from limbo.analysis import table as t
+from limbo.analysis.data import E3, Data, ordered
+from limbo.analysis.loader import modes_of
+from limbo.analysis.tables.common import excluded, rate_of, weighting_note
+
+
+def known_harnesses() -> list[str]:
+    """Every harness LIMBO knows: the registered ones and the production CLIs of E3."""
+    from limbo.experiments.grid import PRODUCTION_HARNESSES
+    from limbo.registry import entries
+
+    return list(dict.fromkeys([*entries("harness"), *PRODUCTION_HARNESSES]))
+
+
+HARNESS_ORDER = ("minimal", "codex", "copilot", "claude-code", "hermes")
+
+
+def missing_note(present: set[str]) -> str:
+    missing = [h for h in known_harnesses() if h not in present]
+    if not missing:
+        return ""
+    return (f"No episodes for {', '.join(missing)}: their rows are omitted, not filled "
+            f"(`limbo run e3` / `e3k` produce them where those harnesses are installed).")
+
+
+def table8(data: Data) -> t.Table:
+    """Harness × model under the native contract: duplicates by fault family (vanilla), and
+    EOS without and with the guard."""
+    table = t.Table(8, "Harnesses (E3): native contract",
+                    ["harness", "model", "dup: read-back resolves", "dup: late commit",
+                     "dup: redelivery", "EOS vanilla", "EOS guard", "n"], keys=2)
+    population = E3.of(data.frame)
+    population = population[population["contract"] == "native"]
+    rated = population[population["rated"]]
+    if rated.empty:
+        table.absent = E3.absent()
+        return table
+    resolves, late = modes_of(["read-back resolves"]), modes_of(["late commit"])
+    for harness in ordered(rated["harness"].unique(), HARNESS_ORDER):
+        for model, rows in rated[rated["harness"] == harness].groupby("model", sort=True):
+            vanilla, guard = (_faulted(rows, c) for c in ("vanilla", "guard"))
+            table.add(t.label(harness), t.label(model),
+                      rate_of(data, vanilla, "duplicate", resolves, counts=False),
+                      rate_of(data, vanilla, "duplicate", late, counts=False),
+                      rate_of(data, vanilla, "duplicate", {"redelivery"}, counts=False),
+                      rate_of(data, vanilla, "exactly_once", counts=False),
+                      rate_of(data, guard, "exactly_once", counts=False), t.count(len(rows)))
+    table.notes += [n for n in (missing_note(set(rated["harness"])), weighting_note(data),
+                                "EOS over faulted episodes.", excluded(population)) if n]
+    return table
+
+
+def _faulted(rows: pd.DataFrame, condition: str) -> pd.DataFrame:
+    return rows[(rows["condition"] == condition) & (rows["fault"] != "none")]
+
+
+def table9(data: Data) -> t.Table:
+    """Harness × model: duplicate rate under committed faults and redelivery for each
+    contract × condition, and EOS with keys everywhere and the guard."""
+    arms = [("native", "vanilla"), ("native", "guard"), ("keys-everywhere", "vanilla"),
+            ("keys-everywhere", "guard")]
+    table = t.Table(9, "Harnesses by contract and condition (E3, E3k)",
+                    ["harness", "model", *[f"dup: {c} + {k}" for c, k in arms],
+                     "EOS: keys + guard"], keys=2)
+    population = E3.of(data.frame)
+    rated = population[population["rated"]]
+    if rated.empty:
+        table.absent = E3.absent()
+        return table
+    modes = modes_of(["read-back resolves", "late commit"]) | {"redelivery"}
+    for harness in ordered(rated["harness"].unique(), HARNESS_ORDER):
+        for model, rows in rated[rated["harness"] == harness].groupby("model", sort=True):
+            by_arm = [rows[(rows["contract"] == c) & (rows["condition"] == k)] for c, k in arms]
+            table.add(t.label(harness), t.label(model),
+                      *[rate_of(data, r, "duplicate", modes, counts=False) for r in by_arm],
+                      rate_of(data, by_arm[3][by_arm[3]["fault"] != "none"], "exactly_once",
+                              counts=False))
+    table.notes += [n for n in (missing_note(set(rated["harness"])), weighting_note(data),
+                                excluded(population)) if n]
+    return table
