@@ -8,6 +8,7 @@ works and shared cells (E1's instance 0 is also E2's vanilla arm) are used where
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass, field
@@ -28,37 +29,50 @@ CONDITION_ORDER = ("vanilla", "aware", "reflect", "sdk-retry", "rules", "vbr", "
 LOST_ACK_500_PARTIAL = ("timeout_post", "http500_post", "partial_batch")
 
 
+GRID_FACTORS = {"harness": "harnesses", "condition": "conditions", "contract": "contracts",
+                "fault": "faults"}
+
+
+@functools.cache
+def grid_levels(grids: tuple[str, ...]) -> tuple[tuple[str, frozenset[str]], ...]:
+    """The harness, condition, contract and fault levels the built-in ``grids`` cross
+    (models, templates and instances are whatever the runs used)."""
+    from limbo.experiments.grid import load_grid, resolved
+
+    levels: dict[str, set[str]] = {column: set() for column in GRID_FACTORS}
+    for name in grids:
+        found = resolved(load_grid(name))
+        for column, field_name in GRID_FACTORS.items():
+            levels[column] |= set(found[field_name])
+    return tuple((column, frozenset(values)) for column, values in levels.items())
+
+
 @dataclass(frozen=True)
 class Population:
-    """The episodes of one experiment, as cell-factor filters."""
+    """The episodes of one experiment: those whose harness, condition, contract and fault are
+    levels the experiment's built-in grids cross — whichever run wrote them."""
 
     name: str
-    grid: str
+    grids: tuple[str, ...]
     description: str
-    where: tuple[tuple[str, tuple[str, ...]], ...]
 
     def of(self, frame: pd.DataFrame) -> pd.DataFrame:
         mask = np.ones(len(frame), dtype=bool)
-        for column, levels in self.where:
+        for column, levels in grid_levels(self.grids):
             mask &= frame[column].isin(levels).to_numpy()
         return frame[mask]
 
     def absent(self) -> str:
-        return (f"no {self.name} episodes ({self.description}) in the logs given; "
-                f"`limbo run {self.grid}` produces them")
+        runs = " and ".join(f"`limbo run {g}`" for g in self.grids)
+        return f"no {self.name} episodes ({self.description}) in the logs given; {runs} " \
+               f"produce{'s' if len(self.grids) == 1 else ''} them"
 
 
-E1 = Population("E1", "e1", "minimal harness, vanilla condition, native contract",
-                (("harness", ("minimal",)), ("condition", ("vanilla",)),
-                 ("contract", ("native",))))
-E2 = Population("E2/E2k", "e2", "minimal harness under the recovery conditions",
-                (("harness", ("minimal",)),))
-E5 = Population("E5", "e5", "minimal harness under late commits",
-                (("harness", ("minimal",)), ("fault", ("timeout_late", "timeout_late_tail"))))
-E3 = Population("E3/E3k", "e3", "harnesses under vanilla and guard",
-                (("condition", ("vanilla", "guard")),))
-E6 = Population("E6", "e6", "vanilla and plain on the same cells",
-                (("condition", ("vanilla", "plain")),))
+E1 = Population("E1", ("e1",), "minimal harness, vanilla condition, native contract")
+E2 = Population("E2/E2k", ("e2", "e2k"), "minimal harness under the nine recovery conditions")
+E5 = Population("E5", ("e5",), "wait conditions, guard and oracles under late commits")
+E3 = Population("E3/E3k", ("e3", "e3k"), "each harness under vanilla and guard")
+E6 = Population("E6", ("e6",), "vanilla and plain on the same cells")
 
 
 def committed_modes() -> set[str]:
@@ -94,7 +108,7 @@ class Data:
 
     @property
     def rated(self) -> pd.DataFrame:
-        return self.frame[self.frame["rated"]]
+        return self.cached("rated", lambda: self.frame[self.frame["rated"]])
 
     def rate(self, rows: pd.DataFrame, outcome: str) -> Rate:
         """Kish-weighted rate of ``outcome`` over ``rows``, weights computed within them."""
@@ -104,7 +118,7 @@ class Data:
         if self.weighting == "none" or rows.empty:
             return None
         if self.weighting == "instance":
-            return equal_weights(rows["template"] + "#" + rows["instance"].astype(str))
+            return equal_weights(rows["template"].astype(str) + "#" + rows["instance"].astype(str))
         return equal_weights(rows["template"])
 
     def mean(self, rows: pd.DataFrame, column: str) -> float:
@@ -146,12 +160,14 @@ def _delay(events: list[dict[str, Any]]) -> float:
 
 
 def wait_bound(condition: str) -> float | None:
-    """The assumed in-flight bound Δ of a wait-then-verify condition (None for others)."""
+    """The assumed in-flight bound Δ of a ``wait-Δ`` condition (its ``wait_s``); None for
+    every other condition."""
     from limbo.registry import entries
 
-    cls = entries("condition").get(condition)
-    value = getattr(cls, "wait_s", None)
-    if value is not None:
-        return float(value)
-    match = re.fullmatch(r"wait-(\d+)", condition)
-    return float(match.group(1)) if match else None
+    if not condition.startswith("wait-"):
+        return None
+    value = getattr(entries("condition").get(condition), "wait_s", None)
+    if value is None:
+        match = re.fullmatch(r"wait-(\d+)", condition)
+        return float(match.group(1)) if match else None
+    return float(value)

@@ -2,7 +2,7 @@
 
 Drawn with matplotlib's object API on the Agg canvas (no display, no global pyplot state) and
 readable in greyscale: grey levels with the value printed (Figure 2), hatches (3, 6), marker
-shapes and line styles (4, 5). A figure whose data is absent is not drawn; :func:`render`
+shapes and line styles (4, 5). A figure whose data is absent is not drawn; :func:`render_safely`
 says which grid produces it.
 """
 
@@ -66,7 +66,7 @@ def figure2(data: Data) -> Drawn:
     groups = dict(zip(rows["fault"], rows["group"], strict=False))
     modes, models = _mode_columns(set(rows["fault"]), groups), sorted(rows["model"].unique())
     values = np.full((len(models), len(modes)), np.nan)
-    for (model, mode), cell in rows.groupby(["model", "fault"]):
+    for (model, mode), cell in rows.groupby(["model", "fault"], observed=True):
         values[models.index(model), modes.index(mode)] = 100 * data.rate(cell, "duplicate").rate
     fig, (ax,) = _new(1.2 + 0.75 * len(modes), 1.4 + 0.45 * len(models))
     ax.imshow(np.nan_to_num(values, nan=0.0), cmap="Greys", vmin=0, vmax=140, aspect="auto")
@@ -105,7 +105,7 @@ def figure3(data: Data) -> Drawn:
     if rows.empty:
         return Drawn(3, None, E1.absent())
     records = []
-    for (klass, model), cell in rows.groupby(["contract_class", "model"]):
+    for (klass, model), cell in rows.groupby(["contract_class", "model"], observed=True):
         r = data.rate(cell, "duplicate")
         records.append({"group": klass, "series": model, "rate": r.rate, "lo": r.lo,
                         "hi": r.hi})
@@ -123,7 +123,7 @@ def figure3(data: Data) -> Drawn:
 
 def _wait_panel(data: Data, ax, rows: pd.DataFrame, title: str) -> None:
     points = []
-    for (contract, condition), cell in rows.groupby(["contract", "condition"]):
+    for (contract, condition), cell in rows.groupby(["contract", "condition"], observed=True):
         points.append((contract, condition, data.mean(cell, "agent_time_s") / 60,
                        100 * data.rate(cell, "exactly_once").rate))
     frame = pd.DataFrame(points, columns=["contract", "condition", "time", "eos"])
@@ -157,7 +157,8 @@ def figure4(data: Data) -> Drawn:
                                         (TAIL, "heavy-tailed delay")), strict=True):
         _wait_panel(data, ax, rows[rows["fault"] == mode], title)
     axes[0].set_ylabel("exactly-once success (%)")
-    axes[0].legend(fontsize=7, loc="lower right")
+    if axes[0].get_legend_handles_labels()[0]:
+        axes[0].legend(fontsize=7, loc="lower right")
     fig.suptitle("Figure 4: waiting versus keys under late commits (E5); ★ = keys everywhere",
                  fontsize=10)
     return Drawn(4, fig)
@@ -172,7 +173,7 @@ def figure5(data: Data) -> Drawn:
     fig, (ax,) = _new(7.5, 5)
     conditions = ordered(rows["condition"].unique())
     for k, condition in enumerate(conditions):
-        for model, cell in rows[rows["condition"] == condition].groupby("model"):
+        for model, cell in rows[rows["condition"] == condition].groupby("model", observed=True):
             x, y = data.mean(cell, "tool_calls"), 100 * data.rate(cell, "exactly_once").rate
             dup = data.rate(cell, "duplicate").rate
             ax.scatter(x, y, s=800 * dup, facecolor="0.85", edgecolor="0.4", alpha=0.6)
@@ -215,7 +216,7 @@ def figure6(data: Data) -> Drawn:
     fig, axes = _new(11, 1.4 + 0.45 * len(models), panels=2)
     for ax, part, title in ((axes[0], rows[not_run], "not executed (timeout_pre)"),
                             (axes[1], rows[~not_run], "committed (timeout_post, late, stale)")):
-        shares = part.groupby("model")["behaviour"].value_counts(normalize=True)
+        shares = part.groupby("model", observed=True)["behaviour"].value_counts(normalize=True)
         _behaviour_panel(ax, shares.unstack(fill_value=0.0).to_dict(), models, title)
     axes[1].legend(fontsize=7, loc="lower right")
     fig.suptitle("Figure 6: first action after the focal timeout, by model (E1)", fontsize=10)
@@ -226,12 +227,18 @@ FIGURES: dict[int, Callable[[Data], Drawn]] = {2: figure2, 3: figure3, 4: figure
                                                6: figure6}
 
 
-def render(data: Data, out: Path) -> list[tuple[int, list[Path], str]]:
-    """Draw every figure into ``out`` as PNG and SVG: (number, files written, why absent)."""
+def render_safely(data: Data, out: Path) -> list[tuple[int, list[Path], str]]:
+    """Draw every figure into ``out`` as PNG and SVG: (number, files written, why not drawn).
+
+    A figure that fails says so ("could not be drawn: ...") and the others are still drawn."""
     out.mkdir(parents=True, exist_ok=True)
     done = []
     for number, draw in FIGURES.items():
-        drawn = draw(data)
+        try:
+            drawn = draw(data)
+        except Exception as exc:  # noqa: BLE001 - one figure's failure must not stop the rest
+            done.append((number, [], f"could not be drawn: {type(exc).__name__}: {exc}"))
+            continue
         files = []
         if drawn.figure is not None:
             for suffix in ("png", "svg"):

@@ -154,7 +154,7 @@ class Loaded:
         """The event log of each row of ``rows`` (a slice of :attr:`frame`), by index."""
         out: dict[Any, list[dict[str, Any]]] = {}
         ordered = rows.sort_values(["file", "offset"])
-        for file_no, group in ordered.groupby("file", sort=False):
+        for file_no, group in ordered.groupby("file", sort=False, observed=True):
             with self.files[int(file_no)].open("rb") as fh:
                 for index, offset, length in zip(group.index, group["offset"], group["length"],
                                                  strict=True):
@@ -305,7 +305,14 @@ def derive(frame: pd.DataFrame) -> pd.DataFrame:
     for name in FLAGS:
         frame[name] = frame[name].astype(bool)
     frame["instance"] = frame["instance"].astype(int)
+    for name in CATEGORIES:  # a few levels each: filters and groupings work on integer codes
+        frame[name] = pd.Categorical(frame[name].astype(str))
     return frame
+
+
+CATEGORIES = ("model", "harness", "condition", "contract", "fault", "service", "template",
+              "focal_write", "report_status", "termination", "idempotency", "read_path",
+              "reversibility", "family", "group", "contract_class")
 
 
 def modes_of(families: Iterable[str]) -> set[str]:

@@ -36,13 +36,18 @@ def _unique(frame: pd.DataFrame, key: list[str]) -> tuple[pd.DataFrame, int]:
     return frame[~dup], int(dup.sum())
 
 
+CARRIED = ("rated", "family", "duplicate", "task_success", "exactly_once")
+"""The columns a pair carries from each side (suffixed ``_a`` / ``_b``)."""
+
+
 def pair(a: pd.DataFrame, b: pd.DataFrame, key: Sequence[str]) -> Pairs:
     """Match ``a`` and ``b`` on ``key``."""
     key = list(key)
     a, amb_a = _unique(a, key)
     b, amb_b = _unique(b, key)
-    merged = a.reset_index().merge(b.reset_index(), on=key, how="outer", suffixes=("_a", "_b"),
-                                   indicator=True)
+    columns = [*key, *CARRIED]
+    merged = a[columns].reset_index().merge(b[columns].reset_index(), on=key, how="outer",
+                                            suffixes=("_a", "_b"), indicator=True)
     both = merged[merged["_merge"] == "both"].drop(columns="_merge")
     left = merged[merged["_merge"] == "left_only"]
     right = merged[merged["_merge"] == "right_only"]

@@ -58,10 +58,13 @@ def equal_weights(groups: Sequence[Any] | Array) -> Array:
     """Weights giving every group the same total weight: w_i = 1 / (size of i's group).
 
     With them the weighted rate is the unweighted mean of the group rates."""
-    codes, inverse, counts = np.unique(np.asarray(groups, dtype=object).astype(str),
-                                       return_inverse=True, return_counts=True)
-    del codes
-    return 1.0 / counts[inverse]
+    import pandas as pd
+
+    if isinstance(groups, pd.Series) and isinstance(groups.dtype, pd.CategoricalDtype):
+        codes = groups.cat.codes.to_numpy()
+    else:
+        codes = pd.factorize(np.asarray(groups, dtype=object))[0]
+    return 1.0 / np.bincount(codes)[codes]
 
 
 def kish_rate(y: Sequence[bool] | Array, weights: Array | None = None,
@@ -467,25 +470,35 @@ class Shapley:
     """R² of every subset of factor groups."""
 
 
+def _llf(y: Array, n: Array, eta: Array) -> float:
+    mu = special.expit(eta)
+    return float(np.sum(special.xlogy(y, mu) + special.xlogy(n - y, 1 - mu)))
+
+
 def bernoulli_llf(y: Array, n: Array, X: Array, maxiter: int = 200, tol: float = 1e-12) -> float:
     """Maximised Bernoulli log-likelihood of a main-effects logit on collapsed cells (y events
-    of n per row). IRLS until the log-likelihood changes by less than ``tol`` (relative);
-    under separation this is the finite supremum, with fitted values reaching 0 or 1."""
+    of n per row): IRLS with step halving, until the log-likelihood gains less than ``tol``
+    (relative). Under separation this is the finite supremum, fitted values reaching 0 or 1."""
     mu = (y + 0.5) / (n + 1)
     eta = special.logit(mu)
-    llf_old = -math.inf
+    beta_old, llf_old = None, -math.inf
     for _ in range(maxiter):
         w = n * mu * (1 - mu)
         z = eta + (y - n * mu) / np.where(w > 0, w, 1.0)
         root = np.sqrt(w)
         beta = np.linalg.lstsq(X * root[:, None], z * root, rcond=None)[0]
+        llf = _llf(y, n, X @ beta)
+        for _ in range(40):  # a Newton step can overshoot when a level is separated
+            if beta_old is None or llf >= llf_old:
+                break
+            beta = (beta + beta_old) / 2
+            llf = _llf(y, n, X @ beta)
+        if llf - llf_old <= tol * max(1.0, abs(llf)):
+            return max(llf, llf_old)
+        beta_old, llf_old = beta, llf
         eta = X @ beta
         mu = special.expit(eta)
-        llf = float(np.sum(special.xlogy(y, mu) + special.xlogy(n - y, 1 - mu)))
-        if abs(llf - llf_old) <= tol * max(1.0, abs(llf)):
-            break
-        llf_old = llf
-    return llf
+    return llf_old
 
 
 def _design(cells: Any, factors: Sequence[str]) -> Array:

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from limbo.commands import compare, figures, tables
 from limbo.errors import UsageError
 
 FACTOR_FLAGS = {"model": "models", "harness": "harnesses", "condition": "conditions",
@@ -99,6 +100,8 @@ def _parser() -> argparse.ArgumentParser:
     ls.add_argument("what", choices=["services", "faults", "conditions", "harnesses", "models",
                                      "grids", "templates"])
     ls.add_argument("--plugin", action="append", default=[])
+    for module in (tables, figures, compare):
+        module.add_parser(sub)
     return p
 
 
@@ -201,7 +204,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"run": cmd_run, "episode": cmd_episode, "show": cmd_show, "list": cmd_list}
+COMMANDS = {"run": cmd_run, "episode": cmd_episode, "show": cmd_show, "list": cmd_list,
+            "tables": tables.run, "figures": figures.run, "compare": compare.run}
 
 
 if __name__ == "__main__":

@@ -26,3 +26,17 @@ TABLES: dict[int, Callable[[Data], Table]] = {
 def build(data: Data, numbers: list[int] | None = None) -> list[Table]:
     """The tables ``numbers`` (all by default), in order."""
     return [TABLES[n](data) for n in (numbers or list(TABLES))]
+
+
+def build_safely(data: Data, numbers: list[int]) -> tuple[list[Table], list[str]]:
+    """Like :func:`build`, but a table that fails is replaced by one saying why (and listed
+    in the second result), so the others are still produced."""
+    tables, failed = [], []
+    for number in numbers:
+        try:
+            tables.append(TABLES[number](data))
+        except Exception as exc:  # noqa: BLE001 - one table's failure must not stop the rest
+            why = f"could not be computed: {type(exc).__name__}: {exc}"
+            tables.append(Table(number, "(failed)", [], absent=why))
+            failed.append(f"table {number} {why}")
+    return tables, failed

@@ -63,14 +63,14 @@ def table7(data: Data) -> t.Table:
     for metric, outcome in METRICS.items():
         for contract in contracts:
             block = rated[rated["contract"] == contract]
-            for model, rows in block.groupby("model", sort=True):
-                by = dict(tuple(rows.groupby("condition")))
+            for model, rows in block.groupby("model", sort=True, observed=True):
+                by = dict(tuple(rows.groupby("condition", observed=True)))
                 table.add(t.label(metric), t.label(contract), t.label(model),
                           *[t.rate(data.rate(by.get(c, rows.iloc[:0]), outcome), counts=False)
                             for c in conditions])
     for contract in contracts:
         block = rated[rated["contract"] == contract]
-        by = dict(tuple(block.groupby("condition")))
+        by = dict(tuple(block.groupby("condition", observed=True)))
         for name, column, digits in (("mean cost (USD)", "cost_usd", 4),
                                      ("mean tool calls", "tool_calls", 1)):
             table.add(t.label(name), t.label(contract), t.label("all models"),

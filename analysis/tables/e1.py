@@ -28,7 +28,7 @@ def table3(data: Data) -> t.Table:
         return table
     late, not_run = modes_of(["late commit"]), modes_of(["not executed"])
     faulted = set(rated["fault"]) - {"none"}
-    groups = [(m, g) for m, g in rated.groupby("model", sort=True)] + [("all models", rated)]
+    groups = [(m, g) for m, g in rated.groupby("model", sort=True, observed=True)] + [("all models", rated)]
     for model, rows in groups:
         table.add(t.label(model),
                   rate_of(data, rows, "duplicate", set(LOST_ACK_500_PARTIAL)),
@@ -92,7 +92,7 @@ def shapley_blocks(data: Data) -> dict[str, pd.DataFrame]:
     native = data.rated[(data.rated["condition"] == "vanilla")
                         & (data.rated["contract"] == "native")]
     if native["harness"].nunique() > 1:
-        harnesses = native.groupby(["template", "instance", "focal_write"])["harness"]
+        harnesses = native.groupby(["template", "instance", "focal_write"], observed=True)["harness"]
         blocks["E3"] = native[harnesses.transform("nunique") == native["harness"].nunique()]
     return blocks
 

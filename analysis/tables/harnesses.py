@@ -43,7 +43,7 @@ def table8(data: Data) -> t.Table:
         return table
     resolves, late = modes_of(["read-back resolves"]), modes_of(["late commit"])
     for harness in ordered(rated["harness"].unique(), HARNESS_ORDER):
-        for model, rows in rated[rated["harness"] == harness].groupby("model", sort=True):
+        for model, rows in rated[rated["harness"] == harness].groupby("model", sort=True, observed=True):
             vanilla, guard = (_faulted(rows, c) for c in ("vanilla", "guard"))
             table.add(t.label(harness), t.label(model),
                       rate_of(data, vanilla, "duplicate", resolves, counts=False),
@@ -75,7 +75,7 @@ def table9(data: Data) -> t.Table:
         return table
     modes = modes_of(["read-back resolves", "late commit"]) | {"redelivery"}
     for harness in ordered(rated["harness"].unique(), HARNESS_ORDER):
-        for model, rows in rated[rated["harness"] == harness].groupby("model", sort=True):
+        for model, rows in rated[rated["harness"] == harness].groupby("model", sort=True, observed=True):
             by_arm = [rows[(rows["contract"] == c) & (rows["condition"] == k)] for c, k in arms]
             table.add(t.label(harness), t.label(model),
                       *[rate_of(data, r, "duplicate", modes, counts=False) for r in by_arm],

@@ -62,7 +62,7 @@ def _glmm(y: np.ndarray, x: np.ndarray, clusters: pd.Series) -> OddsRatio:
     sep = separation(y, x)
     if sep:
         return OddsRatio(math.nan, math.nan, math.nan, g, sep)
-    cells = pd.DataFrame({"g": clusters.to_numpy(), "x": x, "y": y}).groupby(["g", "x"])["y"]
+    cells = pd.DataFrame({"g": clusters.to_numpy(), "x": x, "y": y}).groupby(["g", "x"], observed=True)["y"]
     cells = cells.agg(["sum", "count"]).reset_index()
     fit = glmm_agq(cells["sum"], np.column_stack([np.ones(len(cells)), cells["x"]]),
                    cells["g"], trials=cells["count"], nagq=25)
@@ -159,6 +159,7 @@ def h4(data: Data) -> Finding:
     prediction = "blind re-issue does not differ between irreversible and reversible writes " \
                  "(TOST ±5 pp)"
     rows = E1.of(data.rated)
+    rows = rows[rows["group"] != "success"]  # a success hides nothing to recover from
     recovered = data.recoveries(rows)
     keep = [r is not None and r.error_kind in AMBIGUOUS for r in recovered]
     rows, recovered = rows[keep], recovered[keep]
@@ -195,7 +196,7 @@ def h6(data: Data) -> Finding:
     rows = rows[(rows["contract"] == "native") & (rows["fault"] != "none")]
     committed = committed_modes() | {"redelivery"}
     parts, passes = [], []
-    for harness, block in rows.groupby("harness", sort=True):
+    for harness, block in rows.groupby("harness", sort=True, observed=True):
         guard, vanilla = block[block["condition"] == "guard"], block[block["condition"] == "vanilla"]
         if guard.empty or vanilla.empty:
             continue

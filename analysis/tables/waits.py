@@ -16,7 +16,7 @@ HEADER = ["contract", "condition", "fixed: EOS (%)", "fixed: dup (%)", "fixed: t
 
 def wait_order(conditions: set[str]) -> list[str]:
     """vanilla, then the wait conditions by their bound, then the rest in the paper's order."""
-    waits = sorted((c for c in conditions if c != "vbr" and wait_bound(c) is not None),
+    waits = sorted((c for c in conditions if c.startswith("wait-")),
                    key=lambda c: wait_bound(c) or 0.0)
     head = [c for c in ("vanilla",) if c in conditions] + waits
     return head + [c for c in ordered(conditions) if c not in head]
@@ -32,7 +32,7 @@ def _arm(data: Data, rows: pd.DataFrame) -> list[t.Entry]:
 
 def _p_within(data: Data, condition: str, tail: pd.DataFrame) -> t.Entry:
     bound = wait_bound(condition)
-    if bound is None or condition == "vbr" or tail.empty:
+    if bound is None or tail.empty:
         return t.Entry(t.EMPTY)
     delays = data.delays(tail)
     known = delays.dropna()

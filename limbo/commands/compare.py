@@ -1,0 +1,58 @@
+"""``limbo compare``: pair the episodes of two runs (or two levels of one factor in one run)
+and report paired differences with exact McNemar p per fault family."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from limbo.commands.tables import add_plugin
+from limbo.errors import UsageError
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("compare", help="paired differences between two runs (or two levels of "
+                                       "a factor) with exact McNemar p per fault family")
+    p.add_argument("run_a", type=Path, metavar="RUN_A")
+    p.add_argument("run_b", type=Path, metavar="RUN_B", nargs="?",
+                   help="omit to compare two levels of --by within RUN_A")
+    p.add_argument("--by", metavar="FACTOR[=A,B]",
+                   help="the cell field that differs (default: inferred); with one run, the "
+                        "factor whose two levels are compared")
+    p.add_argument("--format", default="md", choices=("md", "csv"))
+    add_plugin(p)
+
+
+def _load(path: Path, side: str):  # noqa: ANN202 - a Loaded
+    from limbo.analysis.loader import load
+
+    loaded = load([path])
+    for line in loaded.messages():
+        print(f"limbo: warning: {side}: {line}", file=sys.stderr)
+    return loaded.frame
+
+
+def run(args: argparse.Namespace) -> int:
+    from limbo.analysis.deps import require
+
+    require("compare")
+    from limbo.analysis import compare
+    from limbo.registry import load_plugin
+
+    for name in args.plugin:
+        load_plugin(name)
+    if args.run_b is None:
+        arms = compare.one_run(_load(args.run_a, "RUN_A"), args.by)
+    else:
+        arms = compare.two_runs(_load(args.run_a, "RUN_A"), _load(args.run_b, "RUN_B"),
+                                (str(args.run_a), str(args.run_b)), args.by)
+    pairs = compare.paired(arms)
+    if pairs.frame.empty:
+        raise UsageError(f"no episode of {arms.name_a} pairs with one of {arms.name_b} on "
+                         f"every field but {', '.join(arms.compared) or 'none'}; name the field "
+                         f"that differs with --by")
+    for table in (compare.metrics_table(arms, pairs), compare.pairing_table(arms, pairs)):
+        text = table.markdown() if args.format == "md" else table.csv()
+        print(text.replace("### Table 0: ", "### "))
+    return 0

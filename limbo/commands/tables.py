@@ -1,0 +1,98 @@
+"""``limbo tables``: regenerate the paper's tables from episode logs.
+
+Markdown to the terminal by default; with ``--out`` one file per table and format. Problems in
+the input (unparseable lines, unknown schema versions, duplicate episodes, empty directories)
+are reported one line each and the tables are built from everything else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from limbo.errors import UsageError
+
+FORMATS = ("md", "csv", "tex")
+SUFFIX = {"md": "md", "csv": "csv", "tex": "tex"}
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("tables", help="regenerate the paper's tables from episode logs")
+    p.add_argument("runs", nargs="+", type=Path, metavar="RUN_DIR",
+                   help="run directories and/or episodes*.jsonl files (any mix)")
+    p.add_argument("--out", type=Path, help="write table<N>.<format> files here")
+    p.add_argument("--table", action="append", type=int, metavar="N",
+                   help="only table N (repeatable; default: all)")
+    p.add_argument("--format", default="md", help="comma-separated: md, csv, tex (default md)")
+    add_common(p)
+
+
+def add_plugin(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--plugin", action="append", default=[],
+                   help="a plugin to load first (e.g. one that registers a fault)")
+
+
+def add_common(p: argparse.ArgumentParser) -> None:
+    """Options the tables and the figures share."""
+    p.add_argument("--weights", default="template", choices=("template", "instance", "none"),
+                   help="Kish weights within each reported cell: equal per task template "
+                        "(default), per task instance, or none")
+    add_plugin(p)
+
+
+def load_data(args: argparse.Namespace, command: str):  # noqa: ANN201 - analysis Data
+    """Check the extra, load plugins and the runs, report input problems; the Data."""
+    from limbo.analysis.deps import require
+
+    require(command)
+    from limbo.analysis.data import Data
+    from limbo.analysis.loader import load
+    from limbo.registry import load_plugin
+
+    for name in args.plugin:
+        load_plugin(name)
+    loaded = load(args.runs)
+    for line in loaded.messages():
+        print(f"limbo: warning: {line}", file=sys.stderr)
+    return Data(loaded, args.weights)
+
+
+def _formats(text: str) -> list[str]:
+    chosen = [f.strip() for f in text.split(",") if f.strip()]
+    bad = [f for f in chosen if f not in FORMATS]
+    if bad or not chosen:
+        raise UsageError(f"--format {text!r}: choose from {', '.join(FORMATS)} (comma-separated)")
+    return chosen
+
+
+def run(args: argparse.Namespace) -> int:
+    formats = _formats(args.format)
+    from limbo.analysis.deps import require
+
+    require("tables")
+    from limbo.analysis.tables import TABLES, build_safely
+
+    numbers = sorted(set(args.table or TABLES))
+    unknown = [n for n in numbers if n not in TABLES]
+    if unknown:
+        raise UsageError(f"no table {unknown[0]}; choose from {', '.join(map(str, TABLES))}")
+    if args.out is not None and args.out.exists() and not args.out.is_dir():
+        raise UsageError(f"--out {args.out} is a file; name a directory")
+    data = load_data(args, "tables")
+    tables, failed = build_safely(data, numbers)
+    for line in failed:
+        print(f"limbo: error: {line}", file=sys.stderr)
+    if args.out is None:
+        for table in tables:
+            for fmt in formats:
+                print({"md": table.markdown, "csv": table.csv, "tex": table.latex}[fmt]())
+    else:
+        args.out.mkdir(parents=True, exist_ok=True)
+        for table in tables:
+            for fmt in formats:
+                path = args.out / f"table{table.number}.{SUFFIX[fmt]}"
+                path.write_text({"md": table.markdown, "csv": table.csv,
+                                 "tex": table.latex}[fmt](), encoding="utf-8")
+                print(path)
+    return 1 if failed else 0
