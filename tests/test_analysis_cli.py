@@ -135,15 +135,20 @@ def test_a_failing_table_does_not_stop_the_others(run: Path, capsys, monkeypatch
     assert err.strip() == "limbo: error: table 5 could not be computed: ValueError: odd data"
 
 
-def without_extra(code: str, *args: str) -> subprocess.CompletedProcess:
-    """Run ``code`` in a fresh interpreter in which the analysis extra cannot be imported."""
-    block = "; ".join(f"sys.modules[{name!r}] = None" for name in BLOCKED)
+def without_extra(code: str, *args: str, blocked: tuple[str, ...] = BLOCKED):
+    """Run ``code`` in a fresh interpreter in which ``blocked`` modules cannot be imported."""
+    block = "; ".join(f"sys.modules[{name!r}] = None" for name in blocked)
     return subprocess.run([sys.executable, "-c", f"import sys; {block}; {code}", *args],
                           capture_output=True, text=True, timeout=600)
 
 
 def test_without_the_analysis_extra(run: Path, tmp_path: Path) -> None:
     entry = "from limbo.cli import main; sys.exit(main(sys.argv[1:]))"
+    only_pandas = without_extra(entry, "tables", str(run), blocked=("pandas",))
+    assert only_pandas.returncode == 2
+    assert only_pandas.stderr.strip().splitlines() == [
+        "limbo: error: limbo tables needs the 'analysis' extra (pandas is not importable): "
+        "pip install 'limbo-bench[analysis]'"]
     for command in ("tables", "figures", "compare"):
         done = without_extra(entry, command, str(run))
         assert done.returncode == 2, (command, done.stderr)

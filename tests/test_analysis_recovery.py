@@ -72,8 +72,6 @@ def test_only_the_first_focal_result_counts() -> None:
     ("policy/blind", "re-issue"), ("policy/verify", "read back"),
     ("policy/wait-verify", "wait"), ("policy/give-up", "escalate")])
 def test_reference_policies_show_their_scripted_behaviour(model: str, first: str) -> None:
-    record = run_episode(cell_for("charge_invoice", fault="timeout_pre", model=model,
-                                  contract="keys-everywhere" if model == "policy/keyed"
-                                  else "native"))
+    record = run_episode(cell_for("charge_invoice", fault="timeout_pre", model=model))
     found = classify(record["events"], record["cell"]["focal_write"], tool_kinds())
     assert found is not None and found.first == first
