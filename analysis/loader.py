@@ -71,15 +71,24 @@ class Reader:
     """A record's line → its event list."""
 
 
+def _typed(value: Any, types: tuple[type, ...], name: str) -> Any:
+    """``value`` if it has one of ``types`` (a bool is no number here), else ValueError: a
+    "false" string must not read as true."""
+    if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+        raise ValueError(f"{name!r} is {type(value).__name__}")
+    return value
+
+
 def _row_v1(cell: dict[str, Any], outcome: dict[str, Any]) -> Row:
-    row: Row = {name: cell[name] for name in CELL_FIELDS}
+    row: Row = {name: _typed(cell[name], (int,) if name in ("instance", "seed") else (str,),
+                             name) for name in CELL_FIELDS}
     for name in FLAGS:
-        row[name] = bool(outcome[name])
+        row[name] = _typed(outcome[name], (bool,), name)
     for name in NUMBERS:
         value = outcome[name]
-        row[name] = np.nan if value is None else float(value)
-    row["report_status"] = str(outcome["report_status"])
-    row["termination"] = str(outcome["termination"])
+        row[name] = np.nan if value is None else float(_typed(value, (int, float), name))
+    row["report_status"] = _typed(outcome["report_status"], (str,), "report_status")
+    row["termination"] = _typed(outcome["termination"], (str,), "termination")
     wclass = outcome.get("focal_write_class") or {}
     for name in ("idempotency", "read_path", "reversibility"):
         row[name] = str(wclass.get(name, "unknown"))
@@ -278,6 +287,12 @@ def load(paths: Sequence[Path | str]) -> Loaded:
             files.append(path)
             _read_file(builder, path, len(files) - 1)
     loaded = Loaded(builder.frame(), builder.problems, files)
+    unknown = loaded.frame.loc[loaded.frame["family"] == "unknown", "fault"]
+    if len(unknown):
+        modes = ", ".join(sorted(set(map(str, unknown))))
+        loaded.problems.append(Problem("unregistered fault mode", modes, f"{len(unknown)} "
+                                       f"episodes; no table can place them: load the plugin "
+                                       f"that registers the mode with --plugin"))
     if loaded.frame.empty:
         detail = "; ".join(loaded.messages()) or "the files are empty"
         raise UsageError(f"no episode records could be loaded from {', '.join(map(str, paths))}"

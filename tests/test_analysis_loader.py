@@ -80,6 +80,29 @@ def test_a_record_missing_a_field_is_unparseable_not_a_crash(tmp_path: Path, rec
     assert loaded.problems[0].kind == "unparseable" and "duplicate" in loaded.problems[0].detail
 
 
+@pytest.mark.parametrize("where,field,value", [
+    ("outcome", "duplicate", "false"), ("outcome", "tool_calls", True),
+    ("outcome", "agent_time_s", "12"), ("cell", "instance", "0"), ("cell", "model", None)])
+def test_a_field_of_the_wrong_type_is_unparseable(tmp_path: Path, records: list, where: str,
+                                                  field: str, value: object) -> None:
+    broken = json.loads(dumps(records[0]))
+    broken[where][field] = value
+    loaded = load([write(tmp_path / "episodes.jsonl", [dumps(broken) + "\n",
+                                                       dumps(records[1]) + "\n"])])
+    assert list(loaded.frame["episode_id"]) == [records[1]["episode_id"]]
+    assert loaded.problems[0].kind == "unparseable" and repr(field) in loaded.problems[0].detail
+
+
+def test_a_fault_mode_nobody_registered_is_reported(tmp_path: Path, records: list) -> None:
+    alien = json.loads(dumps(records[0]))
+    alien["cell"]["fault"] = "cosmic_ray"
+    alien["episode_id"] = "ep-alien"
+    loaded = load([write(tmp_path / "episodes.jsonl", [dumps(alien) + "\n"])])
+    assert len(loaded.frame) == 1 and loaded.frame["family"].iloc[0] == "unknown"
+    assert loaded.problems[0].kind == "unregistered fault mode"
+    assert "cosmic_ray" in loaded.messages()[0] and "--plugin" in loaded.messages()[0]
+
+
 def test_future_schema_is_reported_not_mixed_in(tmp_path: Path, records: list) -> None:
     future = dumps(records[0]).replace('"limbo.episode/1"', '"limbo.episode/2"', 1)
     loaded = load([write(tmp_path / "episodes.jsonl", [future + "\n", dumps(records[1]) + "\n"])])

@@ -63,7 +63,9 @@ def _share(result: Shapley, column: str, rows: pd.DataFrame) -> t.Entry:
     if rows[column].nunique() < 2:
         return t.Entry(t.EMPTY)
     value = result.share[column]
-    return t.Entry(t.EMPTY) if math.isnan(value) else t.Entry(f"{100 * value:.0f}", value)
+    if math.isnan(value):
+        return t.Entry(t.EMPTY)
+    return t.Entry(f"{max(100 * value, 0.0):.0f}", value)  # no "-0" from rounding noise
 
 
 def shapley_for(data: Data, block: str, rows: pd.DataFrame, column: str) -> Shapley:
