@@ -71,6 +71,16 @@ def test_a_bad_line_is_reported_and_the_rest_loaded(tmp_path: Path, records: lis
     assert any("4 unparseable" in m for m in loaded.messages())
 
 
+def test_a_line_cut_after_the_outcome_is_not_a_record(tmp_path: Path, records: list) -> None:
+    """Cell and outcome decode, but the record is incomplete: the fast path does not take it."""
+    text = dumps(records[0])
+    cut = text[:text.index('"report": ')] + "\n"
+    crlf = dumps(records[1]) + "\r\n"
+    loaded = load([write(tmp_path / "episodes.jsonl", [cut, crlf])])
+    assert list(loaded.frame["episode_id"]) == [records[1]["episode_id"]]
+    assert loaded.problems[0].kind == "unparseable" and loaded.problems[0].where.endswith(":1")
+
+
 def test_a_record_missing_a_field_is_unparseable_not_a_crash(tmp_path: Path, records) -> None:
     broken = json.loads(dumps(records[0]))
     del broken["outcome"]["duplicate"]
@@ -159,7 +169,7 @@ def test_events_are_decoded_only_on_request(tmp_path: Path, records: list) -> No
     shuffled = [dumps(r) + "\n" for r in records]
     random.Random(3).shuffle(shuffled)
     loaded = load([write(tmp_path / "episodes.jsonl", shuffled)])
-    events = loaded.events(loaded.frame.iloc[[4, 1]])
+    events = loaded.each_events(loaded.frame.iloc[[4, 1]], lambda _, found: list(found))
     by_id = {r["episode_id"]: r["events"] for r in records}
     for index, got in events.items():
         assert got == by_id[loaded.frame.loc[index, "episode_id"]]
