@@ -170,3 +170,14 @@ def test_without_the_analysis_extra(run: Path, tmp_path: Path) -> None:
     assert core.returncode == 0, core.stderr
     assert json.loads((tmp_path / "core" / "episodes.jsonl").read_text().splitlines()[0])
     assert without_extra("import limbo, limbo.cli; print('ok')").stdout.strip() == "ok"
+
+
+def test_errored_episodes_are_counted_not_rated(run: Path, tmp_path: Path, capsys) -> None:
+    records = [json.loads(line) for line in lines(run / "episodes.jsonl")]
+    first = next(r for r in records if r["cell"]["fault"] == "timeout_post")
+    first["outcome"]["termination"] = "infra_error"
+    (tmp_path / "episodes.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    code, out, err = cli(capsys, "tables", str(tmp_path), "--table", "3")
+    assert code == 0, err
+    assert f"{len(records)} episodes; excluded from rates: 1 ended in infra_error" in out
+    assert int(out.split("| all models |")[1].split("|")[-2]) == len(records) - 1
