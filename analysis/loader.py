@@ -20,7 +20,8 @@ whatever its name. What it refuses to mix in, each reported with file and line, 
 Each known schema version is one entry of :data:`SCHEMAS`: a reader that turns a line into the
 analysis row. The fast path decodes only ``cell`` and ``outcome`` (records keep a fixed key
 order, so both are found by offset); anything unexpected falls back to a full parse. The event
-log is decoded later, and only for the rows that need it (:meth:`Loaded.events`).
+log is decoded later, lazily, and only for the rows that need it (:meth:`Loaded.each_events`).
+Fault modes no registered plugin defines are reported too (``unregistered fault mode``).
 """
 
 from __future__ import annotations
@@ -53,7 +54,8 @@ class Problem:
     """One thing in the input that was not loaded as given."""
 
     kind: str
-    """``unparseable``, ``unknown schema``, ``duplicate``, ``conflict`` or ``no records``."""
+    """``unparseable``, ``unknown schema``, ``duplicate``, ``conflict``, ``no records`` or
+    ``unregistered fault mode``."""
     where: str
     """``file:line`` (or the directory)."""
     detail: str
