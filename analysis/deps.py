@@ -10,14 +10,15 @@ import importlib
 from limbo.errors import UsageError
 
 EXTRA_MODULES = ("numpy", "pandas", "scipy", "statsmodels", "matplotlib")
+NEEDS = {"tables": EXTRA_MODULES[:4], "figures": EXTRA_MODULES, "compare": EXTRA_MODULES[:3]}
+"""What each command imports (``tables`` never draws, so it does not pay for matplotlib)."""
 INSTALL_HINT = "pip install 'limbo-bench[analysis]'"
 
 
 def require(command: str) -> None:
-    """Import every module of the extra; a :class:`UsageError` naming the extra if one fails.
-
-    Importing (not just finding) catches a half-installed package too."""
-    for name in EXTRA_MODULES:
+    """Import the modules of the extra that ``command`` uses; a :class:`UsageError` naming the
+    extra if one fails. Importing (not just finding) catches a half-installed package too."""
+    for name in NEEDS.get(command, EXTRA_MODULES):
         try:
             importlib.import_module(name)
         except ImportError:
