@@ -242,7 +242,10 @@ def gee_odds_ratio(y: Sequence[float] | Array, x: Sequence[float] | Array,
     """Population-averaged odds ratio of binary ``x`` from a logit GEE clustered by
     ``groups`` (exchangeable working correlation, robust sandwich SE, z-test). Refuses one
     cluster and a separated arm; notes fewer than 20 clusters."""
-    import statsmodels.api as sm
+    # The modules themselves: statsmodels.api would also import its plotting (matplotlib).
+    from statsmodels.genmod import cov_struct as structures
+    from statsmodels.genmod.families import Binomial
+    from statsmodels.genmod.generalized_estimating_equations import GEE
 
     y, x = np.asarray(y, dtype=float), np.asarray(x, dtype=float)
     codes = np.unique(np.asarray(groups, dtype=object).astype(str), return_inverse=True)[1]
@@ -253,10 +256,10 @@ def gee_odds_ratio(y: Sequence[float] | Array, x: Sequence[float] | Array,
     if sep:
         return _not_estimable(clusters, sep)
     order = np.argsort(codes, kind="stable")
-    structure = {"exchangeable": sm.cov_struct.Exchangeable,
-                 "independence": sm.cov_struct.Independence}[cov_struct]()
-    model = sm.GEE(y[order], sm.add_constant(x[order], has_constant="add"), groups=codes[order],
-                   family=sm.families.Binomial(), cov_struct=structure)
+    structure = {"exchangeable": structures.Exchangeable,
+                 "independence": structures.Independence}[cov_struct]()
+    design = np.column_stack([np.ones(len(x)), x[order]])
+    model = GEE(y[order], design, groups=codes[order], family=Binomial(), cov_struct=structure)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         res = model.fit(maxiter=500, ctol=1e-10, cov_type=cov_type)
