@@ -181,3 +181,22 @@ def test_errored_episodes_are_counted_not_rated(run: Path, tmp_path: Path, capsy
     assert code == 0, err
     assert f"{len(records)} episodes; excluded from rates: 1 ended in infra_error" in out
     assert int(out.split("| all models |")[1].split("|")[-2]) == len(records) - 1
+
+
+def test_a_second_harness_adds_its_rows_and_the_e3_block(run: Path, tmp_path: Path,
+                                                         capsys) -> None:
+    """No production harness runs here yet, so a copy of the run relabelled as ``codex`` (a
+    harness that behaves exactly like the minimal one) exercises the multi-harness paths."""
+    records = [json.loads(line) for line in lines(run / "episodes.jsonl")]
+    for r in records:
+        r["cell"]["harness"] = "codex"
+        r["episode_id"] += "-codex"
+    (tmp_path / "episodes.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    code, out, err = cli(capsys, "tables", str(run), str(tmp_path), "--table", "4",
+                         "--table", "8")
+    assert code == 0, err
+    table4, table8 = out.split("### Table 8")
+    assert "| E3 | harness share (%) | 0 |" in table4  # identical behaviour explains nothing
+    assert "| E3 | episodes |" in table4 and "E3 block omitted" not in table4
+    assert "| codex | policy/verify |" in table8 and "| minimal | policy/verify |" in table8
+    assert "No episodes for copilot, claude-code, hermes" in table8
