@@ -150,18 +150,21 @@ class Loaded:
     problems: list[Problem]
     files: list[Path]
 
-    def events(self, rows: pd.DataFrame) -> dict[Any, list[dict[str, Any]]]:
-        """The event log of each row of ``rows`` (a slice of :attr:`frame`), by index."""
-        out: dict[Any, list[dict[str, Any]]] = {}
+    def records(self, rows: pd.DataFrame) -> Iterator[tuple[Any, dict[str, Any]]]:
+        """(index, full record) of each row of ``rows`` (a slice of :attr:`frame`), read in
+        file order by the offsets the load kept."""
         ordered = rows.sort_values(["file", "offset"])
         for file_no, group in ordered.groupby("file", sort=False, observed=True):
             with self.files[int(file_no)].open("rb") as fh:
                 for index, offset, length in zip(group.index, group["offset"], group["length"],
                                                  strict=True):
                     fh.seek(int(offset))
-                    record = json.loads(fh.read(int(length)))
-                    out[index] = SCHEMAS[record["schema"]].events(record)
-        return out
+                    yield index, json.loads(fh.read(int(length)))
+
+    def events(self, rows: pd.DataFrame) -> dict[Any, list[dict[str, Any]]]:
+        """The event log of each row of ``rows`` (a slice of :attr:`frame`), by index."""
+        return {index: SCHEMAS[record["schema"]].events(record)
+                for index, record in self.records(rows)}
 
     def messages(self) -> list[str]:
         """One line per kind of problem: how many, and where the first ones are."""
