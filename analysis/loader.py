@@ -121,6 +121,8 @@ def _fast(text: str) -> Parsed | None:
         return None
     if not (isinstance(cell, dict) and isinstance(outcome, dict) and "fault_fired" in outcome):
         return None
+    if "\\" in schema or "\\" in episode_id:  # an escape: the string may go on past that quote
+        return None
     return schema, episode_id, cell, outcome
 
 

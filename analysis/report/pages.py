@@ -31,8 +31,9 @@ _SHELL = Template("""<!doctype html>
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<meta http-equiv="Content-Security-Policy" content="default-src 'self' 'unsafe-inline' data: blob:">
+<meta http-equiv="Content-Security-Policy" content="default-src 'self' data: blob:">
 <title>$title</title>
+<link rel="icon" href="data:,">
 <link rel="stylesheet" href="assets/style.css">
 </head>
 <body data-page="$page">

@@ -208,7 +208,10 @@
         } }, label(n), L.el("span", { class: "arrow", "aria-hidden": "true",
           text: sorted ? (desc ? " ▼" : " ▲") : "" })));
     });
+    const focused = document.activeElement && document.activeElement.classList.contains("sort")
+      ? document.activeElement.dataset.column : null;
     thead.replaceChildren(L.el("tr", null, cells));
+    if (focused) thead.querySelector('button[data-column="' + focused + '"]').focus();
   }
 
   function body(rows) {
