@@ -42,11 +42,17 @@ class Drawn:
     absent: str = ""
 
 
-def _new(width: float, height: float, panels: int = 1) -> tuple[Figure, list]:
+def _new(width: float, height: float, panels: int = 1, columns: int | None = None,
+         **shared: bool) -> tuple[Figure, list]:
+    """A figure on the Agg canvas with ``panels`` axes in rows of ``columns``."""
     fig = Figure(figsize=(width, height), dpi=110, layout="constrained")
     FigureCanvasAgg(fig)
-    axes = fig.subplots(1, panels, squeeze=False)[0]
-    return fig, list(axes)
+    columns = columns or panels
+    rows = -(-panels // columns)
+    axes = list(fig.subplots(rows, columns, squeeze=False, **shared).flat)
+    for ax in axes[panels:]:
+        ax.set_visible(False)
+    return fig, axes[:panels]
 
 
 def _mode_columns(modes: set[str], groups: dict[str, str]) -> list[str]:
@@ -76,10 +82,17 @@ def figure2(data: Data) -> Drawn:
                 color="white" if value > 80 else "black")
     ax.set_xticks(range(len(modes)), modes, rotation=45, ha="right", fontsize=8)
     ax.set_yticks(range(len(models)), models, fontsize=8)
-    for j in range(1, len(modes)):
-        if groups.get(modes[j]) != groups.get(modes[j - 1]):
+    starts = [j for j in range(len(modes)) if j == 0 or groups.get(modes[j]) !=
+              groups.get(modes[j - 1])]
+    for j, end in zip(starts, [*starts[1:], len(modes)], strict=True):
+        if j:
             ax.axvline(j - 0.5, color="black", linewidth=1.5)
-    ax.set_title("Figure 2: duplicate rate (%) by model and fault mode (E1)", fontsize=10)
+        name = {"-": "no equivalent", "server_error": "server error"}.get(
+            groups.get(modes[j], "-"), groups.get(modes[j], "-"))
+        ax.text((j + end - 1) / 2, -0.7, name, ha="center", va="bottom", fontsize=8,
+                style="italic")
+    ax.set_title("Figure 2: duplicate rate (%) by model and fault mode (E1); columns grouped "
+                 "by what the agent observes", fontsize=10, pad=18)
     return Drawn(2, fig)
 
 
@@ -115,33 +128,42 @@ def figure3(data: Data) -> Drawn:
     _bars(ax, frame, classes, sorted(frame["series"].unique()))
     ax.set_ylabel("duplicate rate (%)")
     ax.set_ylim(0, 105)
-    ax.legend(fontsize=7, ncols=2)
+    fig.legend(fontsize=7, ncols=min(5, len(frame["series"].unique())), loc="outside lower center")
     ax.set_title("Figure 3: duplicates under committed faults by contract class (E1)",
                  fontsize=10)
     return Drawn(3, fig)
 
 
-def _wait_panel(data: Data, ax, rows: pd.DataFrame, title: str) -> None:
+CONDITION_MARKERS = {"vanilla": "v", "guard": ">", "state-oracle": "D", "outcome-oracle": "*"}
+
+
+def _wait_points(data: Data, rows: pd.DataFrame) -> pd.DataFrame:
     points = []
     for (contract, condition), cell in rows.groupby(["contract", "condition"], observed=True):
-        points.append((contract, condition, data.mean(cell, "agent_time_s") / 60,
+        points.append((str(contract), str(condition), data.mean(cell, "agent_time_s") / 60,
                        100 * data.rate(cell, "exactly_once").rate))
-    frame = pd.DataFrame(points, columns=["contract", "condition", "time", "eos"])
-    native = frame[frame["contract"] == "native"].set_index("condition")
-    waits = [c for c in wait_order(set(native.index)) if c.startswith("wait-")]
-    if waits:
-        ax.plot(native.loc[waits, "time"], native.loc[waits, "eos"], "o-", color="black",
-                label="wait-then-verify (native)")
-    others = frame[~((frame["contract"] == "native") & frame["condition"].isin(waits))]
-    for k, (_, p) in enumerate(others.iterrows()):
-        keys = p["contract"] != "native"
-        ax.scatter(p["time"], p["eos"], marker="*" if keys else MARKERS[1 + k % 10],
-                   s=90 if keys else 40, facecolor="white" if keys else "0.5",
-                   edgecolor="black", zorder=3)
-    for _, p in frame.iterrows():
-        tag = p["condition"] + (" (keys)" if p["contract"] != "native" else "")
-        ax.annotate(tag, (p["time"], p["eos"]), fontsize=6, xytext=(3, 3),
-                    textcoords="offset points")
+    return pd.DataFrame(points, columns=["contract", "condition", "time", "eos"])
+
+
+def _wait_panel(data: Data, ax, rows: pd.DataFrame, title: str) -> None:
+    """One line per contract through the wait conditions (labelled with Δ), and a marker per
+    other condition: grey under the native contract, white with keys everywhere."""
+    frame = _wait_points(data, rows)
+    styles = {"native": ("o-", "0.3"), "keys-everywhere": ("s--", "white")}
+    for contract, part in frame.groupby("contract"):
+        part = part.set_index("condition")
+        waits = [c for c in wait_order(set(part.index)) if c.startswith("wait-")]
+        style, fill = styles.get(contract, ("^:", "0.7"))
+        if waits:
+            ax.plot(part.loc[waits, "time"], part.loc[waits, "eos"], style, color="black",
+                    markerfacecolor=fill, label=f"wait-Δ, {contract}")
+            for c in waits:
+                ax.annotate(f"{c[5:]} s", (part.loc[c, "time"], part.loc[c, "eos"]),
+                            fontsize=6, xytext=(4, -9), textcoords="offset points")
+        for condition, p in part.drop(index=waits).iterrows():
+            ax.scatter(p["time"], p["eos"], marker=CONDITION_MARKERS.get(condition, "P"), s=60,
+                       facecolor=fill, edgecolor="black", zorder=3,
+                       label=f"{condition}, {contract}")
     ax.set_xscale("log")
     ax.set_xlabel("mean agent time (sim minutes, log)")
     ax.set_title(title, fontsize=9)
@@ -152,40 +174,46 @@ def figure4(data: Data) -> Drawn:
     rows = E5.of(data.rated)
     if rows.empty:
         return Drawn(4, None, E5.absent())
-    fig, axes = _new(11, 4.6, panels=2)
+    fig, axes = _new(11, 5.2, panels=2, sharey=True)
     for ax, (mode, title) in zip(axes, ((FIXED, "fixed 90 s delay"),
                                         (TAIL, "heavy-tailed delay")), strict=True):
         _wait_panel(data, ax, rows[rows["fault"] == mode], title)
     axes[0].set_ylabel("exactly-once success (%)")
-    if axes[0].get_legend_handles_labels()[0]:
-        axes[0].legend(fontsize=7, loc="lower right")
-    fig.suptitle("Figure 4: waiting versus keys under late commits (E5); ★ = keys everywhere",
-                 fontsize=10)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=7, ncols=4, loc="outside lower center")
+    fig.suptitle("Figure 4: waiting versus keys under late commits (E5)", fontsize=10)
     return Drawn(4, fig)
 
 
 def figure5(data: Data) -> Drawn:
-    """EOS against mean tool calls per condition and model (E2, native); marker area ∝ dup."""
+    """EOS against mean tool calls per condition, one panel per model (E2, native); the grey
+    disc's area is proportional to the duplicate rate."""
     rows = E2.of(data.rated)
     rows = rows[(rows["contract"] == "native") & (rows["fault"] != "none")]
     if rows.empty:
         return Drawn(5, None, E2.absent())
-    fig, (ax,) = _new(7.5, 5)
+    models = sorted(rows["model"].unique())
     conditions = ordered(rows["condition"].unique())
-    for k, condition in enumerate(conditions):
-        for model, cell in rows[rows["condition"] == condition].groupby("model", observed=True):
+    columns = min(3, len(models))
+    fig, axes = _new(3.8 * columns, 3.2 * -(-len(models) // columns) + 0.8, len(models),
+                     columns, sharex=True, sharey=True)
+    for ax, model in zip(axes, models, strict=True):
+        for k, condition in enumerate(conditions):
+            cell = rows[(rows["model"] == model) & (rows["condition"] == condition)]
+            if cell.empty:
+                continue
             x, y = data.mean(cell, "tool_calls"), 100 * data.rate(cell, "exactly_once").rate
-            dup = data.rate(cell, "duplicate").rate
-            ax.scatter(x, y, s=800 * dup, facecolor="0.85", edgecolor="0.4", alpha=0.6)
-            ax.scatter(x, y, s=22, marker=MARKERS[k % len(MARKERS)], color="black",
-                       label=condition if model == sorted(cell["model"])[0] else None)
-    handles, labels = ax.get_legend_handles_labels()
-    unique = dict(zip(labels, handles, strict=True))
-    ax.legend(unique.values(), unique.keys(), fontsize=7, title="condition", title_fontsize=7)
-    ax.set_xlabel("mean tool calls per episode")
-    ax.set_ylabel("exactly-once success (%)")
-    ax.set_title("Figure 5: EOS vs tool calls per condition and model (E2); grey disc area ∝ "
-                 "duplicate rate", fontsize=9)
+            ax.scatter(x, y, s=900 * data.rate(cell, "duplicate").rate, facecolor="0.85",
+                       edgecolor="0.5")
+            ax.scatter(x, y, s=24, marker=MARKERS[k % len(MARKERS)], color="black",
+                       label=condition)
+        ax.set_title(model, fontsize=8)
+        ax.set_xlabel("mean tool calls per episode", fontsize=8)
+        ax.set_ylabel("EOS (%)", fontsize=8)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=7, ncols=5, loc="outside lower center")
+    fig.suptitle("Figure 5: EOS vs tool calls per condition (E2, native); grey disc area ∝ "
+                 "duplicate rate", fontsize=10)
     return Drawn(5, fig)
 
 
@@ -218,7 +246,8 @@ def figure6(data: Data) -> Drawn:
                             (axes[1], rows[~not_run], "committed (timeout_post, late, stale)")):
         shares = part.groupby("model", observed=True)["behaviour"].value_counts(normalize=True)
         _behaviour_panel(ax, shares.unstack(fill_value=0.0).to_dict(), models, title)
-    axes[1].legend(fontsize=7, loc="lower right")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=7, ncols=len(BEHAVIOURS), loc="outside lower center")
     fig.suptitle("Figure 6: first action after the focal timeout, by model (E1)", fontsize=10)
     return Drawn(6, fig)
 

@@ -67,8 +67,8 @@ class Reader:
 
     row: Callable[[dict[str, Any], dict[str, Any]], Row]
     """(cell, outcome) → the row's cell and outcome fields."""
-    events: Callable[[dict[str, Any]], list[dict[str, Any]]]
-    """A full record → its event list."""
+    events: Callable[[str], list[dict[str, Any]]]
+    """A record's line → its event list."""
 
 
 def _row_v1(cell: dict[str, Any], outcome: dict[str, Any]) -> Row:
@@ -86,8 +86,21 @@ def _row_v1(cell: dict[str, Any], outcome: dict[str, Any]) -> Row:
     return row
 
 
+def _events_v1(text: str) -> list[dict[str, Any]]:
+    """The event list, decoded by offset (it follows ``report``); a full parse otherwise."""
+    start = text.find('"events": [', text.find('"report": '))
+    if start >= 0:
+        try:
+            events, _ = _DECODER.raw_decode(text, start + 10)
+            if isinstance(events, list):
+                return events
+        except json.JSONDecodeError:
+            pass
+    return list(json.loads(text)["events"])
+
+
 SCHEMAS: dict[str, Reader] = {
-    "limbo.episode/1": Reader(row=_row_v1, events=lambda record: list(record["events"])),
+    "limbo.episode/1": Reader(row=_row_v1, events=_events_v1),
 }
 """Known record versions. A new version is one entry: a reader mapping it to the same row."""
 
@@ -152,21 +165,26 @@ class Loaded:
     problems: list[Problem]
     files: list[Path]
 
-    def records(self, rows: pd.DataFrame) -> Iterator[tuple[Any, dict[str, Any]]]:
-        """(index, full record) of each row of ``rows`` (a slice of :attr:`frame`), read in
-        file order by the offsets the load kept."""
+    def lines(self, rows: pd.DataFrame) -> Iterator[tuple[Any, str, str]]:
+        """(index, schema, the record's line) of each row of ``rows`` (a slice of
+        :attr:`frame`), read in file order by the offsets the load kept."""
         ordered = rows.sort_values(["file", "offset"])
         for file_no, group in ordered.groupby("file", sort=False, observed=True):
             with self.files[int(file_no)].open("rb") as fh:
-                for index, offset, length in zip(group.index, group["offset"], group["length"],
-                                                 strict=True):
+                for index, offset, length, schema in zip(group.index, group["offset"],
+                                                         group["length"], group["schema"],
+                                                         strict=True):
                     fh.seek(int(offset))
-                    yield index, json.loads(fh.read(int(length)))
+                    yield index, schema, fh.read(int(length)).decode("utf-8")
+
+    def records(self, rows: pd.DataFrame) -> Iterator[tuple[Any, dict[str, Any]]]:
+        """(index, full record) of each row of ``rows``, in file order."""
+        for index, _, text in self.lines(rows):
+            yield index, json.loads(text)
 
     def events(self, rows: pd.DataFrame) -> dict[Any, list[dict[str, Any]]]:
         """The event log of each row of ``rows`` (a slice of :attr:`frame`), by index."""
-        return {index: SCHEMAS[record["schema"]].events(record)
-                for index, record in self.records(rows)}
+        return {index: SCHEMAS[schema].events(text) for index, schema, text in self.lines(rows)}
 
     def messages(self) -> list[str]:
         """One line per kind of problem: how many, and where the first ones are."""
@@ -201,7 +219,7 @@ class _Builder:
         except (KeyError, TypeError, ValueError) as exc:
             self.problems.append(Problem("unparseable", where, f"missing or bad field {exc}"))
             return
-        row["episode_id"] = episode_id
+        row["episode_id"], row["schema"] = episode_id, schema
         row["file"], row["line"], row["offset"], row["length"] = loc
         self._keep(row, where, (cell, outcome))
 
@@ -225,13 +243,14 @@ class _Builder:
 
 
 _COLUMNS = ["episode_id", *CELL_FIELDS, *FLAGS, *NUMBERS, "report_status", "termination",
-            "idempotency", "read_path", "reversibility", "file", "line", "offset", "length"]
+            "idempotency", "read_path", "reversibility", "schema", "file", "line", "offset",
+            "length"]
 
 
 def _lines(path: Path) -> Iterator[tuple[int, int, bytes]]:
     """(line number, byte offset, bytes) of each line."""
     offset = 0
-    with path.open("rb") as fh:
+    with path.open("rb", buffering=1 << 20) as fh:
         for number, line in enumerate(fh, start=1):
             yield number, offset, line
             offset += len(line)
@@ -300,18 +319,21 @@ def fault_info() -> dict[str, tuple[str, str | None, tuple[str, ...]]]:
 
 def derive(frame: pd.DataFrame) -> pd.DataFrame:
     """Add the columns every table uses: family, group, contract class, error, rated."""
-    info = fault_info()
-    frame["family"] = [info.get(f, ("unknown", None, ()))[0] for f in frame["fault"]]
-    frame["group"] = [info.get(f, ("unknown", None, ()))[1] or "-" for f in frame["fault"]]
-    frame["contract_class"] = [contract_class(i, r) for i, r in
-                               zip(frame["idempotency"], frame["read_path"], strict=True)]
-    frame["error"] = frame["termination"].isin(ERROR_TERMINATIONS)
-    frame["rated"] = frame["fault_fired"].astype(bool) & ~frame["error"]
     for name in FLAGS:
         frame[name] = frame[name].astype(bool)
     frame["instance"] = frame["instance"].astype(int)
-    for name in CATEGORIES:  # a few levels each: filters and groupings work on integer codes
+    for name in (*CATEGORIES[:-3], "schema"):  # few levels: filters and groups use int codes
         frame[name] = pd.Categorical(frame[name].astype(str))
+    info = fault_info()
+    unknown = ("unknown", None, ())
+    frame["family"] = frame["fault"].map(lambda f: info.get(f, unknown)[0]).astype("category")
+    frame["group"] = frame["fault"].map(lambda f: info.get(f, unknown)[1] or "-").astype(
+        "category")
+    pairs = frame["idempotency"].astype(str) + "|" + frame["read_path"].astype(str)
+    frame["contract_class"] = pd.Categorical(pairs.map(
+        lambda key: contract_class(*key.split("|", 1))))
+    frame["error"] = frame["termination"].isin(ERROR_TERMINATIONS)
+    frame["rated"] = frame["fault_fired"] & ~frame["error"]
     return frame
 
 

@@ -113,15 +113,16 @@ def discordant(a: Sequence[bool] | Array, b: Sequence[bool] | Array) -> tuple[in
 
 
 def holm(pvalues: Sequence[float] | Array) -> Array:
-    """Holm step-down adjusted p-values (``multipletests(method="holm")``, not its default
-    Holm–Šidák). NaN entries stay NaN and are not counted in the family size."""
-    from statsmodels.stats.multitest import multipletests
-
+    """Holm's step-down adjustment: sorted ascending, adj₍ᵢ₎ = min(1, maxⱼ≤ᵢ (m − j + 1)·p₍ⱼ₎),
+    mapped back to the input order — what ``multipletests(method="holm")`` computes (not its
+    default Holm–Šidák). NaN entries stay NaN and are not counted in the family size m."""
     p = np.asarray(pvalues, dtype=float)
     out = np.full(p.shape, np.nan)
-    ok = ~np.isnan(p)
-    if ok.any():
-        out[ok] = multipletests(p[ok], alpha=0.05, method="holm")[1]
+    ok = np.flatnonzero(~np.isnan(p))
+    order = ok[np.argsort(p[ok], kind="stable")]
+    m = len(order)
+    scaled = (m - np.arange(m)) * p[order]
+    out[order] = np.minimum(1.0, np.maximum.accumulate(scaled))
     return out
 
 

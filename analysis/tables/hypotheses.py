@@ -75,12 +75,14 @@ def _evidence(result: OddsRatio) -> int:
     return 0 if math.isnan(lo) else (1 if lo > 1 else (-1 if hi < 1 else 0))
 
 
-def _odds(rows: pd.DataFrame, x: np.ndarray) -> tuple[list[str], int]:
-    """GEE and mixed-effects odds ratios (Firth when an arm is separated): texts, evidence."""
+def _odds(rows: pd.DataFrame, x: np.ndarray, mixed: bool) -> tuple[list[str], int]:
+    """The GEE odds ratio, the mixed-effects one if ``mixed``, and Firth's when an arm is
+    separated: their texts, and the evidence for OR > 1."""
     y = rows["duplicate"].to_numpy(float)
     gee = gee_odds_ratio(y, x, rows["template"])
-    glmm = _glmm(y, x, rows["template"])
-    texts = [_or(glmm, "mixed-effects"), _or(gee, f"GEE (G={gee.clusters})")]
+    texts = [_or(gee, f"GEE (G={gee.clusters})")]
+    if mixed:
+        texts.insert(0, _or(_glmm(y, x, rows["template"]), "mixed-effects"))
     best = gee
     if math.isnan(gee.beta) and "separation" in gee.note:
         best = _firth(y, x)
@@ -101,7 +103,7 @@ def h1(data: Data) -> Finding:
     if rows.empty or x.min() == x.max():
         return prediction, "no E1 committed-fault episodes of both kinds of write", "untested", 0
     risky, other = data.rate(rows[x == 1], "duplicate"), data.rate(rows[x == 0], "duplicate")
-    texts, evidence = _odds(rows, x)
+    texts, evidence = _odds(rows, x, mixed=True)
     result = f"dup {_pct(risky)} vs {_pct(other)}; " + "; ".join(texts)
     return prediction, result, _verdict(risky.rate >= 0.10 and evidence > 0,
                                         risky.rate < 0.10 or evidence < 0), len(rows)
@@ -149,9 +151,8 @@ def h3(data: Data) -> Finding:
     if rows.empty or x.min() == x.max():
         return prediction, "no verified E1 episodes on both read paths", "untested", len(rows)
     eventual, strong = data.rate(rows[x == 1], "duplicate"), data.rate(rows[x == 0], "duplicate")
-    texts, evidence = _odds(rows, x)
-    result = f"dup eventual {_pct(eventual)} vs strong {_pct(strong)}; {texts[1]}"
-    result += "; " + texts[2] if len(texts) > 2 else ""
+    texts, evidence = _odds(rows, x, mixed=False)
+    result = f"dup eventual {_pct(eventual)} vs strong {_pct(strong)}; " + "; ".join(texts)
     return prediction, result, _verdict(evidence > 0, evidence < 0), len(rows)
 
 

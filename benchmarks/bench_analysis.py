@@ -1,0 +1,94 @@
+"""The paper's scale for analysis: load at least 25,930 episodes and produce every table.
+
+    python benchmarks/bench_analysis.py [--runs RUN_DIR ...] [--repeat 3]
+
+Without ``--runs`` it first runs a mix of the built-in grids (e1, e1s, e2k, e5, e6 over the reference
+policies, two workers) into a temporary directory. It then prints, for each repeat, the time
+to load the records (fast path: cell and outcome only), the time to build every table (fits
+included), their total, and the wall time of the whole ``limbo tables`` command (interpreter
+start and imports included). Target on a 2-core machine: load + all tables ≤ 5 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+PAPER_EPISODES = 25_930
+MIX = ("e1", "e1s", "e2k", "e5", "e6")  # 26,760 distinct episodes; every table has data
+
+
+def generate(root: Path) -> list[Path]:
+    limbo = str(Path(sys.executable).parent / "limbo")
+    runs = []
+    for grid in MIX:
+        out = root / grid
+        subprocess.run([limbo, "run", grid, "--out", str(out), "--workers", "2", "--quiet"],
+                       check=True, capture_output=True)
+        runs.append(out)
+    return runs
+
+
+def once(runs: list[Path]) -> tuple[int, float, float, dict[int, float]]:
+    from limbo.analysis.data import Data
+    from limbo.analysis.loader import load
+    from limbo.analysis.tables import TABLES
+
+    start = time.perf_counter()
+    loaded = load(runs)
+    loaded_at = time.perf_counter()
+    data = Data(loaded)
+    per_table = {}
+    for number, build in TABLES.items():
+        begin = time.perf_counter()
+        build(data)
+        per_table[number] = time.perf_counter() - begin
+    return len(loaded.frame), loaded_at - start, time.perf_counter() - loaded_at, per_table
+
+
+def cli_wall(runs: list[Path]) -> float:
+    limbo = str(Path(sys.executable).parent / "limbo")
+    start = time.perf_counter()
+    subprocess.run([limbo, "tables", *map(str, runs)], check=True, capture_output=True)
+    return time.perf_counter() - start
+
+
+def report(runs: list[Path], repeat: int) -> None:
+    import limbo.analysis.tables  # noqa: F401 - imports timed apart from the work
+
+    totals = []
+    for i in range(repeat):
+        episodes, load_s, fit_s, per_table = once(runs)
+        if episodes < PAPER_EPISODES:
+            raise SystemExit(f"only {episodes} episodes loaded; need {PAPER_EPISODES}")
+        totals.append(load_s + fit_s)
+        slowest = sorted(per_table.items(), key=lambda kv: -kv[1])[:3]
+        print(f"run {i + 1}: {episodes} episodes  load {load_s:5.2f} s  tables {fit_s:5.2f} s  "
+              f"total {load_s + fit_s:5.2f} s  (slowest: "
+              + ", ".join(f"table {n} {s:.2f} s" for n, s in slowest) + ")")
+    print(f"load + all tables: best {min(totals):.2f} s, median {statistics.median(totals):.2f} s"
+          f" (target <= 5 s)")
+    print(f"`limbo tables` end to end (interpreter start and imports included): "
+          f"{cli_wall(runs):.2f} s")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", nargs="+", type=Path)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    if args.runs:
+        report(args.runs, args.repeat)
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        print(f"running grids {', '.join(MIX)} (reference policies, two workers) ...")
+        report(generate(Path(tmp)), args.repeat)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,169 @@
+"""``limbo tables`` / ``figures`` with bad input: one clear line each, and the other tables are
+still produced. And the core without the ``analysis`` extra."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from limbo.cli import main
+
+LIMBO = str(Path(sys.executable).parent / "limbo")
+BLOCKED = ("numpy", "pandas", "scipy", "statsmodels", "matplotlib")
+
+
+def limbo(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([LIMBO, *args], capture_output=True, text=True, timeout=600, cwd=cwd,
+                          env={**os.environ})
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small E1-shaped run (no plain condition, so Table 10 has no pairs)."""
+    out = tmp_path_factory.mktemp("cli") / "run"
+    done = limbo("run", "e1", "--template", "charge_invoice", "--template", "import_batch",
+                 "--out", str(out), "--quiet")
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+def cli(capsys, *args: str) -> tuple[int, str, str]:
+    """``limbo ARGS`` in this process: (exit code, stdout, stderr)."""
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def lines(path: Path) -> list[str]:
+    return path.read_text().splitlines(keepends=True)
+
+
+def test_tables_print_markdown_and_say_what_is_absent(run: Path) -> None:
+    done = limbo("tables", str(run))
+    assert done.returncode == 0, done.stderr
+    assert "### Table 3: E1 results by model" in done.stdout
+    assert "| policy/verify |" in done.stdout
+    table10 = done.stdout.split("### Table 10")[1].split("###")[0]
+    assert "No data" in table10 and "`limbo run e6`" in table10
+    table13 = done.stdout.split("### Table 13")[1]
+    assert "No data" in table13 and "`limbo run e2`" in table13 and "0.0" not in table13
+    table8 = done.stdout.split("### Table 8")[1].split("###")[0]
+    assert "| minimal |" in table8 and "| codex |" not in table8
+    assert "No episodes for codex, copilot, claude-code, hermes" in table8
+    assert done.stderr == ""
+
+
+def test_files_in_every_format(run: Path, tmp_path: Path, capsys) -> None:
+    code, _, err = cli(capsys, "tables", str(run), "--out", str(tmp_path), "--table", "3",
+                       "--table", "10", "--format", "md,csv,tex")
+    assert code == 0, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "table10.csv", "table10.md", "table10.tex", "table3.csv", "table3.md", "table3.tex"]
+    assert "\\begin{tabular}" in (tmp_path / "table3.tex").read_text()
+    header = (tmp_path / "table3.csv").read_text().splitlines()[0]
+    assert header == "table,row,column,shown,value,numerator,denominator,n_eff,lo,hi"
+
+
+def test_weights_are_a_parameter(run: Path, tmp_path: Path, capsys) -> None:
+    def n_eff(weights: str) -> tuple[float, int]:
+        out = tmp_path / weights
+        assert cli(capsys, "tables", str(run), "--table", "3", "--weights", weights,
+                   "--format", "csv", "--out", str(out))[0] == 0
+        row = next(line for line in (out / "table3.csv").read_text().splitlines()
+                   if line.startswith("3,all models,EOS"))
+        return float(row.split(",")[-3]), int(float(row.split(",")[-4]))
+
+    unweighted, n = n_eff("none")
+    assert unweighted == n
+    assert n_eff("template")[0] < n  # two templates of unequal size
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--table", "11"], "no table 11; choose from 3, 4, 5"),
+    (["--format", "xls"], "--format 'xls': choose from md, csv, tex"),
+])
+def test_bad_flags_are_one_line(run: Path, args: list[str], message: str, capsys) -> None:
+    code, _, err = cli(capsys, "tables", str(run), *args)
+    assert code == 2 and message in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_empty_directory(run: Path, tmp_path: Path, capsys) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    code, _, err = cli(capsys, "tables", str(empty))
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "no episode records could be loaded" in err
+    code, out, err = cli(capsys, "tables", str(empty), str(run), "--table", "3")
+    assert code == 0 and "### Table 3" in out
+    assert err.count("\n") == 1 and "no records" in err
+    code, _, err = cli(capsys, "figures", str(empty), "--out", str(tmp_path / "figures"))
+    assert code == 2 and len(err.strip().splitlines()) == 1
+
+
+def test_corrupt_future_and_duplicated_records(run: Path, tmp_path: Path, capsys) -> None:
+    good = lines(run / "episodes.jsonl")
+    future = good[1].replace('"limbo.episode/1"', '"limbo.episode/9"', 1)
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "episodes.jsonl").write_text("".join([good[0], "{\"schema\": broken\n", future,
+                                                 *good[2:]]))
+    copy = tmp_path / "copy" / "episodes.jsonl"
+    copy.parent.mkdir()
+    copy.write_text(good[5])
+    code, out, err = cli(capsys, "tables", str(bad), str(copy.parent), "--table", "3")
+    assert code == 0, err
+    warnings = err.strip().splitlines()
+    assert len(warnings) == 3
+    assert any("1 unparseable" in w and "episodes.jsonl:2" in w for w in warnings)
+    assert any("1 unknown schema" in w and "limbo.episode/9" in w for w in warnings)
+    assert any("1 duplicate" in w for w in warnings)
+    episodes = int(out.split("| all models |")[1].split("|")[-2])
+    clean = cli(capsys, "tables", str(run), "--table", "3")[1]
+    assert episodes == int(clean.split("| all models |")[1].split("|")[-2]) - 1
+
+
+def test_a_failing_table_does_not_stop_the_others(run: Path, capsys, monkeypatch) -> None:
+    from limbo.analysis import tables
+
+    def broken(data):  # noqa: ANN001, ANN202
+        raise ValueError("odd data")
+
+    monkeypatch.setitem(tables.TABLES, 5, broken)
+    assert main(["tables", str(run), "--table", "3", "--table", "5", "--table", "6"]) == 1
+    out, err = capsys.readouterr()
+    assert "### Table 3" in out and "### Table 6" in out
+    assert "could not be computed: ValueError: odd data" in out
+    assert err.strip() == "limbo: error: table 5 could not be computed: ValueError: odd data"
+
+
+def without_extra(code: str, *args: str, blocked: tuple[str, ...] = BLOCKED):
+    """Run ``code`` in a fresh interpreter in which ``blocked`` modules cannot be imported."""
+    block = "; ".join(f"sys.modules[{name!r}] = None" for name in blocked)
+    return subprocess.run([sys.executable, "-c", f"import sys; {block}; {code}", *args],
+                          capture_output=True, text=True, timeout=600)
+
+
+def test_without_the_analysis_extra(run: Path, tmp_path: Path) -> None:
+    entry = "from limbo.cli import main; sys.exit(main(sys.argv[1:]))"
+    only_pandas = without_extra(entry, "tables", str(run), blocked=("pandas",))
+    assert only_pandas.returncode == 2
+    assert only_pandas.stderr.strip().splitlines() == [
+        "limbo: error: limbo tables needs the 'analysis' extra (pandas is not importable): "
+        "pip install 'limbo-bench[analysis]'"]
+    for command in ("tables", "figures", "compare"):
+        done = without_extra(entry, command, str(run))
+        assert done.returncode == 2, (command, done.stderr)
+        assert done.stderr.strip().splitlines() == [
+            f"limbo: error: limbo {command} needs the 'analysis' extra (numpy is not "
+            f"importable): pip install 'limbo-bench[analysis]'"]
+    core = without_extra(entry, "run", "default", "--template", "charge_invoice", "--out",
+                         str(tmp_path / "core"), "--quiet")
+    assert core.returncode == 0, core.stderr
+    assert json.loads((tmp_path / "core" / "episodes.jsonl").read_text().splitlines()[0])
+    assert without_extra("import limbo, limbo.cli; print('ok')").stdout.strip() == "ok"

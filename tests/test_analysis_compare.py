@@ -1,0 +1,169 @@
+"""``limbo compare`` on two e6-shaped runs that differ only in the model: the pairs, the paired
+differences and the exact p-values equal a hand count of discordant pairs — also after one
+run's records are shuffled and one cell removed."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from handcount import holm, mcnemar
+
+LIMBO = str(Path(sys.executable).parent / "limbo")
+FAMILY = {"timeout_pre": "not executed", "http500_pre": "not executed",
+          "throttle_pre": "not executed", "timeout_post": "read-back resolves",
+          "http500_post": "read-back resolves", "conn_reset_post": "read-back resolves",
+          "partial_batch": "read-back resolves", "timeout_late": "late commit",
+          "timeout_late_tail": "late commit", "redelivery": "read-back cannot",
+          "stale_readback": "read-back cannot", "phantom_success": "phantom", "none": "none"}
+METRICS = {"dup": "duplicate", "TS": "task_success", "EOS": "exactly_once"}
+KEY = ("harness", "condition", "contract", "fault", "service", "template", "instance",
+       "focal_write", "seed")
+
+
+def limbo(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([LIMBO, *args], capture_output=True, text=True, timeout=600,
+                          env={**os.environ})
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("compare")
+    for name, model in (("verify", "policy/verify"), ("blind", "policy/blind")):
+        done = limbo("run", "e6", "--model", model, "--out", str(root / name), "--quiet",
+                     "--workers", "2")
+        assert done.returncode == 0, done.stderr
+    return root / "verify", root / "blind"
+
+
+def read(run: Path) -> list[dict]:
+    return [json.loads(line) for line in (run / "episodes.jsonl").read_text().splitlines()]
+
+
+def csv_blocks(text: str) -> list[list[dict]]:
+    blocks: list[list[str]] = []
+    for line in text.splitlines():
+        if line.startswith("table,row,"):
+            blocks.append([])
+        if blocks and line.strip():
+            blocks[-1].append(line)
+    return [list(csv.DictReader(io.StringIO("\n".join(b)))) for b in blocks]
+
+
+def hand_count(a: list[dict], b: list[dict]) -> dict:
+    """Per family: pairs, discordant counts per metric, unpaired counts per side."""
+    def keyed(records: list[dict]) -> dict:
+        return {tuple(r["cell"][k] for k in KEY): r for r in records}
+
+    left, right = keyed(a), keyed(b)
+    out: dict = {}
+    for key in left.keys() | right.keys():
+        family = FAMILY[key[KEY.index("fault")]]
+        entry = out.setdefault(family, {"pairs": 0, "unpaired_a": 0, "unpaired_b": 0,
+                                        **{m: [0, 0] for m in METRICS}})
+        if key not in right:
+            entry["unpaired_a"] += 1
+            continue
+        if key not in left:
+            entry["unpaired_b"] += 1
+            continue
+        x, y = left[key]["outcome"], right[key]["outcome"]
+        entry["pairs"] += 1
+        for metric, field in METRICS.items():
+            entry[metric][0] += x[field] and not y[field]
+            entry[metric][1] += y[field] and not x[field]
+    return out
+
+
+def check(output: str, counts: dict) -> None:
+    metrics, pairing = csv_blocks(output)
+    rows = {(r["row"], r["column"]): r for r in metrics}
+    families = [f for f in ("not executed", "read-back resolves", "late commit",
+                            "read-back cannot", "phantom", "none") if f in counts]
+    for metric in METRICS:
+        raw = [mcnemar(*counts[f][metric]) for f in families]
+        for family, p, p_holm in zip(families, raw, holm(raw), strict=True):
+            b, c = counts[family][metric]
+            key = f"{family} / {metric}"
+            assert rows[(key, "pairs")]["shown"] == str(counts[family]["pairs"])
+            assert rows[(key, "b (A only)")]["shown"] == str(b)
+            assert rows[(key, "c (B only)")]["shown"] == str(c)
+            assert float(rows[(key, "Δ (pp)")]["value"]) == pytest.approx(
+                (c - b) / counts[family]["pairs"])
+            assert float(rows[(key, "McNemar p")]["value"]) == pytest.approx(p, rel=1e-9)
+            assert float(rows[(key, "Holm p")]["value"]) == pytest.approx(p_holm, rel=1e-9)
+    unpaired = {(r["row"], r["column"]): r["shown"] for r in pairing}
+    for family in families:
+        assert unpaired[(family, "rated pairs")] == str(counts[family]["pairs"])
+        a_col = next(c for (row, c) in unpaired if row == family and c.startswith("unpaired in A"))
+        b_col = next(c for (row, c) in unpaired if row == family and c.startswith("unpaired in B"))
+        assert unpaired[(family, a_col)] == str(counts[family]["unpaired_a"])
+        assert unpaired[(family, b_col)] == str(counts[family]["unpaired_b"])
+
+
+def test_compare_matches_a_hand_count(runs: tuple[Path, Path]) -> None:
+    a, b = runs
+    done = limbo("compare", str(a), str(b), "--format", "csv")
+    assert done.returncode == 0, done.stderr
+    counts = hand_count(read(a), read(b))
+    assert sum(c["dup"][0] + c["dup"][1] for c in counts.values()) > 0  # the models differ
+    check(done.stdout, counts)
+    text = limbo("compare", str(a), str(b)).stdout
+    assert "paired on every cell field but model" in text
+
+
+def test_shuffled_with_a_cell_removed(runs: tuple[Path, Path], tmp_path: Path) -> None:
+    a, b = runs
+    lines = (b / "episodes.jsonl").read_text().splitlines()
+    random.Random(7).shuffle(lines)
+    removed = json.loads(lines.pop(11))
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "episodes.jsonl").write_text("\n".join(lines) + "\n")
+    done = limbo("compare", str(a), str(tmp_path / "b"), "--format", "csv")
+    assert done.returncode == 0, done.stderr
+    counts = hand_count(read(a), read(tmp_path / "b"))
+    family = FAMILY[removed["cell"]["fault"]]
+    assert counts[family]["unpaired_a"] == 1
+    assert sum(c["unpaired_b"] for c in counts.values()) == 0
+    check(done.stdout, counts)
+
+
+def test_two_levels_of_one_factor_in_one_run(runs: tuple[Path, Path]) -> None:
+    a, _ = runs
+    done = limbo("compare", str(a), "--by", "condition=vanilla,plain", "--format", "csv")
+    assert done.returncode == 0, done.stderr
+    records = read(a)
+    vanilla = [r for r in records if r["cell"]["condition"] == "vanilla"]
+    plain = [r for r in records if r["cell"]["condition"] == "plain"]
+    for r in vanilla + plain:
+        r["cell"]["condition"] = "-"  # pair on everything else
+    check(done.stdout, hand_count(vanilla, plain))
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--by", "colour"], "is not a cell field"),
+    ([], "name the factor to compare"),
+    (["--by", "model"], "the run has 1 levels"),
+    (["--by", "condition=vanilla,guard"], "name two levels of condition"),
+])
+def test_bad_requests_are_one_line(runs: tuple[Path, Path], args: list[str],
+                                   message: str) -> None:
+    done = limbo("compare", str(runs[0]), *args)
+    assert done.returncode == 2
+    assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_runs_with_nothing_in_common(runs: tuple[Path, Path], tmp_path: Path) -> None:
+    other = tmp_path / "other"
+    done = limbo("run", "e6", "--model", "policy/keyed", "--template", "charge_invoice",
+                 "--out", str(other), "--quiet", "--seed", "9")
+    assert done.returncode == 0, done.stderr
+    done = limbo("compare", str(runs[0]), str(other), "--by", "model")
+    assert done.returncode == 2 and "pairs with one of" in done.stderr

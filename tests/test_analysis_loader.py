@@ -1,0 +1,142 @@
+"""The one loader: what it reads, what it refuses to mix in, and that the fast path and the
+full parse agree."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+from conftest import cell_for
+
+from limbo.analysis.loader import SCHEMAS, load, record_files
+from limbo.episode import run_episode
+from limbo.errors import UsageError
+from limbo.store import dumps
+
+
+@pytest.fixture(scope="module")
+def records() -> list[dict]:
+    cells = [cell_for("charge_invoice", fault=f, model=m)
+             for f in ("none", "timeout_post", "timeout_pre")
+             for m in ("policy/verify", "policy/blind")]
+    return [run_episode(c) for c in cells]
+
+
+def write(path: Path, lines: list[str | bytes]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("wb") as fh:
+        for line in lines:
+            fh.write(line if isinstance(line, bytes) else line.encode())
+    return path
+
+
+def test_rows_carry_cell_outcome_class_family_and_usage(tmp_path: Path, records: list) -> None:
+    write(tmp_path / "run" / "episodes.jsonl", [dumps(r) + "\n" for r in records])
+    frame = load([tmp_path / "run"]).frame
+    assert len(frame) == len(records)
+    row = frame.set_index("episode_id").loc[records[2]["episode_id"]]
+    record = records[2]
+    for name in ("model", "fault", "template", "focal_write", "seed"):
+        assert row[name] == record["cell"][name]
+    assert bool(row["duplicate"]) == record["outcome"]["duplicate"]
+    assert row["tool_calls"] == record["outcome"]["tool_calls"]
+    assert row["read_path"] == record["outcome"]["focal_write_class"]["read_path"]
+    assert row["family"] == "read-back resolves" and row["group"] == "timeout"
+    assert row["contract_class"] == "keyed"
+
+
+def test_fast_path_and_full_parse_agree(tmp_path: Path, records: list) -> None:
+    """A writer with other separators or key order takes the full parse; same rows."""
+    write(tmp_path / "a" / "episodes.jsonl", [dumps(r) + "\n" for r in records])
+    reordered = [json.dumps(dict(reversed(list(r.items())))) + "\n" for r in records]
+    write(tmp_path / "b" / "episodes.jsonl", reordered)
+    a = load([tmp_path / "a"]).frame.drop(columns=["file", "offset", "length"])
+    b = load([tmp_path / "b"]).frame.drop(columns=["file", "offset", "length"])
+    assert a.equals(b)
+
+
+def test_a_bad_line_is_reported_and_the_rest_loaded(tmp_path: Path, records: list) -> None:
+    lines = [dumps(r) + "\n" for r in records]
+    lines.insert(2, "{not json\n")
+    lines.insert(4, b"\xff\xfe garbage\n")
+    lines.insert(5, "[1, 2, 3]\n")
+    lines.append(dumps(records[0])[:100])  # a torn last line
+    loaded = load([write(tmp_path / "episodes.jsonl", lines)])
+    assert len(loaded.frame) == len(records)
+    bad = [p for p in loaded.problems if p.kind == "unparseable"]
+    assert [p.where.rsplit(":", 1)[1] for p in bad] == ["3", "5", "6", str(len(lines))]
+    assert "torn" in bad[-1].detail
+    assert any("4 unparseable" in m for m in loaded.messages())
+
+
+def test_a_record_missing_a_field_is_unparseable_not_a_crash(tmp_path: Path, records) -> None:
+    broken = json.loads(dumps(records[0]))
+    del broken["outcome"]["duplicate"]
+    loaded = load([write(tmp_path / "episodes.jsonl", [dumps(broken) + "\n",
+                                                       dumps(records[1]) + "\n"])])
+    assert len(loaded.frame) == 1
+    assert loaded.problems[0].kind == "unparseable" and "duplicate" in loaded.problems[0].detail
+
+
+def test_future_schema_is_reported_not_mixed_in(tmp_path: Path, records: list) -> None:
+    future = dumps(records[0]).replace('"limbo.episode/1"', '"limbo.episode/2"', 1)
+    loaded = load([write(tmp_path / "episodes.jsonl", [future + "\n", dumps(records[1]) + "\n"])])
+    assert list(loaded.frame["episode_id"]) == [records[1]["episode_id"]]
+    assert loaded.problems[0].kind == "unknown schema"
+    assert "limbo.episode/2" in loaded.problems[0].detail
+    assert list(SCHEMAS) == ["limbo.episode/1"]
+
+
+def test_same_episode_in_two_files(tmp_path: Path, records: list) -> None:
+    first = write(tmp_path / "m1" / "episodes.jsonl", [dumps(r) + "\n" for r in records])
+    changed = json.loads(dumps(records[1]))
+    changed["outcome"]["duplicate"] = not changed["outcome"]["duplicate"]
+    changed["runtime"]["wall_s"] = 99.0
+    same = json.loads(dumps(records[0]))
+    same["runtime"]["wall_s"] = 42.0  # runtime may differ between two runs of one cell
+    second = write(tmp_path / "m2" / "episodes.shard-1-of-2.jsonl",
+                   [dumps(same) + "\n", dumps(changed) + "\n"])
+    loaded = load([first.parent, second])
+    ids = list(loaded.frame["episode_id"])
+    assert ids.count(records[0]["episode_id"]) == 1
+    assert records[1]["episode_id"] not in ids  # the two copies disagree: both dropped
+    kinds = {p.kind: p for p in loaded.problems}
+    assert "identical" in kinds["duplicate"].detail and str(first) in kinds["duplicate"].detail
+    assert kinds["conflict"].where.endswith(":2")
+    assert len(loaded.frame) == len(records) - 1
+
+
+def test_only_episode_files_of_a_directory_are_read(tmp_path: Path, records: list) -> None:
+    run = tmp_path / "run"
+    write(run / "episodes.jsonl", [dumps(records[0]) + "\n"])
+    write(run / "episodes.quarantine.jsonl", ["{broken\n"])
+    write(run / "manifest.json", ["{}"])
+    write(run / "notes.jsonl", [dumps(records[1]) + "\n"])
+    write(run / "run.lock", [""])
+    assert record_files(run) == [run / "episodes.jsonl"]
+    loaded = load([run])
+    assert len(loaded.frame) == 1 and not loaded.problems
+
+
+def test_empty_inputs(tmp_path: Path, records: list) -> None:
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(UsageError, match="no episode records could be loaded") as err:
+        load([tmp_path / "empty"])
+    assert "\n" not in str(err.value)
+    with pytest.raises(UsageError, match="neither a run directory nor a record file"):
+        load([tmp_path / "missing"])
+    full = write(tmp_path / "full" / "episodes.jsonl", [dumps(records[0]) + "\n"])
+    loaded = load([tmp_path / "empty", full.parent])
+    assert len(loaded.frame) == 1 and loaded.problems[0].kind == "no records"
+
+
+def test_events_are_decoded_only_on_request(tmp_path: Path, records: list) -> None:
+    shuffled = [dumps(r) + "\n" for r in records]
+    random.Random(3).shuffle(shuffled)
+    loaded = load([write(tmp_path / "episodes.jsonl", shuffled)])
+    events = loaded.events(loaded.frame.iloc[[4, 1]])
+    by_id = {r["episode_id"]: r["events"] for r in records}
+    for index, got in events.items():
+        assert got == by_id[loaded.frame.loc[index, "episode_id"]]

@@ -1,0 +1,340 @@
+"""Every table and figure from one run each of e1, e1s, e2, e2k, e5 and e6 (reference
+policies), through the real CLI; and at least three cells of every table recomputed by hand
+from the raw JSON records in plain Python (no pandas, no numpy, no project code)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from statistics import NormalDist
+from typing import Any
+
+import pytest
+from handcount import holm, mcnemar
+
+LIMBO = str(Path(sys.executable).parent / "limbo")
+GRIDS = ("e1", "e1s", "e2", "e2k", "e5", "e6")
+Z = NormalDist().inv_cdf(0.975)
+E2_CONDITIONS = ("vanilla", "aware", "reflect", "sdk-retry", "rules", "vbr", "guard",
+                 "state-oracle", "outcome-oracle")
+E2_FAULTS = ("timeout_post", "http500_post", "conn_reset_post", "partial_batch", "timeout_late",
+             "timeout_late_tail", "redelivery", "timeout_pre", "http500_pre", "throttle_pre",
+             "none")
+COMMITTED = ("timeout_post", "http500_post", "conn_reset_post", "partial_batch",
+             "timeout_late", "timeout_late_tail")
+Row = dict[str, Any]
+
+
+def limbo(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([LIMBO, *args], capture_output=True, text=True, timeout=900,
+                          env={**os.environ, "PYTHONHASHSEED": "0"})
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    root = tmp_path_factory.mktemp("paper")
+    dirs = []
+    for grid in GRIDS:
+        done = limbo("run", grid, "--out", str(root / grid), "--workers", "2", "--quiet")
+        assert done.returncode == 0, done.stderr
+        dirs.append(root / grid)
+    return dirs
+
+
+@pytest.fixture(scope="module")
+def tables(runs: list[Path], tmp_path_factory: pytest.TempPathFactory) -> dict[tuple, dict]:
+    out = tmp_path_factory.mktemp("tables")
+    done = limbo("tables", *map(str, runs), "--out", str(out), "--format", "md,csv,tex")
+    assert done.returncode == 0, done.stderr
+    cells = {}
+    for number in (3, 4, 5, 6, 7, 8, 9, 10, 12, 13):
+        assert "No data" not in (out / f"table{number}.md").read_text()
+        assert (out / f"table{number}.tex").read_text().count("\\\\") > 2
+        with (out / f"table{number}.csv").open() as fh:
+            for line in csv.DictReader(fh):
+                cells[(int(line["table"]), line["row"], line["column"])] = line
+    return cells
+
+
+@pytest.fixture(scope="module")
+def records(runs: list[Path]) -> list[Row]:
+    """Every distinct episode, flattened: cell, outcome, and the tail delay from its events."""
+    seen: dict[str, Row] = {}
+    for run in runs:
+        for path in sorted(run.glob("episodes*.jsonl")):
+            for line in path.read_text().splitlines():
+                record = json.loads(line)
+                delay = next((e["detail"].get("delay_after_timeout_s")
+                              for e in record["events"] if e["type"] == "fault"), None)
+                row = {**record["cell"], **record["outcome"], "delay": delay}
+                row.update(record["outcome"]["focal_write_class"] or {})
+                seen.setdefault(record["episode_id"], row)
+    return list(seen.values())
+
+
+# -- plain-Python statistics -----------------------------------------------------------------
+
+def rated(rows: Iterable[Row]) -> list[Row]:
+    return [r for r in rows if r["fault_fired"] and r["termination"] not in
+            ("infra_error", "model_error")]
+
+
+def where(rows: Iterable[Row], **levels: Any) -> list[Row]:
+    """Rows whose fields are in the given levels (a tuple) or equal the given value."""
+    def ok(row: Row) -> bool:
+        return all(row[k] in v if isinstance(v, tuple) else row[k] == v
+                   for k, v in levels.items())
+    return [r for r in rows if ok(r)]
+
+
+def kish(rows: list[Row], outcome: Callable[[Row], bool]) -> tuple[float, float, float, int]:
+    """(rate, lo, hi, count) with equal weight per template and Wilson on Kish's n."""
+    sizes = Counter(r["template"] for r in rows)
+    weights = [1 / sizes[r["template"]] for r in rows]
+    total = sum(weights)
+    rate = sum(w for w, r in zip(weights, rows, strict=True) if outcome(r)) / total
+    n = total * total / sum(w * w for w in weights)
+    centre = (rate + Z * Z / (2 * n)) / (1 + Z * Z / n)
+    half = Z * math.sqrt(rate * (1 - rate) / n + Z * Z / (4 * n * n)) / (1 + Z * Z / n)
+    count = sum(1 for r in rows if outcome(r))
+    lo = 0.0 if count == 0 else centre - half
+    hi = 1.0 if count == len(rows) else centre + half
+    return rate, lo, hi, count
+
+
+def weighted_mean(rows: list[Row], key: str) -> float:
+    sizes = Counter(r["template"] for r in rows)
+    weights = [1 / sizes[r["template"]] for r in rows]
+    return sum(w * r[key] for w, r in zip(weights, rows, strict=True)) / sum(weights)
+
+
+def pairs(rows: list[Row], a: str, b: str) -> list[tuple[Row, Row]]:
+    """Rated episodes of conditions a and b with every other cell field equal."""
+    fields = ("model", "harness", "contract", "fault", "service", "template", "instance",
+              "focal_write", "seed")
+    other = {tuple(r[f] for f in fields): r for r in rows if r["condition"] == b}
+    found = []
+    for r in rows:
+        if r["condition"] == a and (m := other.get(tuple(r[f] for f in fields))):
+            found.append((r, m))
+    return [(x, y) for x, y in found if rated([x]) and rated([y])]
+
+
+def dup(r: Row) -> bool:
+    return r["duplicate"]
+
+
+def eos(r: Row) -> bool:
+    return r["exactly_once"]
+
+
+def ts(r: Row) -> bool:
+    return r["task_success"]
+
+
+def check_rate(cell: dict, rows: list[Row], outcome: Callable[[Row], bool]) -> None:
+    rate, lo, hi, count = kish(rows, outcome)
+    assert float(cell["value"]) == pytest.approx(rate, rel=1e-9)
+    assert float(cell["lo"]) == pytest.approx(lo, rel=1e-9, abs=1e-12)
+    assert float(cell["hi"]) == pytest.approx(hi, rel=1e-9)
+    assert int(float(cell["numerator"])) == count
+    assert int(float(cell["denominator"])) == len(rows)
+
+
+# -- the tables ------------------------------------------------------------------------------
+
+def e1(records: list[Row]) -> list[Row]:
+    return rated(where(records, harness="minimal", condition="vanilla", contract="native"))
+
+
+def test_table3(tables: dict, records: list[Row]) -> None:
+    rows = e1(records)
+    verify = where(rows, model="policy/verify")
+    check_rate(tables[(3, "policy/verify", "dup: lost ack / 500 / partial")],
+               where(verify, fault=("timeout_post", "http500_post", "partial_batch")), dup)
+    check_rate(tables[(3, "policy/give-up", "TS: not executed")],
+               where(rows, model="policy/give-up",
+                     fault=("timeout_pre", "http500_pre", "throttle_pre")), ts)
+    wait = where(rows, model="policy/wait-verify")
+    check_rate(tables[(3, "policy/wait-verify", "EOS: all faults")],
+               [r for r in wait if r["fault"] != "none"], eos)
+    assert tables[(3, "all models", "episodes")]["shown"] == str(len(rows))
+    assert len(where(rows, fault="partial_batch", model="policy/blind")) == 10  # E1s is in
+
+
+def test_table4(tables: dict, records: list[Row]) -> None:
+    rows = e1(records)
+    resolves = where(rows, fault=("timeout_post", "http500_post", "conn_reset_post",
+                                  "partial_batch"))
+    cannot = where(rows, fault=("timeout_late", "timeout_late_tail", "redelivery",
+                                "stale_readback"))
+    assert tables[(4, "E1 / episodes", "read-back resolves")]["shown"] == str(len(resolves))
+    assert tables[(4, "E1 / episodes", "read-back cannot")]["shown"] == str(len(cannot))
+    assert tables[(4, "E1 / episodes", "pooled")]["shown"] == str(len(resolves) + len(cannot))
+    rate = float(tables[(4, "E1 / duplicate rate (%)", "read-back cannot")]["value"])
+    assert rate == pytest.approx(kish(cannot, dup)[0], rel=1e-9)
+    shares = [float(tables[(4, f"E1 / {f} share (%)", "pooled")]["value"])
+              for f in ("contract", "mode", "model")]
+    assert sum(shares) == pytest.approx(1.0, abs=1e-9)
+    assert tables[(4, "E1 / harness share (%)", "pooled")]["shown"] == "—"
+
+
+def e2(records: list[Row], contract: str, condition: str) -> list[Row]:
+    return rated(where(records, harness="minimal", contract=contract, condition=condition,
+                       fault=E2_FAULTS))
+
+
+def test_table5(tables: dict, records: list[Row]) -> None:
+    check_rate(tables[(5, "native / guard", "timeout (committed)")],
+               where(e2(records, "native", "guard"), fault="timeout_post"), dup)
+    check_rate(tables[(5, "keys-everywhere / vanilla", "redelivery")],
+               where(e2(records, "keys-everywhere", "vanilla"), fault="redelivery"), dup)
+    check_rate(tables[(5, "native / sdk-retry", "late commit")],
+               where(e2(records, "native", "sdk-retry"),
+                     fault=("timeout_late", "timeout_late_tail")), dup)
+
+
+def test_table6(tables: dict, records: list[Row]) -> None:
+    def arm(condition: str, fault: str) -> list[Row]:
+        return rated(where(records, harness="minimal", contract="native", condition=condition,
+                           fault=fault))
+
+    tail = arm("wait-300", "timeout_late_tail")
+    assert float(tables[(6, "native / wait-300", "tail: EOS (%)")]["value"]) == pytest.approx(
+        kish(tail, eos)[0], rel=1e-9)
+    fixed = arm("wait-3600", "timeout_late")
+    assert float(tables[(6, "native / wait-3600", "fixed: time (min)")]["value"]) == \
+        pytest.approx(weighted_mean(fixed, "agent_time_s") / 60, rel=1e-9)
+    within = [r["delay"] <= 60 for r in arm("wait-60", "timeout_late_tail")]
+    cell = tables[(6, "native / wait-60", "P(δ ≤ Δ) (%)")]
+    assert int(float(cell["numerator"])) == sum(within)
+    assert int(float(cell["denominator"])) == len(within)
+
+
+def test_table7(tables: dict, records: list[Row]) -> None:
+    def faulted(contract: str, condition: str, model: str | None = None) -> list[Row]:
+        rows = [r for r in e2(records, contract, condition) if r["fault"] != "none"]
+        return where(rows, model=model) if model else rows
+
+    cell = tables[(7, "EOS / native / policy/verify", "guard")]
+    assert float(cell["value"]) == pytest.approx(
+        kish(faulted("native", "guard", "policy/verify"), eos)[0], rel=1e-9)
+    cell = tables[(7, "dup / keys-everywhere / policy/keyed", "vanilla")]
+    assert float(cell["value"]) == pytest.approx(
+        kish(faulted("keys-everywhere", "vanilla", "policy/keyed"), dup)[0], rel=1e-9)
+    cell = tables[(7, "mean tool calls / native / all models", "sdk-retry")]
+    assert float(cell["value"]) == pytest.approx(
+        weighted_mean(faulted("native", "sdk-retry"), "tool_calls"), rel=1e-9)
+
+
+def e3(records: list[Row], model: str, contract: str, condition: str) -> list[Row]:
+    return rated(where(records, harness="minimal", model=model, contract=contract,
+                       condition=condition))
+
+
+def test_table8(tables: dict, records: list[Row]) -> None:
+    vanilla = e3(records, "policy/wait-verify", "native", "vanilla")
+    check_rate(tables[(8, "minimal / policy/wait-verify", "dup: late commit")],
+               where(vanilla, fault=("timeout_late", "timeout_late_tail")), dup)
+    guard = [r for r in e3(records, "policy/blind", "native", "guard") if r["fault"] != "none"]
+    check_rate(tables[(8, "minimal / policy/blind", "EOS guard")], guard, eos)
+    both = (e3(records, "policy/keyed", "native", "vanilla")
+            + e3(records, "policy/keyed", "native", "guard"))
+    assert tables[(8, "minimal / policy/keyed", "n")]["shown"] == str(len(both))
+
+
+def test_table9(tables: dict, records: list[Row]) -> None:
+    committed = (*COMMITTED, "redelivery")
+    check_rate(tables[(9, "minimal / policy/verify", "dup: native + guard")],
+               where(e3(records, "policy/verify", "native", "guard"), fault=committed), dup)
+    check_rate(tables[(9, "minimal / policy/keyed", "dup: keys-everywhere + vanilla")],
+               where(e3(records, "policy/keyed", "keys-everywhere", "vanilla"),
+                     fault=committed), dup)
+    check_rate(tables[(9, "minimal / policy/give-up", "EOS: keys + guard")],
+               [r for r in e3(records, "policy/give-up", "keys-everywhere", "guard")
+                if r["fault"] != "none"], eos)
+
+
+def test_table10(tables: dict, records: list[Row]) -> None:
+    matched = pairs(where(records, harness="minimal", contract="native"), "vanilla", "plain")
+    resolves = [(a, b) for a, b in matched if a["fault"] in
+                ("timeout_post", "http500_post", "conn_reset_post", "partial_batch")]
+    row = "read-back resolves / dup"
+    assert tables[(10, row, "pairs")]["shown"] == str(len(resolves))
+    assert float(tables[(10, row, "default (%)")]["value"]) == pytest.approx(
+        100 * sum(a["duplicate"] for a, _ in resolves) / len(resolves), rel=1e-9)
+    b = sum(a["duplicate"] and not p["duplicate"] for a, p in resolves)
+    c = sum(p["duplicate"] and not a["duplicate"] for a, p in resolves)
+    assert float(tables[(10, row, "McNemar p")]["value"]) == pytest.approx(mcnemar(b, c))
+    none = [(a, p) for a, p in matched if a["fault"] == "none"]
+    assert tables[(10, "none / EOS", "pairs")]["shown"] == str(len(none))
+
+
+def test_table12(tables: dict, records: list[Row]) -> None:
+    rows = e1(records)
+    committed = where(rows, fault=COMMITTED)
+    risky = [r for r in committed if r["idempotency"] not in ("keyed", "natural", "conditional")
+             and r["read_path"] in ("eventual", "none")]
+    rate = kish(risky, dup)[0]
+    h1 = tables[(12, "H1 / " + next(k[1].split(" / ", 1)[1] for k in tables
+                                   if k[0] == 12 and k[1].startswith("H1 /")), "result")]
+    assert h1["shown"].startswith(f"dup {100 * rate:.1f}% ")
+    duplicates = [r for r in rows if r["duplicate"]]
+    h5_key = next(k for k in tables if k[0] == 12 and k[1].startswith("H5 /"))
+    clean, lo, hi, _ = kish(duplicates, lambda r: r["claimed_clean"])
+    assert tables[h5_key]["shown"].startswith(
+        f"claimed clean {100 * clean:.1f}% [{100 * lo:.0f}–{100 * hi:.0f}] of "
+        f"{len(duplicates)} duplicate episodes")
+    assert tables[(12, h5_key[1], "episodes")]["shown"] == str(len(duplicates))
+    guard = rated(where(records, harness="minimal", contract="native", condition="guard",
+                        fault=(*COMMITTED, "redelivery")))
+    h6_key = next(k for k in tables if k[0] == 12 and k[1].startswith("H6 /")
+                  and k[2] == "result")
+    assert tables[h6_key]["shown"].startswith(f"minimal: dup {100 * kish(guard, dup)[0]:.1f}%")
+
+
+def test_table13(tables: dict, records: list[Row]) -> None:
+    rows = where(records, harness="minimal", condition=E2_CONDITIONS, fault=E2_FAULTS)
+    rows = [r for r in rows if r["fault"] != "none"]
+    found = {}
+    for contract in ("native", "keys-everywhere"):
+        for other in E2_CONDITIONS[:6] + E2_CONDITIONS[7:]:
+            matched = pairs(where(rows, contract=contract), "guard", other)
+            b = sum(g["exactly_once"] and not o["exactly_once"] for g, o in matched)
+            c = sum(o["exactly_once"] and not g["exactly_once"] for g, o in matched)
+            found[(contract, other)] = (matched, mcnemar(b, c))
+    adjusted = dict(zip(found, holm([p for _, p in found.values()]), strict=True))
+    for contract, other in (("native", "vbr"), ("keys-everywhere", "sdk-retry"),
+                            ("native", "outcome-oracle")):
+        matched, p = found[(contract, other)]
+        key = f"{contract} / {other}"
+        assert tables[(13, key, "paired episodes")]["shown"] == str(len(matched))
+        gain = sum(g["exactly_once"] - o["exactly_once"] for g, o in matched) / len(matched)
+        assert float(tables[(13, key, "EOS gain (pp)")]["value"]) == pytest.approx(gain)
+        assert float(tables[(13, key, "McNemar p")]["value"]) == pytest.approx(p, rel=1e-9)
+        assert float(tables[(13, key, "Holm p")]["value"]) == pytest.approx(
+            adjusted[(contract, other)], rel=1e-9)
+
+
+# -- the figures -----------------------------------------------------------------------------
+
+def test_figures_render(runs: list[Path], tmp_path: Path) -> None:
+    from matplotlib.image import imread
+
+    done = limbo("figures", *map(str, runs), "--out", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    for number in (2, 3, 4, 5, 6):
+        pixels = imread(tmp_path / f"figure{number}.png")
+        height, width = pixels.shape[:2]
+        assert height >= 300 and width >= 500, (number, pixels.shape)
+        grey = pixels[..., :3].mean(axis=2)
+        assert grey.std() > 0.05, f"figure {number} is blank"
+        assert (grey < 0.5).mean() > 0.005, f"figure {number} has almost no ink"
+        assert (tmp_path / f"figure{number}.svg").read_text().lstrip().startswith("<?xml")
