@@ -33,7 +33,8 @@ def records(run_dir: Path) -> list[dict]:
 
 def add_hostile(run_dir: Path) -> tuple[str, str]:
     """Two records a careless page would execute: markup in the agent's text, tool arguments,
-    report and error reason (one ends in infra_error). Their ids."""
+    report, an event of a type this LIMBO does not know, a harness's own event stream and an
+    error reason (one ends in infra_error). Their ids."""
     base = records(run_dir)[0]
     shown = copy.deepcopy(base)
     shown["episode_id"] = "ep-hostile-" + HOSTILE
@@ -43,6 +44,11 @@ def add_hostile(run_dir: Path) -> tuple[str, str]:
         if event["type"] == "turn":
             event["text"] = HOSTILE
     shown["report"] = {"status": "completed", "summary": HOSTILE, "uncertain_actions": []}
+    shown["events"].append({"t": shown["events"][-1]["t"], "type": "later_kind", "note": HOSTILE})
+    shown["runtime"]["harness"] = {  # a production harness's own stream, as issue 12 records it
+        "name": "CodexHarness", "version": "0.1", "exit_code": 0,
+        "events": [{"type": "thread.started"}, {"type": "item.completed", "text": HOSTILE}],
+        "stderr_tail": HOSTILE}
     broken = copy.deepcopy(base)
     broken["episode_id"] = "ep-hostile-error"
     broken["outcome"] = {**broken["outcome"], "termination": "infra_error",

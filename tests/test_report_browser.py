@@ -171,6 +171,12 @@ def test_record_content_is_shown_as_text_never_run(chromium, site) -> None:
     page.wait_for_selector("#lanes")
     assert HOSTILE in page.locator("#lanes").inner_text()
     assert HOSTILE in page.locator("#report").inner_text()
+    unknown = page.locator('#lanes tr[data-type="later_kind"][data-lane="world"]')
+    assert HOSTILE in unknown.inner_text()  # a type this page does not know, shown as stored
+    stream = page.locator("#harness")
+    assert "CodexHarness" in stream.inner_text() and "thread.started" in stream.inner_text()
+    assert HOSTILE in stream.locator("ol.stream").inner_text()
+    browser.shot(page, "6-hostile-and-harness-stream", full_page=True)
     page.wait_for_timeout(300)
     assert not page.seen["dialogs"], page.seen["dialogs"]
     assert all(u.startswith(site["out"].as_uri()) for u in page.seen["requests"])

@@ -78,6 +78,11 @@
   };
 
   L.json = function (v) { return typeof v === "string" ? v : JSON.stringify(v); };
+  /* "key: value; ..." with strings as they are (an event or stream item of unknown shape). */
+  L.fields = function (obj, skip) {
+    return Object.keys(obj).filter(function (k) { return !skip || skip.indexOf(k) < 0; })
+      .map(function (k) { return k + ": " + L.json(obj[k]); }).join("; ");
+  };
   L.t = function (t) { return typeof t === "number" ? t.toFixed(1) : "?"; };
   L.num = function (n) { return typeof n === "number" ? n.toLocaleString("en") : String(n); };
 

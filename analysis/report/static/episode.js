@@ -96,16 +96,23 @@
   function harness(rec) {
     const h = rec.runtime && rec.runtime.harness;
     if (!h) return null;
-    const facts = {};
-    Object.keys(h).forEach(function (k) { if (!Array.isArray(h[k]) && typeof h[k] !== "object") facts[k] = h[k]; });
+    const facts = {}, texts = [];
+    Object.keys(h).forEach(function (k) {
+      const v = h[k];
+      if (typeof v === "string" && (v.indexOf("\n") >= 0 || v.length > 200)) texts.push(k);
+      else if (!Array.isArray(v) && (v === null || typeof v !== "object")) facts[k] = v;
+    });
     const lists = Object.keys(h).filter(function (k) { return Array.isArray(h[k]); });
-    return section("harness", "Harness event stream", dl(facts), lists.map(function (k) {
+    return section("harness", "Harness event stream", dl(facts), texts.map(function (k) {
+      return L.el("details", null, L.el("summary", { text: k }), pre(h[k]));
+    }), lists.map(function (k) {
       const items = h[k];
       return L.el("details", { open: k === "events" }, L.el("summary", { text: k + " (" + items.length + ")" }),
         L.el("ol", { class: "stream" }, items.map(function (e) {
-          const label = e && typeof e === "object" ? (e.type || e.kind || e.event || e.method || "") : "";
-          return L.el("li", null, label ? L.el("span", { class: "kind", text: String(label) }) : null, " ",
-            L.el("code", { text: L.json(e) }));
+          const object = e !== null && typeof e === "object" && !Array.isArray(e);
+          const name = object ? ["type", "kind", "event", "method"].find(function (k) { return typeof e[k] === "string"; }) : null;
+          return L.el("li", null, name ? L.el("span", { class: "kind", text: e[name] }) : null, " ",
+            L.el("span", { text: object ? L.fields(e, [name]) : L.json(e) }));
         })));
     }));
   }
@@ -127,7 +134,8 @@
   }
 
   function browseLink(k, v) {
-    return typeof v === "string" || typeof v === "number" ? "episodes.html#" + encodeURIComponent(k) + "=" + encodeURIComponent(v) : null;
+    if (k === "seed" || (typeof v !== "string" && typeof v !== "number")) return null;
+    return "episodes.html#" + encodeURIComponent(k) + "=" + encodeURIComponent(v);
   }
 
   function render(rec) {

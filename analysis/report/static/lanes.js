@@ -155,11 +155,8 @@
         r.text = String(e.reason);
         r.tags.push(tag("limit", "EPISODE ENDED BY A LIMIT"));
         break;
-      default: {
-        const rest = Object.assign({}, e);
-        delete rest.t; delete rest.type;
-        r.text = L.json(rest);
-      }
+      default:
+        r.text = L.fields(e, ["t", "type"]);
     }
     return r;
   }
