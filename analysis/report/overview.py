@@ -21,6 +21,8 @@ import pandas as pd
 from limbo.analysis.report.linked import table_html
 from limbo.analysis.table import Table
 
+MAX_ERROR_GROUPS = 50
+"""Reasons listed on the overview; the rest are one link away (errors are often all alike)."""
 MANIFEST_FIELDS = ("version", "git_commit", "started_at", "resumed_at", "ended_at", "status",
                    "stop_reason", "cells", "already_done", "ran", "shard", "host", "python")
 
@@ -112,12 +114,17 @@ def _errors_html(groups: list[ErrorGroup]) -> str:
     if not groups:
         return "<p>No episode ended in infra_error or model_error.</p>"
     items = []
-    for g in groups:
+    for g in groups[:MAX_ERROR_GROUPS]:
         links = ", ".join(f"<a href='episode.html#{quote(e, safe='')}'>{escape(e)}</a>"
                           for e in g.episodes[:5])
         more = f" and {len(g.episodes) - 5} more" if len(g.episodes) > 5 else ""
         items.append(f"<li><strong>{escape(g.termination)}</strong> ×{len(g.episodes)}: "
                      f"<span class='reason'>{escape(g.reason)}</span><br>{links}{more}</li>")
+    rest = groups[MAX_ERROR_GROUPS:]
+    if rest:
+        items.append(f"<li>and {sum(len(g.episodes) for g in rest)} more episodes with "
+                     f"{len(rest)} other reasons: <a href='episodes.html#error=yes'>browse every "
+                     f"error</a></li>")
     return "<ul class='errors'>" + "".join(items) + "</ul>"
 
 

@@ -69,12 +69,19 @@ class Live:
         return True
 
     def watch(self, stop: threading.Event, every_s: float = 1.0) -> None:
+        """Refresh every ``every_s`` until ``stop``; a failure is reported once (not every
+        second) and the last good site stays up."""
+        said = ""
         while not stop.wait(every_s):
             try:
                 self.refresh()
+                said = ""
             except Exception as exc:  # noqa: BLE001 - keep serving the last good site
-                print(f"limbo view: could not rebuild ({type(exc).__name__}: {exc}); still "
-                      f"serving version {self.site.version}", file=sys.stderr)
+                why = f"{type(exc).__name__}: {exc}"
+                if why != said:
+                    print(f"limbo view: could not rebuild ({why}); still serving version "
+                          f"{self.site.version}", file=sys.stderr, flush=True)
+                said = why
 
     def get(self, name: str) -> bytes | None:
         site = self.site
