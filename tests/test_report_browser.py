@@ -60,13 +60,8 @@ def _entry_link(page, table: int, row: str, column: str):
     return tr.locator("th, td").nth(header.index(column)).locator("a")
 
 
-def test_from_a_table_entry_to_the_late_commit_offline(chromium, site) -> None:
-    from playwright.sync_api import expect
-
-    page = _page(chromium, offline=True, viewport={"width": 1280, "height": 900})
-    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
-    page.goto((site["out"] / "index.html").as_uri())
-    browser.shot(page, "1-overview", full_page=True)
+def _land_on_entry_episodes(page) -> None:
+    """Overview → Table 3's duplicate rate for policy/verify under late commits → its episodes."""
     link = _entry_link(page, 3, "policy/verify", "dup: late commit")
     shown = link.inner_text()
     link.click()
@@ -75,24 +70,14 @@ def test_from_a_table_entry_to_the_late_commit_offline(chromium, site) -> None:
     assert "Table 3" in banner and "policy/verify" in banner and "dup: late commit" in banner
     total = int(re.match(r"([\d,]+) of", page.locator("#summary").inner_text()).group(1))
     assert f"/{total}" in shown  # the entry's denominator is the episode count we landed on
-    listed = page.locator("#list tbody tr")
-    assert listed.count() == total
+    assert page.locator("#list tbody tr").count() == total
     models = set(page.locator("#list tbody td:nth-child(2)").all_inner_texts())
     faults = set(page.locator("#list tbody td:nth-child(5)").all_inner_texts())
     assert models == {"policy/verify"} and faults <= {"timeout_late", "timeout_late_tail"}
-    browser.shot(page, "2-entry-episodes", full_page=True)
 
-    page.select_option("#f-fault", "timeout_late")
-    page.select_option("#f-duplicate", "yes")
-    assert "fault=timeout_late" in page.url and listed.count() >= 1
-    first = listed.filter(has_not_text="hostile").first.locator("a")
-    episode_id = first.inner_text()
-    first.click()
-    page.wait_for_selector("#lanes")
-    assert page.locator("h1").inner_text().endswith(episode_id)
-    lede = page.locator(".lede").inner_text()
-    assert "policy/verify" in lede and "timeout_late" in lede
 
+def _late_commit_after_reissue(page) -> None:
+    """Both lanes: the fault, then the agent's re-issue, then the late commit; also to scale."""
     reissue = page.locator('#lanes tr[data-lane="agent"][data-tags~="reissue"]').first
     late = page.locator('#lanes tr[data-lane="world"][data-tags~="late"]').first
     fault = page.locator('#lanes tr[data-lane="world"][data-type="fault"]').first
@@ -106,6 +91,28 @@ def test_from_a_table_entry_to_the_late_commit_offline(chromium, site) -> None:
     strip_reissue = page.locator('svg.strip a[data-tags~="reissue"]').first.bounding_box()
     strip_late = page.locator('svg.strip a[data-tags~="late"]').first.bounding_box()
     assert strip_late["x"] > strip_reissue["x"] + strip_reissue["width"]  # to scale, later
+
+
+def test_from_a_table_entry_to_the_late_commit_offline(chromium, site) -> None:
+    from playwright.sync_api import expect
+
+    page = _page(chromium, offline=True, viewport={"width": 1280, "height": 900})
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    page.goto((site["out"] / "index.html").as_uri())
+    browser.shot(page, "1-overview", full_page=True)
+    _land_on_entry_episodes(page)
+    browser.shot(page, "2-entry-episodes", full_page=True)
+    page.select_option("#f-fault", "timeout_late")
+    page.select_option("#f-duplicate", "yes")
+    assert "fault=timeout_late" in page.url
+    first = page.locator("#list tbody tr").filter(has_not_text="hostile").first.locator("a")
+    episode_id = first.inner_text()
+    first.click()
+    page.wait_for_selector("#lanes")
+    assert page.locator("h1").inner_text().endswith(episode_id)
+    lede = page.locator(".lede").inner_text()
+    assert "policy/verify" in lede and "timeout_late" in lede
+    _late_commit_after_reissue(page)
     for heading in ("Ledger (committed effects)", "Intents", "Final report"):
         assert page.get_by_role("heading", name=heading).is_visible()
     assert page.locator("#ledger tr.dup").count() >= 1
@@ -115,7 +122,6 @@ def test_from_a_table_entry_to_the_late_commit_offline(chromium, site) -> None:
     expect(page.locator(".copied")).to_have_text("copied")
     assert page.evaluate("navigator.clipboard.readText()") == command
     browser.shot(page, "3-episode-late-commit", full_page=True)
-
     outside = [u for u in page.seen["requests"] if not u.startswith(site["out"].as_uri() + "/")]
     assert page.seen["requests"] and not outside, outside
     assert not page.seen["errors"], page.seen["errors"]

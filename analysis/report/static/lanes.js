@@ -76,88 +76,83 @@
     return tags;
   }
 
+  /* One entry per event type: (event, index, context, row) fills the row's title, text, tags
+     and detail. A type not listed is shown field by field, as stored. */
+  const DESCRIBE = {
+    turn: function (e, i, ctx, r) {
+      r.title = "MODEL TURN " + e.n;
+      r.text = (e.text || "") + (e.tools && e.tools.length ? (e.text ? " — " : "") + "asks for " + e.tools.join(", ") : "");
+    },
+    call: function (e, i, ctx, r) {
+      r.title = "CALL " + (e.id || "");
+      r.text = e.tool;
+      r.detail = e.args;
+      if (i in ctx.reissue) r.tags.push(tag("reissue", "RE-ISSUE of " + ctx.reissue[i]));
+      if (ctx.faultCall === e && ctx.fault.mode !== "none") r.tags.push(tag("faulted", "the fault acts on this call"));
+    },
+    result: function (e, i, ctx, r) {
+      r.title = "RESULT " + (e.id || "");
+      r.text = e.tool + ": " + resultText(e);
+      r.detail = e.result;
+      if (e.result && e.result.ok === false) r.tags.push(tag("error", "FAILED"));
+    },
+    finish: function (e, i, ctx, r) {
+      r.text = e.report ? (e.report.status + (e.report.summary ? ": " + e.report.summary : "")) : "";
+      r.detail = e.report;
+    },
+    fault: function (e, i, ctx, r) {
+      r.title = e.mode === "none" ? "NO FAULT" : "FAULT";
+      r.text = faultText(e);
+      r.detail = e.detail;
+      if (e.mode !== "none") r.tags.push(tag("fault", "FAULT " + e.mode));
+    },
+    commit: function (e, i, ctx, r) {
+      r.title = "COMMIT #" + e.seq;
+      r.text = e.tool + " → " + e.object_id + " (request " + e.request_id + ", attempt " + e.attempt + ")";
+      r.tags = commitTags(e, ctx);
+    },
+    arrival: function (e, i, ctx, r) {
+      const since = ctx.sent[e.request_id];
+      r.title = "LANDS";
+      r.text = e.request_id + " (" + e.attempt + ") reaches " + e.tool + ": " + e.outcome +
+        (since !== undefined && since < e.t ? "; in flight since t=" + L.t(since) + " (" + L.t(e.t - since) + " s)" : "");
+      if (/redeliver/.test(e.attempt || "")) r.tags.push(tag("redelivered", "REDELIVERED COPY"));
+      if (ctx.fault && e.request_id === ctx.fault.request_id) r.tags.push(tag("landed", "THE FAULTED REQUEST LANDS"));
+    },
+    replay: function (e, i, ctx, r) {
+      r.title = "KEY REPLAY";
+      r.text = e.request_id + " (" + e.attempt + ") answered from key " + e.key + "; no new effect";
+      r.tags.push(tag("replay", "NO EFFECT"));
+    },
+    lagged_read: function (e, i, ctx, r) {
+      r.title = "STALE READ";
+      r.text = e.tool + " (" + e.request_id + ") shows the state as of t=" + L.t(e.horizon) +
+        "; it hides commit " + (e.hidden || []).map(function (s) { return "#" + s; }).join(", ");
+      r.tags.push(tag("stale", "STALE READ"));
+    },
+    guard: function (e, i, ctx, r) {
+      r.text = e.action + " " + (e.tool || "") + (e.detail && e.detail.reason ? ": " + e.detail.reason : "");
+      r.detail = { step: e.step, caller: e.caller, key: e.key, detail: e.detail };
+      r.tags.push(tag("guard", "GUARD " + e.action));
+    },
+    condition: function (e, i, ctx, r) {
+      r.title = "SCAFFOLD " + (e.name || "");
+      r.text = e.action + " " + (e.tool || "");
+      const rest = Object.assign({}, e);
+      ["t", "type", "name", "action", "tool"].forEach(function (k) { delete rest[k]; });
+      r.detail = rest;
+    },
+    clock: function (e, i, ctx, r) { r.text = "+" + e.seconds + " s (" + e.reason + ")"; },
+    limit: function (e, i, ctx, r) {
+      r.text = String(e.reason);
+      r.tags.push(tag("limit", "EPISODE ENDED BY A LIMIT"));
+    },
+  };
+
   function describe(e, i, ctx) {
-    const r = { title: e.type.toUpperCase(), text: "", tags: [], detail: null };
-    switch (e.type) {
-      case "turn":
-        r.title = "MODEL TURN " + e.n;
-        r.text = (e.text || "") + (e.tools && e.tools.length ? (e.text ? " — " : "") + "asks for " + e.tools.join(", ") : "");
-        break;
-      case "call":
-        r.title = "CALL " + (e.id || "");
-        r.text = e.tool;
-        r.detail = e.args;
-        if (i in ctx.reissue) r.tags.push(tag("reissue", "RE-ISSUE of " + ctx.reissue[i]));
-        if (ctx.faultCall === e && ctx.fault.mode !== "none") r.tags.push(tag("faulted", "the fault acts on this call"));
-        break;
-      case "result":
-        r.title = "RESULT " + (e.id || "");
-        r.text = e.tool + ": " + resultText(e);
-        r.detail = e.result;
-        if (e.result && e.result.ok === false) r.tags.push(tag("error", "FAILED"));
-        break;
-      case "finish":
-        r.title = "FINISH";
-        r.text = e.report ? (e.report.status + (e.report.summary ? ": " + e.report.summary : "")) : "";
-        r.detail = e.report;
-        break;
-      case "fault":
-        r.title = e.mode === "none" ? "NO FAULT" : "FAULT";
-        r.text = faultText(e);
-        r.detail = e.detail;
-        if (e.mode !== "none") r.tags.push(tag("fault", "FAULT " + e.mode));
-        break;
-      case "commit":
-        r.title = "COMMIT #" + e.seq;
-        r.text = e.tool + " → " + e.object_id + " (request " + e.request_id + ", attempt " + e.attempt + ")";
-        r.tags = commitTags(e, ctx);
-        break;
-      case "arrival": {
-        const since = ctx.sent[e.request_id];
-        r.title = "LANDS";
-        r.text = e.request_id + " (" + e.attempt + ") reaches " + e.tool + ": " + e.outcome +
-          (since !== undefined && since < e.t ? "; in flight since t=" + L.t(since) + " (" + L.t(e.t - since) + " s)" : "");
-        if (/redeliver/.test(e.attempt || "")) r.tags.push(tag("redelivered", "REDELIVERED COPY"));
-        if (ctx.fault && e.request_id === ctx.fault.request_id) r.tags.push(tag("landed", "THE FAULTED REQUEST LANDS"));
-        break;
-      }
-      case "replay":
-        r.title = "KEY REPLAY";
-        r.text = e.request_id + " (" + e.attempt + ") answered from key " + e.key + "; no new effect";
-        r.tags.push(tag("replay", "NO EFFECT"));
-        break;
-      case "lagged_read":
-        r.title = "STALE READ";
-        r.text = e.tool + " (" + e.request_id + ") shows the state as of t=" + L.t(e.horizon) +
-          "; it hides commit " + (e.hidden || []).map(function (s) { return "#" + s; }).join(", ");
-        r.tags.push(tag("stale", "STALE READ"));
-        break;
-      case "guard":
-        r.title = "GUARD";
-        r.text = e.action + " " + (e.tool || "") + (e.detail && e.detail.reason ? ": " + e.detail.reason : "");
-        r.detail = { step: e.step, caller: e.caller, key: e.key, detail: e.detail };
-        r.tags.push(tag("guard", "GUARD " + e.action));
-        break;
-      case "condition": {
-        r.title = "SCAFFOLD " + (e.name || "");
-        r.text = e.action + " " + (e.tool || "");
-        const rest = Object.assign({}, e);
-        ["t", "type", "name", "action", "tool"].forEach(function (k) { delete rest[k]; });
-        r.detail = rest;
-        break;
-      }
-      case "clock":
-        r.title = "CLOCK";
-        r.text = "+" + e.seconds + " s (" + e.reason + ")";
-        break;
-      case "limit":
-        r.title = "LIMIT";
-        r.text = String(e.reason);
-        r.tags.push(tag("limit", "EPISODE ENDED BY A LIMIT"));
-        break;
-      default:
-        r.text = L.fields(e, ["t", "type"]);
-    }
+    const r = { title: String(e.type).toUpperCase(), text: "", tags: [], detail: null };
+    if (Object.prototype.hasOwnProperty.call(DESCRIBE, e.type)) DESCRIBE[e.type](e, i, ctx, r);
+    else r.text = L.fields(e, ["t", "type"]);
     return r;
   }
 
@@ -230,54 +225,59 @@
     }
   }
 
+  const W = 1000, LEFT = 70, RIGHT = 20, AY = 40, WY = 100;
+  const has = function (row, name) { return row.tags.some(function (t) { return t.tag === name; }); };
+
+  /* The fault as a dashed line across both lanes, and its request's time in flight. */
+  function drawFault(g, x, rec, rows, f) {
+    const landing = rows.find(function (r) { return r.type === "arrival" && rec.events[r.i].request_id === f.request_id; });
+    const until = landing ? landing.t : (f.detail && f.detail.lands_at);
+    if (typeof until === "number" && until > f.t) {
+      g.appendChild(svg("rect", { x: x(f.t), y: WY - 7, width: Math.max(2, x(until) - x(f.t)), height: 14, class: "inflight" }));
+      g.appendChild(svg("text", { x: x(f.t) + 4, y: WY + 20, class: "note" }, f.request_id + " in flight"));
+    }
+    g.appendChild(svg("line", { x1: x(f.t), x2: x(f.t), y1: 14, y2: 120, class: "faultline" }));
+    g.appendChild(svg("text", { x: x(f.t) + 3, y: 12, class: "faultlabel" }, "FAULT " + f.mode));
+  }
+
+  /* One event's mark: calls as boxes from sending to result, commits as diamonds, the finish as
+     a flag, other world events as small squares. */
+  function drawRow(g, x, rec, ctx, row) {
+    const e = rec.events[row.i], at = x(row.t);
+    if (row.type === "call") {
+      const res = ctx.results[e.id], re = has(row, "reissue");
+      const failed = res && res.result && res.result.ok === false;
+      mark(g, row, svg("rect", { x: at, y: AY - 7, width: Math.max(3, x(res ? res.t : row.t) - at), height: 14,
+        class: "call" + (re ? " reissue" : "") + (failed ? " failed" : "") }), row.title + " " + row.text + (re ? " (re-issue)" : ""));
+      if (re) g.appendChild(svg("text", { x: at, y: AY - 11, class: "note" }, "re-issue"));
+    } else if (row.type === "finish") {
+      mark(g, row, svg("path", { d: "M" + at + " " + (AY - 12) + " v24 M" + at + " " + (AY - 12) + " h10 v7 h-10", class: "finish" }), "finish");
+    } else if (row.type === "commit") {
+      const late = has(row, "late");
+      mark(g, row, svg("path", { d: "M" + at + " " + (WY - 9) + " l7 9 l-7 9 l-7 -9 z", class: "commit" + (late ? " late" : "") }),
+        row.title + " " + row.text + (late ? " (late commit)" : ""));
+      g.appendChild(svg("text", { x: at, y: WY - 13, class: "note", "text-anchor": "middle" }, (late ? "late " : "") + "#" + e.seq));
+    } else if (row.lane === "world" && row.type !== "clock" && row.type !== "fault") {
+      mark(g, row, svg("rect", { x: at - 3, y: WY + 2, width: 6, height: 6, class: "minor " + row.type }), row.title + " " + row.text);
+    }
+  }
+
+  /* Both lanes drawn to scale on one SVG strip; each mark links to its row in the table. */
   L.strip = function (rec, rows) {
     const ctx = context(rec);
     const times = rows.map(function (r) { return r.t; }).filter(function (t) { return typeof t === "number"; });
     const end = Math.max(1, Math.max.apply(null, times.concat([0])));
-    const W = 1000, left = 70, right = 20, AY = 40, WY = 100;
-    const x = function (t) { return left + (W - left - right) * (t / end); };
-    const root = svg("svg", { viewBox: "0 0 " + W + " 160", class: "strip", role: "img",
-      "aria-labelledby": "strip-title" });
+    const x = function (t) { return LEFT + (W - LEFT - RIGHT) * (t / end); };
+    const root = svg("svg", { viewBox: "0 0 " + W + " 160", class: "strip", role: "img", "aria-labelledby": "strip-title" });
     root.appendChild(svg("title", { id: "strip-title" }, "The episode to scale: agent lane above, world lane below, time in seconds"));
     root.appendChild(svg("text", { x: 4, y: AY + 4, class: "lanelabel" }, "agent"));
     root.appendChild(svg("text", { x: 4, y: WY + 4, class: "lanelabel" }, "world"));
-    [AY, WY].forEach(function (y) { root.appendChild(svg("line", { x1: left, x2: W - right, y1: y, y2: y, class: "laneline" })); });
+    [AY, WY].forEach(function (y) { root.appendChild(svg("line", { x1: LEFT, x2: W - RIGHT, y1: y, y2: y, class: "laneline" })); });
     const g = svg("g", {});
     root.appendChild(g);
     ticks(g, x, end, 128);
-    const f = ctx.fault;
-    if (f && f.mode !== "none") {
-      const landing = rows.find(function (r) { return r.type === "arrival" && rec.events[r.i].request_id === f.request_id; });
-      const until = landing ? landing.t : (f.detail && f.detail.lands_at);
-      if (typeof until === "number" && until > f.t) {
-        g.appendChild(svg("rect", { x: x(f.t), y: WY - 7, width: Math.max(2, x(until) - x(f.t)), height: 14, class: "inflight" }));
-        g.appendChild(svg("text", { x: x(f.t) + 4, y: WY + 20, class: "note" }, f.request_id + " in flight"));
-      }
-      g.appendChild(svg("line", { x1: x(f.t), x2: x(f.t), y1: 14, y2: 120, class: "faultline" }));
-      g.appendChild(svg("text", { x: x(f.t) + 3, y: 12, class: "faultlabel" }, "FAULT " + f.mode));
-    }
-    rows.forEach(function (row) {
-      const e = rec.events[row.i];
-      if (row.type === "call") {
-        const res = ctx.results[e.id];
-        const w = Math.max(3, x(res ? res.t : row.t) - x(row.t));
-        const re = row.tags.some(function (t) { return t.tag === "reissue"; });
-        mark(g, row, svg("rect", { x: x(row.t), y: AY - 7, width: w, height: 14,
-          class: "call" + (re ? " reissue" : "") + (res && res.result && res.result.ok === false ? " failed" : "") }),
-          row.title + " " + row.text + (re ? " (re-issue)" : ""));
-        if (re) g.appendChild(svg("text", { x: x(row.t), y: AY - 11, class: "note" }, "re-issue"));
-      } else if (row.type === "finish") {
-        mark(g, row, svg("path", { d: "M" + x(row.t) + " " + (AY - 12) + " v24 M" + x(row.t) + " " + (AY - 12) + " h10 v7 h-10", class: "finish" }), "finish");
-      } else if (row.type === "commit") {
-        const cx = x(row.t);
-        const late = row.tags.some(function (t) { return t.tag === "late"; });
-        mark(g, row, svg("path", { d: "M" + cx + " " + (WY - 9) + " l7 9 l-7 9 l-7 -9 z", class: "commit" + (late ? " late" : "") }),
-          row.title + " " + row.text + (late ? " (late commit)" : ""));
-        g.appendChild(svg("text", { x: cx, y: WY - 13, class: "note", "text-anchor": "middle" }, (late ? "late " : "") + "#" + e.seq));
-      } else if (row.lane === "world" && row.type !== "clock" && row.type !== "fault") {
-        mark(g, row, svg("rect", { x: x(row.t) - 3, y: WY + 2, width: 6, height: 6, class: "minor " + row.type }), row.title + " " + row.text);
-      }
-    });
+    if (ctx.fault && ctx.fault.mode !== "none") drawFault(g, x, rec, rows, ctx.fault);
+    rows.forEach(function (row) { drawRow(g, x, rec, ctx, row); });
     return root;
   };
 })();
