@@ -125,7 +125,7 @@
       r.tags.push(tag("replay", "NO EFFECT"));
     },
     lagged_read: function (e, i, ctx, r) {
-      r.title = "STALE READ";
+      r.title = "LAGGED READ";
       r.text = e.tool + " (" + e.request_id + ") shows the state as of t=" + L.t(e.horizon) +
         "; it hides commit " + (e.hidden || []).map(function (s) { return "#" + s; }).join(", ");
       r.tags.push(tag("stale", "STALE READ"));
@@ -133,7 +133,6 @@
     guard: function (e, i, ctx, r) {
       r.text = e.action + " " + (e.tool || "") + (e.detail && e.detail.reason ? ": " + e.detail.reason : "");
       r.detail = { step: e.step, caller: e.caller, key: e.key, detail: e.detail };
-      r.tags.push(tag("guard", "GUARD " + e.action));
     },
     condition: function (e, i, ctx, r) {
       r.title = "SCAFFOLD " + (e.name || "");
