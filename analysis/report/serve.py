@@ -132,11 +132,15 @@ def _handler(live: Live, allowed_hosts: set[str]) -> type[BaseHTTPRequestHandler
 
 def serve(paths: Sequence[Path], weighting: str, port: int, announce: Any = print) -> None:
     """Serve until interrupted; ``announce`` gets the address once the socket is bound."""
-    live = Live(paths, weighting)
-    try:
-        server = ThreadingHTTPServer(("127.0.0.1", port), _handler(live, set()))
+    try:  # bind before building, so a busy port is said at once
+        server = ThreadingHTTPServer(("127.0.0.1", port), BaseHTTPRequestHandler)
     except OSError as exc:
         raise UsageError(f"--port {port}: cannot listen on 127.0.0.1 ({exc.strerror})") from None
+    try:
+        live = Live(paths, weighting)
+    except BaseException:
+        server.server_close()
+        raise
     bound = server.server_address[1]
     server.RequestHandlerClass = _handler(live, {f"127.0.0.1:{bound}", f"localhost:{bound}"})
     stop = threading.Event()
