@@ -135,6 +135,27 @@ def test_errors_are_shown_with_their_reasons_and_input_problems_listed(built, tm
     assert "Input problems" in page and "unparseable" in page and "torn last line" in page
 
 
+def test_odd_lines_still_give_strict_details(built, tmp_path: Path) -> None:
+    """A NaN in a record, and a line whose end is garbage (the loader reads a record by its
+    cell and outcome): the report is written, and every bucket is JSON a browser parses."""
+    base = records(built["run"])[0]
+    nan = {**base, "episode_id": "ep-nan", "usage": [{"turn": 1, "cost_usd": float("nan")}]}
+    torn = json.dumps({**base, "episode_id": "ep-garbage"})[:-1] + ', "events": [}'
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "episodes.jsonl").write_text(json.dumps(nan) + "\n" + torn + "\n")
+    assert main(["report", str(run), "--out", str(tmp_path / "r")]) == 0
+    buckets = _payload(tmp_path / "r" / "data" / "meta.js")["buckets"]
+    found = {}
+    for n in range(buckets):
+        text = gzip.decompress(base64.b64decode(re.search(
+            r'"([A-Za-z0-9+/=]+)"\);', (tmp_path / "r" / bucket_file(n)).read_text()).group(1)))
+        found.update(json.loads(text, parse_constant=lambda token: pytest.fail(token)))
+    assert found["ep-nan"]["usage"][0]["cost_usd"] is None
+    assert found["ep-nan"]["events"] == base["events"]
+    assert "does not parse" in found["ep-garbage"]["_site"]["unreadable"]
+
+
 @pytest.mark.parametrize("case", ["missing run", "out is a file", "out holds other files",
                                   "empty run"])
 def test_user_errors_are_one_line_and_touch_nothing(case: str, built, tmp_path: Path) -> None:

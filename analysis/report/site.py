@@ -20,7 +20,7 @@ import pandas as pd
 from limbo.analysis.data import Data
 from limbo.analysis.loader import Loaded, load
 from limbo.analysis.report import pages
-from limbo.analysis.report.details import bucket_file, bucket_script, detail
+from limbo.analysis.report.details import bucket_file, bucket_script, detail_json
 from limbo.analysis.report.index import bucket_count, bucket_of, index_payload
 from limbo.analysis.report.linked import cells_payload
 from limbo.analysis.report.overview import ErrorGroup, Figure, Overview, read_manifests
@@ -41,15 +41,15 @@ class Site:
         """The script of bucket ``number`` (``None`` outside the range)."""
         if not 0 <= number < self.buckets:
             return None
-        details: dict[str, Any] = {}
+        details: dict[str, str] = {}
         if self.loaded is not None:
             rows = self.loaded.frame[self._bucket_rows == number]
             where = dict(zip(rows.index, zip(rows["episode_id"], rows["file"], rows["line"],
                                              strict=True), strict=True))
-            for index, record in self.loaded.records(rows):
+            for index, _, text in self.loaded.lines(rows):
                 episode_id, file_no, line = where[index]
-                details[str(episode_id)] = detail(record, self.loaded.files[int(file_no)],
-                                                  int(line))
+                details[str(episode_id)] = detail_json(
+                    text, self.loaded.files[int(file_no)], int(line), str(episode_id))
         return bucket_script(number, details)
 
     def all_files(self) -> dict[str, bytes]:

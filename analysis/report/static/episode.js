@@ -146,6 +146,7 @@
     return [
       L.el("p", { class: "crumbs" }, L.el("a", { href: "episodes.html", text: "← all episodes" })),
       L.el("h1", null, "Episode ", L.el("code", { text: rec.episode_id })),
+      rec._site && rec._site.unreadable ? L.el("p", { class: "warn", text: "Only part of this episode could be read: " + rec._site.unreadable }) : null,
       L.el("p", { class: "lede", text: [cell.model, cell.harness, cell.condition, cell.contract, "fault " + cell.fault + " on " + cell.focal_write,
         cell.template + "#" + cell.instance].join(" · ") }),
       section("outcome", "Outcome", outcomeBlock(rec.outcome || {}), rerun(rec)),
