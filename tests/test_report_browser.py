@@ -222,6 +222,9 @@ def test_view_shows_new_episodes_of_a_run_being_written(chromium, site, tmp_path
         page.wait_for_selector("#list tbody tr")
         assert page.locator("#summary").inner_text().startswith("3 of 3")
         page.evaluate("window.stillTheSamePage = true")
+        overview = page.context.new_page()
+        overview.goto(url)
+        assert "3 episodes;" in overview.locator("#status").inner_text()
         with (run / "episodes.jsonl").open("ab") as fh:  # the writer, mid-line
             fh.write(lines[3][:40])
             fh.flush()
@@ -231,6 +234,7 @@ def test_view_shows_new_episodes_of_a_run_being_written(chromium, site, tmp_path
         expect(page.locator("#summary")).to_contain_text("9 of 9 episodes", timeout=20000)
         assert page.evaluate("window.stillTheSamePage") is True  # updated in place
         assert "6 new episodes" in page.locator("#live").inner_text()
+        expect(overview.locator("#status")).to_contain_text("9 episodes;", timeout=20000)
         browser.shot(page, "5-view-live")
         page.locator("#list tbody a").last.click()
         page.wait_for_selector("#lanes")
