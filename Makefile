@@ -3,7 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test lint bench clean
+.PHONY: run test lint bench clean chromium
 
 $(BIN)/limbo-run-ready: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -20,7 +20,18 @@ $(BIN)/limbo-test-ready: pyproject.toml
 run: $(BIN)/limbo-run-ready
 	$(BIN)/limbo run
 
-test: $(BIN)/limbo-test-ready
+# Debian's chromium for the HTML report's browser tests (Playwright drives it; its own browser
+# download would fail offline). Quick when installed; where it cannot be installed (no apt-get, not
+# root, no registry) the browser tests skip with that reason, except under CI, where they fail.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	    echo "make: installing Debian's chromium for the browser tests"; \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+	      || echo "make: could not install chromium; the browser tests will be skipped"; \
+	  else echo "make: chromium is not installed and apt-get (as root) is not available; the browser tests will be skipped"; fi; }
+
+test: $(BIN)/limbo-test-ready chromium
 	$(BIN)/ruff check .
 	$(BIN)/pytest
 
@@ -28,4 +39,4 @@ bench: $(BIN)/limbo-run-ready
 	$(BIN)/python benchmarks/bench_episodes.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info runs
+	rm -rf $(VENV) build *.egg-info runs test-artefacts

@@ -12,7 +12,7 @@ import functools
 import math
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -21,6 +21,7 @@ import pandas as pd
 from limbo.analysis.loader import Loaded, modes_of
 from limbo.analysis.recovery import Recovery, classify, tool_kinds
 from limbo.analysis.stats import Rate, equal_weights, kish_rate
+from limbo.analysis.table import Behind
 
 WEIGHTINGS = ("template", "instance", "none")
 """Equal weight per task template (default), per task instance, or per episode."""
@@ -46,6 +47,13 @@ def grid_levels(grids: tuple[str, ...]) -> tuple[tuple[str, frozenset[str]], ...
         for column, field_name in GRID_FACTORS.items():
             levels[column] |= set(found[field_name])
     return tuple((column, frozenset(values)) for column, values in levels.items())
+
+
+@dataclass(frozen=True)
+class TracedRate(Rate):
+    """A rate with the episodes behind it (see :class:`~limbo.analysis.table.Behind`)."""
+
+    behind: Behind | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -112,8 +120,10 @@ class Data:
         return self.cached("rated", lambda: self.frame[self.frame["rated"]])
 
     def rate(self, rows: pd.DataFrame, outcome: str) -> Rate:
-        """Kish-weighted rate of ``outcome`` over ``rows``, weights computed within them."""
-        return kish_rate(rows[outcome].to_numpy(), self.weights(rows))
+        """Kish-weighted rate of ``outcome`` over ``rows``, weights computed within them; it
+        remembers the rows, so a table entry made from it links to its episodes."""
+        r = kish_rate(rows[outcome].to_numpy(), self.weights(rows))
+        return TracedRate(*astuple(r), behind=Behind(rows.index, outcome))
 
     def weights(self, rows: pd.DataFrame) -> np.ndarray | None:
         if self.weighting == "none" or rows.empty:

@@ -175,6 +175,8 @@ def _fast(text: str) -> Parsed | None:
         return None
     if not (isinstance(cell, dict) and isinstance(outcome, dict) and "fault_fired" in outcome):
         return None
+    if "\\" in schema or "\\" in episode_id:  # an escape: the string may go on past that quote
+        return None
     return schema, episode_id, cell, outcome
 
 
@@ -204,11 +206,9 @@ class Loaded:
     problems: list[Problem]
     files: list[Path]
 
-    def each_events(self, rows: pd.DataFrame,
-                    read: Callable[[Any, Iterator[dict[str, Any]]], T]) -> dict[Any, T]:
-        """``read(index, events)`` for each row of ``rows`` (a slice of :attr:`frame`), by
-        index. Events are decoded as ``read`` consumes them: it pays only for what it reads."""
-        out: dict[Any, T] = {}
+    def lines(self, rows: pd.DataFrame) -> Iterator[tuple[Any, str, str]]:
+        """(index, schema, the record's line) of each row of ``rows`` (a slice of
+        :attr:`frame`), read in file order by the offsets the load kept."""
         ordered = rows.sort_values(["file", "offset"])
         for file_no, group in ordered.groupby("file", sort=False, observed=True):
             with self.files[int(file_no)].open("rb") as fh:
@@ -216,9 +216,19 @@ class Loaded:
                                                          group["length"], group["schema"],
                                                          strict=True):
                     fh.seek(int(offset))
-                    text = fh.read(int(length)).decode("utf-8")
-                    out[index] = read(index, SCHEMAS[schema].events(text))
-        return out
+                    yield index, schema, fh.read(int(length)).decode("utf-8")
+
+    def records(self, rows: pd.DataFrame) -> Iterator[tuple[Any, dict[str, Any]]]:
+        """(index, full record) of each row of ``rows``, in file order."""
+        for index, _, text in self.lines(rows):
+            yield index, json.loads(text)
+
+    def each_events(self, rows: pd.DataFrame,
+                    read: Callable[[Any, Iterator[dict[str, Any]]], T]) -> dict[Any, T]:
+        """``read(index, events)`` for each row of ``rows`` (a slice of :attr:`frame`), by
+        index. Events are decoded as ``read`` consumes them: it pays only for what it reads."""
+        return {index: read(index, SCHEMAS[schema].events(text))
+                for index, schema, text in self.lines(rows)}
 
     def messages(self) -> list[str]:
         """One line per kind of problem: how many, and where the first ones are."""

@@ -11,12 +11,22 @@ import csv
 import io
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 from limbo.analysis.stats import Rate
 
 EMPTY = "—"
 CSV_FIELDS = ("table", "row", "column", "shown", "value", "numerator", "denominator", "n_eff",
               "lo", "hi")
+
+
+@dataclass(frozen=True)
+class Behind:
+    """Which episodes a rate was computed over (labels of the loaded frame's index) and which
+    outcome column it counts, so a reader of the table can open exactly those episodes."""
+
+    rows: Any
+    outcome: str
 
 
 @dataclass(frozen=True)
@@ -30,6 +40,8 @@ class Entry:
     n_eff: float = math.nan
     lo: float = math.nan
     hi: float = math.nan
+    behind: Behind | None = field(default=None, compare=False, repr=False)
+    """The episodes the entry was computed over, where known (the HTML report links to them)."""
 
     @property
     def empty(self) -> bool:
@@ -46,12 +58,13 @@ def _pct(value: float) -> str:
 
 def rate(r: Rate, counts: bool = True) -> Entry:
     """A rate in percent with its 95% interval and raw counts: ``25.0 [13, 42] 10/40``."""
+    behind = getattr(r, "behind", None)
     if r.n == 0 or math.isnan(r.rate):
-        return Entry(EMPTY, numerator=r.successes, denominator=r.n)
+        return Entry(EMPTY, numerator=r.successes, denominator=r.n, behind=behind)
     shown = f"{_pct(r.rate)} [{100 * r.lo:.0f}, {100 * r.hi:.0f}]"
     if counts:
         shown += f" {r.successes}/{r.n}"
-    return Entry(shown, r.rate, r.successes, r.n, r.n_eff, r.lo, r.hi)
+    return Entry(shown, r.rate, r.successes, r.n, r.n_eff, r.lo, r.hi, behind)
 
 
 def number(value: float, n: int, digits: int = 1) -> Entry:

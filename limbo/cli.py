@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from limbo.commands import compare, figures, tables
+from limbo.commands import compare, figures, report, tables, view
 from limbo.errors import UsageError
 
 FACTOR_FLAGS = {"model": "models", "harness": "harnesses", "condition": "conditions",
@@ -100,7 +100,7 @@ def _parser() -> argparse.ArgumentParser:
     ls.add_argument("what", choices=["services", "faults", "conditions", "harnesses", "models",
                                      "grids", "templates"])
     ls.add_argument("--plugin", action="append", default=[])
-    for module in (tables, figures, compare):
+    for module in (tables, figures, compare, report, view):
         module.add_parser(sub)
     return p
 
@@ -205,7 +205,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"run": cmd_run, "episode": cmd_episode, "show": cmd_show, "list": cmd_list,
-            "tables": tables.run, "figures": figures.run, "compare": compare.run}
+            "tables": tables.run, "figures": figures.run, "compare": compare.run,
+            "report": report.run, "view": view.run}
 
 
 if __name__ == "__main__":

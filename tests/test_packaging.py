@@ -44,6 +44,7 @@ def test_wheel_installs_only_limbo_and_works_outside_the_repo(tmp_path: Path) ->
     assert "limbo/services/templates/billing.json" in members
     assert "limbo/harnesses/prompts/vanilla.txt" in members
     assert "limbo/experiments/grids/default.toml" in members
+    assert "limbo/analysis/report/static/episode.js" in members
     target = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target",
                     str(target), str(wheel)], check=True, capture_output=True)

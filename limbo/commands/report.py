@@ -1,0 +1,45 @@
+"""``limbo report RUN_DIR... --out DIR``: the run report as a static site that opens from disk."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from limbo.commands.tables import add_common
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("report", help="write an HTML report (tables, figures, every episode) "
+                                      "that opens from disk")
+    p.add_argument("runs", nargs="+", type=Path, metavar="RUN_DIR",
+                   help="run directories and/or episodes*.jsonl files (any mix)")
+    p.add_argument("--out", type=Path, required=True,
+                   help="the report folder (new, empty, or an earlier report to replace)")
+    add_common(p)
+
+
+def prepare(args: argparse.Namespace, command: str) -> None:
+    """Check the extra and load plugins (shared with ``limbo view``)."""
+    from limbo.analysis.deps import require
+    from limbo.registry import load_plugin
+
+    require(command)
+    for name in args.plugin:
+        load_plugin(name)
+
+
+def run(args: argparse.Namespace) -> int:
+    from limbo.analysis.report.write import check_out
+
+    check_out(args.out)
+    prepare(args, "report")
+    from limbo.analysis.report.site import build
+    from limbo.analysis.report.write import write_site
+
+    site = build(args.runs, args.weights)
+    for line in site.loaded.messages() if site.loaded else []:
+        print(f"limbo: warning: {line}", file=sys.stderr)
+    size = write_site(site, args.out)
+    print(f"{args.out / 'index.html'}  ({site.episodes} episodes, {size / 1e6:.1f} MB)")
+    return 0

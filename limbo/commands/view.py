@@ -1,0 +1,33 @@
+"""``limbo view RUN_DIR...``: the run report served on 127.0.0.1, following runs being written."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from limbo.commands.report import prepare
+from limbo.commands.tables import add_common
+from limbo.errors import UsageError
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("view", help="serve the HTML report on 127.0.0.1; new episodes of a "
+                                    "run still being written appear without a restart")
+    p.add_argument("runs", nargs="+", type=Path, metavar="RUN_DIR",
+                   help="run directories and/or episodes*.jsonl files (any mix)")
+    p.add_argument("--port", type=int, default=0,
+                   help="port on 127.0.0.1 (default: any free port; the address is printed)")
+    add_common(p)
+
+
+def run(args: argparse.Namespace) -> int:
+    if not 0 <= args.port <= 65535:
+        raise UsageError(f"--port {args.port}: choose 0 (any free port) to 65535")
+    for path in args.runs:
+        if not path.exists():
+            raise UsageError(f"{path} is neither a run directory nor a record file")
+    prepare(args, "view")
+    from limbo.analysis.report.serve import serve
+
+    serve(args.runs, args.weights, args.port, lambda line: print(line, flush=True))
+    return 0
