@@ -60,11 +60,14 @@ class InspectAdapter(ModelAdapter):
         self._inspect_model()
 
     def _inspect_model(self) -> Any:
+        """The eval's own model inside an eval (its ``-M`` arguments and roles included);
+        else the model this adapter names."""
         if self._model is None:
             from inspect_ai.model import get_model
 
             try:
-                self._model = get_model(self.model, **self.params)
+                self._model = get_model() if self.state is not None else get_model(
+                    self.model, **self.params)
             except Exception as exc:  # noqa: BLE001 - Inspect's own message names the fix
                 raise UsageError(f"inspect/{self.model}: {exc}") from None
         return self._model
