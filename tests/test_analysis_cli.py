@@ -32,6 +32,13 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+def cli(capsys, *args: str) -> tuple[int, str, str]:
+    """``limbo ARGS`` in this process: (exit code, stdout, stderr)."""
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
 def lines(path: Path) -> list[str]:
     return path.read_text().splitlines(keepends=True)
 
@@ -51,10 +58,10 @@ def test_tables_print_markdown_and_say_what_is_absent(run: Path) -> None:
     assert done.stderr == ""
 
 
-def test_files_in_every_format(run: Path, tmp_path: Path) -> None:
-    done = limbo("tables", str(run), "--out", str(tmp_path), "--table", "3", "--table", "10",
-                 "--format", "md,csv,tex")
-    assert done.returncode == 0, done.stderr
+def test_files_in_every_format(run: Path, tmp_path: Path, capsys) -> None:
+    code, _, err = cli(capsys, "tables", str(run), "--out", str(tmp_path), "--table", "3",
+                       "--table", "10", "--format", "md,csv,tex")
+    assert code == 0, err
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "table10.csv", "table10.md", "table10.tex", "table3.csv", "table3.md", "table3.tex"]
     assert "\\begin{tabular}" in (tmp_path / "table3.tex").read_text()
@@ -62,11 +69,11 @@ def test_files_in_every_format(run: Path, tmp_path: Path) -> None:
     assert header == "table,row,column,shown,value,numerator,denominator,n_eff,lo,hi"
 
 
-def test_weights_are_a_parameter(run: Path, tmp_path: Path) -> None:
-    def n_eff(weights: str) -> float:
+def test_weights_are_a_parameter(run: Path, tmp_path: Path, capsys) -> None:
+    def n_eff(weights: str) -> tuple[float, int]:
         out = tmp_path / weights
-        assert limbo("tables", str(run), "--table", "3", "--weights", weights, "--format",
-                     "csv", "--out", str(out)).returncode == 0
+        assert cli(capsys, "tables", str(run), "--table", "3", "--weights", weights,
+                   "--format", "csv", "--out", str(out))[0] == 0
         row = next(line for line in (out / "table3.csv").read_text().splitlines()
                    if line.startswith("3,all models,EOS"))
         return float(row.split(",")[-3]), int(float(row.split(",")[-4]))
@@ -80,26 +87,26 @@ def test_weights_are_a_parameter(run: Path, tmp_path: Path) -> None:
     (["--table", "11"], "no table 11; choose from 3, 4, 5"),
     (["--format", "xls"], "--format 'xls': choose from md, csv, tex"),
 ])
-def test_bad_flags_are_one_line(run: Path, args: list[str], message: str) -> None:
-    done = limbo("tables", str(run), *args)
-    assert done.returncode == 2 and message in done.stderr
-    assert len(done.stderr.strip().splitlines()) == 1
+def test_bad_flags_are_one_line(run: Path, args: list[str], message: str, capsys) -> None:
+    code, _, err = cli(capsys, "tables", str(run), *args)
+    assert code == 2 and message in err
+    assert len(err.strip().splitlines()) == 1
 
 
-def test_empty_directory(run: Path, tmp_path: Path) -> None:
+def test_empty_directory(run: Path, tmp_path: Path, capsys) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
-    alone = limbo("tables", str(empty))
-    assert alone.returncode == 2 and len(alone.stderr.strip().splitlines()) == 1
-    assert "no episode records could be loaded" in alone.stderr
-    mixed = limbo("tables", str(empty), str(run), "--table", "3")
-    assert mixed.returncode == 0 and "### Table 3" in mixed.stdout
-    assert mixed.stderr.count("\n") == 1 and "no records" in mixed.stderr
-    figures = limbo("figures", str(empty))
-    assert figures.returncode == 2 and len(figures.stderr.strip().splitlines()) == 1
+    code, _, err = cli(capsys, "tables", str(empty))
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "no episode records could be loaded" in err
+    code, out, err = cli(capsys, "tables", str(empty), str(run), "--table", "3")
+    assert code == 0 and "### Table 3" in out
+    assert err.count("\n") == 1 and "no records" in err
+    code, _, err = cli(capsys, "figures", str(empty), "--out", str(tmp_path / "figures"))
+    assert code == 2 and len(err.strip().splitlines()) == 1
 
 
-def test_corrupt_future_and_duplicated_records(run: Path, tmp_path: Path) -> None:
+def test_corrupt_future_and_duplicated_records(run: Path, tmp_path: Path, capsys) -> None:
     good = lines(run / "episodes.jsonl")
     future = good[1].replace('"limbo.episode/1"', '"limbo.episode/9"', 1)
     bad = tmp_path / "bad"
@@ -109,15 +116,15 @@ def test_corrupt_future_and_duplicated_records(run: Path, tmp_path: Path) -> Non
     copy = tmp_path / "copy" / "episodes.jsonl"
     copy.parent.mkdir()
     copy.write_text(good[5])
-    done = limbo("tables", str(bad), str(copy.parent), "--table", "3")
-    assert done.returncode == 0, done.stderr
-    warnings = done.stderr.strip().splitlines()
+    code, out, err = cli(capsys, "tables", str(bad), str(copy.parent), "--table", "3")
+    assert code == 0, err
+    warnings = err.strip().splitlines()
     assert len(warnings) == 3
     assert any("1 unparseable" in w and "episodes.jsonl:2" in w for w in warnings)
     assert any("1 unknown schema" in w and "limbo.episode/9" in w for w in warnings)
     assert any("1 duplicate" in w for w in warnings)
-    episodes = int(done.stdout.split("| all models |")[1].split("|")[-2])
-    clean = limbo("tables", str(run), "--table", "3").stdout
+    episodes = int(out.split("| all models |")[1].split("|")[-2])
+    clean = cli(capsys, "tables", str(run), "--table", "3")[1]
     assert episodes == int(clean.split("| all models |")[1].split("|")[-2]) - 1
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 import os
 import random
 import subprocess
@@ -15,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from handcount import holm, mcnemar
 
 LIMBO = str(Path(sys.executable).parent / "limbo")
 FAMILY = {"timeout_pre": "not executed", "http500_pre": "not executed",
@@ -57,21 +57,6 @@ def csv_blocks(text: str) -> list[list[dict]]:
     return [list(csv.DictReader(io.StringIO("\n".join(b)))) for b in blocks]
 
 
-def p_exact(b: int, c: int) -> float:
-    n = b + c
-    return 1.0 if n == 0 else min(1.0, 2 * sum(math.comb(n, k) for k in range(min(b, c) + 1))
-                                  / 2**n)
-
-
-def holm(p: list[float]) -> list[float]:
-    order = sorted(range(len(p)), key=lambda i: p[i])
-    out, running = [0.0] * len(p), 0.0
-    for rank, i in enumerate(order):
-        running = max(running, min(1.0, (len(p) - rank) * p[i]))
-        out[i] = running
-    return out
-
-
 def hand_count(a: list[dict], b: list[dict]) -> dict:
     """Per family: pairs, discordant counts per metric, unpaired counts per side."""
     def keyed(records: list[dict]) -> dict:
@@ -103,7 +88,7 @@ def check(output: str, counts: dict) -> None:
     families = [f for f in ("not executed", "read-back resolves", "late commit",
                             "read-back cannot", "phantom", "none") if f in counts]
     for metric in METRICS:
-        raw = [p_exact(*counts[f][metric]) for f in families]
+        raw = [mcnemar(*counts[f][metric]) for f in families]
         for family, p, p_holm in zip(families, raw, holm(raw), strict=True):
             b, c = counts[family][metric]
             key = f"{family} / {metric}"

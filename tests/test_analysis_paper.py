@@ -10,13 +10,14 @@ import math
 import os
 import subprocess
 import sys
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from statistics import NormalDist
 from typing import Any
 
 import pytest
+from handcount import holm, mcnemar
 
 LIMBO = str(Path(sys.executable).parent / "limbo")
 GRIDS = ("e1", "e1s", "e2", "e2k", "e5", "e6")
@@ -112,22 +113,6 @@ def weighted_mean(rows: list[Row], key: str) -> float:
     sizes = Counter(r["template"] for r in rows)
     weights = [1 / sizes[r["template"]] for r in rows]
     return sum(w * r[key] for w, r in zip(weights, rows, strict=True)) / sum(weights)
-
-
-def mcnemar(b: int, c: int) -> float:
-    n = b + c
-    if n == 0:
-        return 1.0
-    return min(1.0, 2 * sum(math.comb(n, k) for k in range(min(b, c) + 1)) / 2**n)
-
-
-def holm(pvalues: list[float]) -> list[float]:
-    order = sorted(range(len(pvalues)), key=lambda i: pvalues[i])
-    adjusted, running = [0.0] * len(pvalues), 0.0
-    for rank, i in enumerate(order):
-        running = max(running, min(1.0, (len(pvalues) - rank) * pvalues[i]))
-        adjusted[i] = running
-    return adjusted
 
 
 def pairs(rows: list[Row], a: str, b: str) -> list[tuple[Row, Row]]:

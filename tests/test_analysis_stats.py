@@ -121,13 +121,7 @@ def test_gee_exchangeable() -> None:
     ref = VECTORS["gee_exchangeable"]
     y, x, g = gee_rows()
     result = stats.gee_odds_ratio(y, x, g)
-    close(result.beta, ref["beta_x"], GEE)
-    close(result.se, ref["se_x"], GEE)
-    close(result.odds_ratio, ref["OR"], GEE)
-    lo, hi = result.ci()
-    close(lo, ref["OR_lo"], GEE)
-    close(hi, ref["OR_hi"], GEE)
-    close(result.pvalue, ref["p"], GEE)
+    check_odds_ratio(result, ref, GEE)
     close(result.extra["alpha"], ref["alpha_exch"], GEE)
     close(result.extra["intercept"], ref["intercept"], GEE)
     assert result.clusters == 12 and "few clusters" in result.note
@@ -167,18 +161,19 @@ def collapsed() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     return np.array(y, float), np.array(n, float), np.array(x, float), np.array(g)
 
 
+def check_odds_ratio(result: stats.OddsRatio, ref: dict, rtol: float) -> None:
+    """β, SE, OR, its Wald interval and p against a reference entry."""
+    lo, hi = result.ci()
+    for got, key in ((result.beta, "beta_x"), (result.se, "se_x"), (result.odds_ratio, "OR"),
+                     (lo, "OR_lo"), (hi, "OR_hi"), (result.pvalue, "p")):
+        close(got, ref[key], rtol)
+
+
 def test_glmm_agq25_matches_glmer() -> None:
     ref = VECTORS["glmm_random_intercept_ml"]
     y, n, x, g = collapsed()
     fit = stats.glmm_agq(y, np.column_stack([np.ones(len(x)), x]), g, trials=n, nagq=25)
-    result = fit.odds_ratio(1, clusters=12)
-    close(result.beta, ref["beta_x"], GLMM)
-    close(result.se, ref["se_x"], GLMM)
-    close(result.odds_ratio, ref["OR"], GLMM)
-    lo, hi = result.ci()
-    close(lo, ref["OR_lo"], GLMM)
-    close(hi, ref["OR_hi"], GLMM)
-    close(result.pvalue, ref["p"], GLMM)
+    check_odds_ratio(fit.odds_ratio(1, clusters=12), ref, GLMM)
     close(fit.sigmas[0], ref["sigma"], GLMM)
     close(fit.params[0], ref["intercept"], GLMM)
     close(fit.llf, ref["llf"], GLMM)
@@ -200,14 +195,7 @@ def test_glmm_nested_laplace() -> None:
     ref = VECTORS["glmm_nested_laplace"]
     y, n, x, g = collapsed()
     fit = stats.glmm_laplace(y, np.column_stack([np.ones(len(x)), x]), [g % 4, g], trials=n)
-    result = fit.odds_ratio(1, clusters=12)
-    close(result.beta, ref["beta_x"], GLMM)
-    close(result.se, ref["se_x"], GLMM)
-    close(result.odds_ratio, ref["OR"], GLMM)
-    lo, hi = result.ci()
-    close(lo, ref["OR_lo"], GLMM)
-    close(hi, ref["OR_hi"], GLMM)
-    close(result.pvalue, ref["p"], GLMM)
+    check_odds_ratio(fit.odds_ratio(1, clusters=12), ref, GLMM)
     close(fit.sigmas[0], ref["sigma_template"], GLMM)
     close(fit.sigmas[1], ref["sigma_inst"], GLMM)
     assert list(fit.singular) == ref["boundary"]
