@@ -94,7 +94,7 @@ def _parser() -> argparse.ArgumentParser:
     ep.add_argument("--json", action="store_true", help="print the record as JSON")
     _provider_flags(ep)
     show = sub.add_parser("show", help="print a stored episode's timeline")
-    show.add_argument("run_dir", type=Path)
+    show.add_argument("run_dir", type=Path, help="a run directory, or an Inspect log of a LIMBO task")
     show.add_argument("episode_id")
     ls = sub.add_parser("list", help="what is registered")
     ls.add_argument("what", choices=["services", "faults", "conditions", "harnesses", "models",
@@ -188,10 +188,12 @@ def _check_fault_applies(cell: Any) -> None:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    from limbo.inspect.log import find, is_inspect_log
     from limbo.store import find_record
     from limbo.timeline import render
 
-    render(find_record(args.run_dir, args.episode_id), _console())
+    read = find if is_inspect_log(args.run_dir) else find_record
+    render(read(args.run_dir, args.episode_id), _console())
     return 0
 
 

@@ -19,6 +19,7 @@ from inspect_ai import eval as inspect_eval
 from inspect_ai.log import read_eval_log
 
 from limbo.cli import main
+from limbo.errors import UsageError
 from limbo.inspect import log as inspect_log
 from limbo.inspect.registry import TASKS
 from limbo.store import iter_records
@@ -114,3 +115,60 @@ def test_inspect_eval_cli_with_verify_behind_an_openai_compatible_server(
     assert {r["cell"]["model"] for r in found} == {"inspect/openai-api/limbo/verify"}
     assert by_cell(found) == by_cell(records)
     assert ledger_effects(found) == ledger_effects(records)
+
+
+# -- must-show 2: the analysis reads the Inspect log as it reads a LIMBO run ----------------
+
+def _tables(path: Path, out: Path) -> dict[str, str]:
+    assert main(["tables", str(path), "--out", str(out), "--format", "md,csv"]) == 0
+    return {p.name: p.read_text() for p in sorted(out.iterdir())}
+
+
+def test_limbo_tables_read_the_inspect_log_like_the_run(verify_run, mock_log,
+                                                         tmp_path: Path) -> None:
+    run_dir, _ = verify_run
+    from_run = _tables(run_dir, tmp_path / "run")
+    from_log = _tables(mock_log, tmp_path / "log")
+    assert "table3.md" in from_run and len(from_run) > 4
+    assert from_log.keys() == from_run.keys()
+    for name, text in from_log.items():
+        assert text.replace("inspect/mockllm/model", "policy/verify") == from_run[name], name
+    # the directory holding the log is read as a run directory too
+    assert _tables(mock_log.parent, tmp_path / "dir") == from_log
+
+
+def _compare(a: Path, b: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    assert main(["compare", str(a), str(b)]) == 0
+    return capsys.readouterr().out.replace(str(b), "RUN_B")
+
+
+def test_limbo_compare_reads_the_inspect_log_like_the_run(verify_run, mock_log, tmp_path: Path,
+                                                          capsys) -> None:
+    run_dir, _ = verify_run
+    blind = tmp_path / "blind"
+    limbo_run(blind, "policy/blind")
+    capsys.readouterr()
+    against_run = _compare(blind, run_dir, capsys)
+    against_log = _compare(blind, mock_log, capsys)
+    assert "| read-back resolves | dup |" in against_run
+    assert against_log == against_run
+    # the log and the run it reproduces differ in nothing but the model
+    same = _compare(run_dir, mock_log, capsys)
+    assert "| overall | dup | 17 |" in same and "+0.0 | 0 | 0 |" in same
+    assert "-" not in "".join(line.split("|")[6] for line in same.splitlines()
+                              if line.startswith("| ") and "dup" in line)
+
+
+def test_a_run_directory_and_limbo_show_from_the_inspect_log(verify_run, mock_log,
+                                                              tmp_path: Path, capsys) -> None:
+    run_dir, records = verify_run
+    out = tmp_path / "from-log"
+    assert inspect_log.write_run(mock_log, out) == len(records)
+    assert by_cell(list(iter_records(out))) == by_cell(records)
+    with pytest.raises(UsageError, match="already holds records"):
+        inspect_log.write_run(mock_log, out)  # never appended twice
+    first = next(iter_records(out))
+    capsys.readouterr()
+    assert main(["show", str(mock_log), first["episode_id"]]) == 0
+    assert first["cell"]["template"] in capsys.readouterr().out
+    assert main(["show", str(mock_log), "ep-unknown"]) == 2
