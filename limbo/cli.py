@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from limbo.commands import compare, figures, tables
+from limbo.commands import check, compare, figures, tables
 from limbo.errors import UsageError
 
 FACTOR_FLAGS = {"model": "models", "harness": "harnesses", "condition": "conditions",
@@ -80,6 +80,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--dry-run", action="store_true")
     _provider_flags(run)
     run.add_argument("--quiet", action="store_true", help="no progress, summary only")
+    check.add_gate_flags(run)
     ep = sub.add_parser("episode", help="run one cell and print its timeline")
     ep.add_argument("--model", default="policy/verify")
     ep.add_argument("--harness", default="minimal")
@@ -100,7 +101,7 @@ def _parser() -> argparse.ArgumentParser:
     ls.add_argument("what", choices=["services", "faults", "conditions", "harnesses", "models",
                                      "grids", "templates"])
     ls.add_argument("--plugin", action="append", default=[])
-    for module in (tables, figures, compare):
+    for module in (tables, figures, compare, check):
         module.add_parser(sub)
     return p
 
@@ -207,7 +208,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"run": cmd_run, "episode": cmd_episode, "show": cmd_show, "list": cmd_list,
-            "tables": tables.run, "figures": figures.run, "compare": compare.run}
+            "tables": tables.run, "figures": figures.run, "compare": compare.run,
+            "check": check.run}
 
 
 if __name__ == "__main__":
