@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fixtures.inspect_models import policy_gateway, scripted_mock
+from fixtures.inspect_models import policy_gateway
 from inspect_ai import eval as inspect_eval
 from inspect_ai.log import read_eval_log
 
@@ -22,6 +22,7 @@ from limbo.cli import main
 from limbo.errors import UsageError
 from limbo.inspect import log as inspect_log
 from limbo.inspect.registry import TASKS
+from limbo.inspect.replay import replay_model
 from limbo.store import iter_records
 
 TEMPLATES = "charge_invoice,import_batch"
@@ -62,8 +63,8 @@ def ledger_effects(records: list[dict[str, Any]]) -> dict[tuple, list[tuple]]:
 
 @pytest.fixture(scope="module")
 def mock_log(verify_run, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    _, records = verify_run
-    logs = inspect_eval(TASKS["e1"](**PARAMS), model=scripted_mock(records),
+    run_dir, _ = verify_run
+    logs = inspect_eval(TASKS["e1"](**PARAMS), model=replay_model(run_dir),
                         log_dir=str(tmp_path_factory.mktemp("inspect-mock")), display="none")
     assert logs[0].status == "success", logs[0].error
     return Path(logs[0].location)
