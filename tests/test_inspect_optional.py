@@ -59,3 +59,22 @@ def test_inspect_features_name_the_extra_without_it(tmp_path: Path) -> None:
         assert "pip install 'limbo-bench[inspect]'" in done.stderr
         assert "Traceback" not in done.stderr
     assert not (tmp_path / "runs").exists()
+
+
+def test_tasks_are_named_limbo_slash_grid_from_a_wheel_install_too(tmp_path: Path) -> None:
+    """Inspect prefixes a package's tasks itself only for an installed wheel; from this
+    editable checkout the prefix is ours (tests/test_inspect_eval.py runs that path)."""
+    wheels, target = tmp_path / "wheels", tmp_path / "site-packages"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+                    "-q", "-w", str(wheels), str(ROOT)], check=True, capture_output=True)
+    (wheel,) = wheels.glob("*.whl")
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target",
+                    str(target), str(wheel)], check=True, capture_output=True)
+    probe = ("import limbo; from inspect_ai._eval.registry import task_create;"
+             "from inspect_ai._util.registry import registry_info;"
+             "t = task_create('limbo/e1', limit=1);"
+             "print(limbo.__file__, registry_info(t).name, len(t.dataset))")
+    out = subprocess.run([sys.executable, "-P", "-c", probe], cwd=tmp_path, text=True,
+                         env={"PYTHONPATH": str(target), "PATH": ""}, capture_output=True,
+                         check=True).stdout.split()
+    assert out == [str(target / "limbo" / "__init__.py"), "limbo/e1", "1"]
