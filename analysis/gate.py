@@ -23,6 +23,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -175,11 +176,10 @@ def _check(loaded: Loaded, group: pd.DataFrame, arm: str, family: str, metric: s
     return check
 
 
-def _episode(loaded: Loaded, row: object, why: str) -> Episode:
-    cell = (f"{row.template}/{row.focal_write}/{row.instance} {row.fault} "  # type: ignore[attr-defined]
-            f"seed={row.seed}")  # type: ignore[attr-defined]
-    return Episode(str(row.episode_id), cell,  # type: ignore[attr-defined]
-                   show_target(loaded.files[int(row.file)]), why)  # type: ignore[attr-defined]
+def _episode(loaded: Loaded, row: Any, why: str) -> Episode:
+    """``row``: one ``itertuples`` row of the frame."""
+    cell = f"{row.template}/{row.focal_write}/{row.instance} {row.fault} seed={row.seed}"
+    return Episode(str(row.episode_id), cell, show_target(loaded.files[int(row.file)]), why)
 
 
 def show_target(path: Path) -> str:

@@ -173,3 +173,17 @@ def test_a_run_directory_and_limbo_show_from_the_inspect_log(verify_run, mock_lo
     assert main(["show", str(mock_log), first["episode_id"]]) == 0
     assert first["cell"]["template"] in capsys.readouterr().out
     assert main(["show", str(mock_log), "ep-unknown"]) == 2
+
+
+def test_limbo_run_with_an_inspect_model(verify_run, tmp_path: Path, monkeypatch) -> None:
+    """The other direction: ``limbo run --model inspect/...`` builds the model with Inspect's
+    ``get_model`` — here Inspect's OpenAI-compatible provider, reaching verify through the
+    gateway — and gets verify's outcomes."""
+    _, records = verify_run
+    samples = list(TASKS["e1"](**PARAMS).dataset)
+    with policy_gateway(samples, "openai-api/limbo/verify") as gw:
+        monkeypatch.setenv("LIMBO_BASE_URL", f"{gw.url}/v1")
+        monkeypatch.setenv("LIMBO_API_KEY", "sk-loopback")
+        found = limbo_run(tmp_path, "inspect/openai-api/limbo/verify")
+    assert {r["cell"]["model"] for r in found} == {"inspect/openai-api/limbo/verify"}
+    assert by_cell(found) == by_cell(records)
