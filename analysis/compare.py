@@ -20,7 +20,7 @@ import pandas as pd
 from limbo.analysis import table as t
 from limbo.analysis.loader import CELL_FIELDS
 from limbo.analysis.pairing import Pairs, pair
-from limbo.analysis.stats import discordant, holm, mcnemar_exact
+from limbo.analysis.stats import McNemar, discordant, holm, mcnemar_exact
 from limbo.errors import UsageError
 
 METRICS = {"dup": "duplicate", "TS": "task_success", "EOS": "exactly_once"}
@@ -110,7 +110,8 @@ def metrics_table(arms: Arms, pairs: Pairs) -> t.Table:
     return table
 
 
-def _metric_row(family: str, metric: str, outcome: str, rows: pd.DataFrame, test, p_holm):  # noqa: ANN001, ANN202
+def _metric_row(family: str, metric: str, outcome: str, rows: pd.DataFrame, test: McNemar,
+                p_holm: float) -> tuple[t.Entry, ...]:
     n = len(rows)
     a = rows[f"{outcome}_a"].mean() if n else float("nan")
     b = rows[f"{outcome}_b"].mean() if n else float("nan")

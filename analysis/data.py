@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -136,9 +137,9 @@ class Data:
         todo = rows[[i not in self._recoveries for i in rows.index]]
         if not todo.empty:
             kinds = tool_kinds()
-            events = self.loaded.events(todo)
-            for index, focal in zip(todo.index, todo["focal_write"], strict=True):
-                self._recoveries[index] = classify(events[index], focal, kinds)
+            focal = dict(zip(todo.index, todo["focal_write"].astype(str), strict=True))
+            self._recoveries.update(self.loaded.each_events(
+                todo, lambda index, events: classify(events, focal[index], kinds)))
         return pd.Series([self._recoveries[i] for i in rows.index], index=rows.index,
                          dtype=object)
 
@@ -146,12 +147,11 @@ class Data:
         """The in-flight delay δ after the timeout, from each row's fault event (NaN if none)."""
         todo = rows[[i not in self._delays for i in rows.index]]
         if not todo.empty:
-            for index, events in self.loaded.events(todo).items():
-                self._delays[index] = _delay(events)
+            self._delays.update(self.loaded.each_events(todo, lambda _, events: _delay(events)))
         return pd.Series([self._delays[i] for i in rows.index], index=rows.index, dtype=float)
 
 
-def _delay(events: list[dict[str, Any]]) -> float:
+def _delay(events: Iterator[dict[str, Any]]) -> float:
     for event in events:
         if event.get("type") == "fault":
             value = (event.get("detail") or {}).get("delay_after_timeout_s")

@@ -23,7 +23,8 @@ file and line, never silently:
 Each known schema version is one entry of :data:`SCHEMAS`: a reader that turns a line into the
 analysis row. The fast path decodes only ``cell`` and ``outcome`` (records keep a fixed key
 order, so both are found by offset); anything unexpected falls back to a full parse. The event
-log is decoded later, and only for the rows that need it (:meth:`Loaded.events`).
+log is decoded later, lazily, and only for the rows that need it (:meth:`Loaded.each_events`).
+Fault modes no registered plugin defines are reported too (``unregistered fault mode``).
 """
 
 from __future__ import annotations
@@ -33,13 +34,14 @@ import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypeVar
 
 import numpy as np
 import pandas as pd
 
 from limbo.errors import UsageError
 
+T = TypeVar("T")
 RECORD_GLOB = "episodes*.jsonl"
 INSPECT_GLOB = "*.eval"
 CELL_FIELDS = ("model", "harness", "condition", "contract", "fault", "service", "template",
@@ -58,7 +60,7 @@ class Problem:
 
     kind: str
     """``unparseable``, ``unknown schema``, ``duplicate``, ``conflict``, ``no records`` or
-    ``no record`` (an Inspect sample without an episode record)."""
+    ``unregistered fault mode``; ``no record``: an Inspect sample without an episode record."""
     where: str
     """``file:line`` (or the directory)."""
     detail: str
@@ -73,36 +75,73 @@ class Reader:
 
     row: Callable[[dict[str, Any], dict[str, Any]], Row]
     """(cell, outcome) → the row's cell and outcome fields."""
-    events: Callable[[str], list[dict[str, Any]]]
-    """A record's line → its event list."""
+    events: Callable[[str], Iterator[dict[str, Any]]]
+    """A record's line → its events, in order (lazily)."""
 
 
 def _row_v1(cell: dict[str, Any], outcome: dict[str, Any]) -> Row:
+    """The fields as recorded; their types are checked per column (:func:`_check_types`)."""
     row: Row = {name: cell[name] for name in CELL_FIELDS}
-    for name in FLAGS:
-        row[name] = bool(outcome[name])
-    for name in NUMBERS:
-        value = outcome[name]
-        row[name] = np.nan if value is None else float(value)
-    row["report_status"] = str(outcome["report_status"])
-    row["termination"] = str(outcome["termination"])
+    for name in (*FLAGS, *NUMBERS, "report_status", "termination"):
+        row[name] = outcome[name]
     wclass = outcome.get("focal_write_class") or {}
     for name in ("idempotency", "read_path", "reversibility"):
         row[name] = str(wclass.get(name, "unknown"))
     return row
 
 
-def _events_v1(text: str) -> list[dict[str, Any]]:
-    """The event list, decoded by offset (it follows ``report``); a full parse otherwise."""
+EXPECTED = {**{name: "str" for name in CELL_FIELDS if name not in ("instance", "seed")},
+            "instance": "int", "seed": "int", **dict.fromkeys(FLAGS, "bool"),
+            **dict.fromkeys(NUMBERS, "number"), "report_status": "str", "termination": "str"}
+"""The type every column must have: a "false" string must not read as true."""
+_INFERRED = {"str": ("string",), "int": ("integer",), "bool": ("boolean",),
+             "number": ("integer", "floating", "mixed-integer-float", "empty")}
+_ONE = {"str": lambda v: type(v) is str, "int": lambda v: type(v) is int,
+        "bool": lambda v: type(v) is bool,
+        "number": lambda v: v is None or type(v) in (int, float)}
+
+
+def _check_types(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[tuple[str, str]]]:
+    """``frame`` without the rows that have a field of the wrong type, and (episode id,
+    reason) for each of those. Whole columns are checked at once; a column that fails is
+    scanned to find its rows."""
+    bad = np.zeros(len(frame), dtype=bool)
+    reasons: dict[int, str] = {}
+    for column, kind in EXPECTED.items():
+        inferred = pd.api.types.infer_dtype(frame[column], skipna=kind == "number")
+        if inferred in _INFERRED[kind] and (kind == "number" or not frame[column].isna().any()):
+            continue
+        wrong = ~frame[column].map(_ONE[kind]).to_numpy(dtype=bool)
+        for i in np.flatnonzero(wrong & ~bad):
+            reasons[int(i)] = f"{column!r} is {type(frame[column].iloc[i]).__name__}"
+        bad |= wrong
+    found = [(str(frame["episode_id"].iloc[i]), why) for i, why in sorted(reasons.items())]
+    frame = frame[~bad].copy()
+    for name in NUMBERS:
+        frame[name] = frame[name].astype(float)
+    return frame, found
+
+
+def _events_v1(text: str) -> Iterator[dict[str, Any]]:
+    """The events one by one, decoded by offset (the list follows ``report``), so a reader
+    that stops early — the recovery classifier, the first fault event — decodes no more."""
     start = text.find('"events": [', text.find('"report": '))
-    if start >= 0:
-        try:
-            events, _ = _DECODER.raw_decode(text, start + 10)
-            if isinstance(events, list):
-                return events
-        except json.JSONDecodeError:
-            pass
-    return list(json.loads(text)["events"])
+    if start < 0:
+        yield from json.loads(text)["events"]
+        return
+    i = _skip(text, start + 11)
+    while text[i] != "]":
+        event, i = _DECODER.raw_decode(text, i)
+        yield event
+        i = _skip(text, i)
+        if text[i] == ",":
+            i = _skip(text, i + 1)
+
+
+def _skip(text: str, i: int) -> int:
+    while text[i] in " \t\r\n":
+        i += 1
+    return i
 
 
 SCHEMAS: dict[str, Reader] = {
@@ -126,8 +165,9 @@ Parsed = tuple[str, str, dict[str, Any], dict[str, Any]]
 
 
 def _fast(text: str) -> Parsed | None:
-    """The record's parts decoded by offset, or ``None`` to take the full parse."""
-    if not text.startswith('{"schema": "'):
+    """The record's parts decoded by offset, or ``None`` to take the full parse (which also
+    judges a line that does not end like a whole record)."""
+    if not (text.startswith('{"schema": "') and text.endswith("}\n")):
         return None
     try:
         schema = text[12:text.index('"', 12)]
@@ -170,9 +210,11 @@ class Loaded:
     problems: list[Problem]
     files: list[Path]
 
-    def events(self, rows: pd.DataFrame) -> dict[Any, list[dict[str, Any]]]:
-        """The event log of each row of ``rows`` (a slice of :attr:`frame`), by index."""
-        out: dict[Any, list[dict[str, Any]]] = {}
+    def each_events(self, rows: pd.DataFrame,
+                    read: Callable[[Any, Iterator[dict[str, Any]]], T]) -> dict[Any, T]:
+        """``read(index, events)`` for each row of ``rows`` (a slice of :attr:`frame`), by
+        index. Events are decoded as ``read`` consumes them: it pays only for what it reads."""
+        out: dict[Any, T] = {}
         ordered = rows.sort_values(["file", "offset"])
         for file_no, group in ordered.groupby("file", sort=False, observed=True):
             with _open(self.files[int(file_no)]) as fh:
@@ -180,7 +222,8 @@ class Loaded:
                                                          group["length"], group["schema"],
                                                          strict=True):
                     fh.seek(int(offset))
-                    out[index] = SCHEMAS[schema].events(fh.read(int(length)).decode("utf-8"))
+                    text = fh.read(int(length)).decode("utf-8")
+                    out[index] = read(index, SCHEMAS[schema].events(text))
         return out
 
     def messages(self) -> list[str]:
@@ -213,7 +256,7 @@ class _Builder:
             return
         try:
             row = reader.row(cell, outcome)
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
             self.problems.append(Problem("unparseable", where, f"missing or bad field {exc}"))
             return
         row["episode_id"], row["schema"] = episode_id, schema
@@ -236,7 +279,10 @@ class _Builder:
     def frame(self) -> pd.DataFrame:
         dropped = {s.index for s in self.seen.values() if s.dropped}
         rows = [r for i, r in enumerate(self.rows) if i not in dropped]
-        return derive(pd.DataFrame.from_records(rows, columns=_COLUMNS))
+        frame, bad = _check_types(pd.DataFrame.from_records(rows, columns=_COLUMNS))
+        for episode_id, why in bad:
+            self.problems.append(Problem("unparseable", self.seen[episode_id].where, why))
+        return derive(frame)
 
 
 _COLUMNS = ["episode_id", *CELL_FIELDS, *FLAGS, *NUMBERS, "report_status", "termination",
@@ -300,6 +346,12 @@ def load(paths: Sequence[Path | str]) -> Loaded:
             files.append(path)
             _read_file(builder, path, len(files) - 1)
     loaded = Loaded(builder.frame(), builder.problems, files)
+    unknown = loaded.frame.loc[loaded.frame["family"] == "unknown", "fault"]
+    if len(unknown):
+        modes = ", ".join(sorted(set(map(str, unknown))))
+        loaded.problems.append(Problem("unregistered fault mode", modes, f"{len(unknown)} "
+                                       f"episodes; no table can place them: load the plugin "
+                                       f"that registers the mode with --plugin"))
     if loaded.frame.empty:
         detail = "; ".join(loaded.messages()) or "the files are empty"
         raise UsageError(f"no episode records could be loaded from {', '.join(map(str, paths))}"

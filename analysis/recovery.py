@@ -21,7 +21,7 @@ not events of type ``call``, so they never count.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,13 +37,15 @@ class Recovery:
     """The error kind of the focal failure (``timeout``, ``server_error``, ...)."""
 
 
-def _focal_failure(events: list[dict[str, Any]], focal: str) -> tuple[int, str] | None:
-    for i, event in enumerate(events):
+def _focal_failure(events: Iterator[dict[str, Any]], focal: str) -> str | None:
+    """Consume events up to the focal tool's first result: its error kind, or ``None`` if
+    it succeeded or never came."""
+    for event in events:
         if event.get("type") == "result" and event.get("tool") == focal:
             result = event.get("result") or {}
             if result.get("ok"):
                 return None
-            return i, str((result.get("error") or {}).get("kind", "unknown"))
+            return str((result.get("error") or {}).get("kind", "unknown"))
     return None
 
 
@@ -70,17 +72,18 @@ def _action(event: dict[str, Any], focal: str, kinds: Mapping[str, str]) -> str 
     return {"read": "read back", "write": "give up"}.get(kinds.get(str(tool), ""))
 
 
-def classify(events: list[dict[str, Any]], focal: str,
+def classify(events: Iterable[dict[str, Any]], focal: str,
              kinds: Mapping[str, str]) -> Recovery | None:
     """The agent's recovery from the focal failure, or ``None`` if the focal write did not
-    fail (or was never called). ``kinds`` maps tool name → ``read``/``write``/``utility``."""
-    found = _focal_failure(events, focal)
-    if found is None:
+    fail (or was never called). ``kinds`` maps tool name → ``read``/``write``/``utility``.
+    Reads ``events`` only as far as the decision (they may be a lazy stream)."""
+    stream = iter(events)
+    error_kind = _focal_failure(stream, focal)
+    if error_kind is None:
         return None
-    start, error_kind = found
     first: str | None = None
     verified = False
-    for event in events[start + 1:]:
+    for event in stream:
         action = _action(event, focal, kinds)
         if action is None:
             continue

@@ -114,8 +114,8 @@ def discordant(a: Sequence[bool] | Array, b: Sequence[bool] | Array) -> tuple[in
 
 def holm(pvalues: Sequence[float] | Array) -> Array:
     """Holm's step-down adjustment: sorted ascending, adj₍ᵢ₎ = min(1, maxⱼ≤ᵢ (m − j + 1)·p₍ⱼ₎),
-    mapped back to the input order — what ``multipletests(method="holm")`` computes (not its
-    default Holm–Šidák). NaN entries stay NaN and are not counted in the family size m."""
+    mapped back to the input order — what ``multipletests(method="holm")`` computes (not
+    its default, Holm–Šidák). NaN entries stay NaN and are not counted in the family size m."""
     p = np.asarray(pvalues, dtype=float)
     out = np.full(p.shape, np.nan)
     ok = np.flatnonzero(~np.isnan(p))

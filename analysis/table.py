@@ -148,7 +148,8 @@ def _csv_number(value: float) -> str:
 
 _TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
         "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
-        "—": "---", "≤": r"$\leq$", "δ": r"$\delta$", "Δ": r"$\Delta$", "²": r"$^2$"}
+        "—": "---", "–": "--", "−": "$-$", "≤": r"$\leq$", "≥": r"$\geq$", "±": r"$\pm$",
+        "δ": r"$\delta$", "Δ": r"$\Delta$", "²": r"$^2$"}
 
 
 def _tex(text: str) -> str:

@@ -64,7 +64,9 @@ def test_files_in_every_format(run: Path, tmp_path: Path, capsys) -> None:
     assert code == 0, err
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "table10.csv", "table10.md", "table10.tex", "table3.csv", "table3.md", "table3.tex"]
-    assert "\\begin{tabular}" in (tmp_path / "table3.tex").read_text()
+    tex = (tmp_path / "table3.tex").read_text()
+    assert "\\begin{tabular}" in tex and "policy/verify" in tex
+    assert all(ord(ch) < 128 for ch in tex)  # every symbol the tables use is escaped
     header = (tmp_path / "table3.csv").read_text().splitlines()[0]
     assert header == "table,row,column,shown,value,numerator,denominator,n_eff,lo,hi"
 
@@ -86,6 +88,7 @@ def test_weights_are_a_parameter(run: Path, tmp_path: Path, capsys) -> None:
 @pytest.mark.parametrize("args,message", [
     (["--table", "11"], "no table 11; choose from 3, 4, 5"),
     (["--format", "xls"], "--format 'xls': choose from md, csv, tex"),
+    (["--out", __file__], "is a file; name a directory"),
 ])
 def test_bad_flags_are_one_line(run: Path, args: list[str], message: str, capsys) -> None:
     code, _, err = cli(capsys, "tables", str(run), *args)
@@ -167,3 +170,14 @@ def test_without_the_analysis_extra(run: Path, tmp_path: Path) -> None:
     assert core.returncode == 0, core.stderr
     assert json.loads((tmp_path / "core" / "episodes.jsonl").read_text().splitlines()[0])
     assert without_extra("import limbo, limbo.cli; print('ok')").stdout.strip() == "ok"
+
+
+def test_errored_episodes_are_counted_not_rated(run: Path, tmp_path: Path, capsys) -> None:
+    records = [json.loads(line) for line in lines(run / "episodes.jsonl")]
+    first = next(r for r in records if r["cell"]["fault"] == "timeout_post")
+    first["outcome"]["termination"] = "infra_error"
+    (tmp_path / "episodes.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    code, out, err = cli(capsys, "tables", str(tmp_path), "--table", "3")
+    assert code == 0, err
+    assert f"{len(records)} episodes; excluded from rates: 1 ended in infra_error" in out
+    assert int(out.split("| all models |")[1].split("|")[-2]) == len(records) - 1

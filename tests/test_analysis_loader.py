@@ -71,6 +71,16 @@ def test_a_bad_line_is_reported_and_the_rest_loaded(tmp_path: Path, records: lis
     assert any("4 unparseable" in m for m in loaded.messages())
 
 
+def test_a_line_cut_after_the_outcome_is_not_a_record(tmp_path: Path, records: list) -> None:
+    """Cell and outcome decode, but the record is incomplete: the fast path does not take it."""
+    text = dumps(records[0])
+    cut = text[:text.index('"report": ')] + "\n"
+    crlf = dumps(records[1]) + "\r\n"
+    loaded = load([write(tmp_path / "episodes.jsonl", [cut, crlf])])
+    assert list(loaded.frame["episode_id"]) == [records[1]["episode_id"]]
+    assert loaded.problems[0].kind == "unparseable" and loaded.problems[0].where.endswith(":1")
+
+
 def test_a_record_missing_a_field_is_unparseable_not_a_crash(tmp_path: Path, records) -> None:
     broken = json.loads(dumps(records[0]))
     del broken["outcome"]["duplicate"]
@@ -78,6 +88,29 @@ def test_a_record_missing_a_field_is_unparseable_not_a_crash(tmp_path: Path, rec
                                                        dumps(records[1]) + "\n"])])
     assert len(loaded.frame) == 1
     assert loaded.problems[0].kind == "unparseable" and "duplicate" in loaded.problems[0].detail
+
+
+@pytest.mark.parametrize("where,field,value", [
+    ("outcome", "duplicate", "false"), ("outcome", "tool_calls", True),
+    ("outcome", "agent_time_s", "12"), ("cell", "instance", "0"), ("cell", "model", None)])
+def test_a_field_of_the_wrong_type_is_unparseable(tmp_path: Path, records: list, where: str,
+                                                  field: str, value: object) -> None:
+    broken = json.loads(dumps(records[0]))
+    broken[where][field] = value
+    loaded = load([write(tmp_path / "episodes.jsonl", [dumps(broken) + "\n",
+                                                       dumps(records[1]) + "\n"])])
+    assert list(loaded.frame["episode_id"]) == [records[1]["episode_id"]]
+    assert loaded.problems[0].kind == "unparseable" and repr(field) in loaded.problems[0].detail
+
+
+def test_a_fault_mode_nobody_registered_is_reported(tmp_path: Path, records: list) -> None:
+    alien = json.loads(dumps(records[0]))
+    alien["cell"]["fault"] = "cosmic_ray"
+    alien["episode_id"] = "ep-alien"
+    loaded = load([write(tmp_path / "episodes.jsonl", [dumps(alien) + "\n"])])
+    assert len(loaded.frame) == 1 and loaded.frame["family"].iloc[0] == "unknown"
+    assert loaded.problems[0].kind == "unregistered fault mode"
+    assert "cosmic_ray" in loaded.messages()[0] and "--plugin" in loaded.messages()[0]
 
 
 def test_future_schema_is_reported_not_mixed_in(tmp_path: Path, records: list) -> None:
@@ -136,7 +169,7 @@ def test_events_are_decoded_only_on_request(tmp_path: Path, records: list) -> No
     shuffled = [dumps(r) + "\n" for r in records]
     random.Random(3).shuffle(shuffled)
     loaded = load([write(tmp_path / "episodes.jsonl", shuffled)])
-    events = loaded.events(loaded.frame.iloc[[4, 1]])
+    events = loaded.each_events(loaded.frame.iloc[[4, 1]], lambda _, found: list(found))
     by_id = {r["episode_id"]: r["events"] for r in records}
     for index, got in events.items():
         assert got == by_id[loaded.frame.loc[index, "episode_id"]]

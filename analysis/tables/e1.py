@@ -28,7 +28,7 @@ def table3(data: Data) -> t.Table:
         return table
     late, not_run = modes_of(["late commit"]), modes_of(["not executed"])
     faulted = set(rated["fault"]) - {"none"}
-    groups = [(m, g) for m, g in rated.groupby("model", sort=True, observed=True)] + [("all models", rated)]
+    groups = [*rated.groupby("model", sort=True, observed=True), ("all models", rated)]
     for model, rows in groups:
         table.add(t.label(model),
                   rate_of(data, rows, "duplicate", set(LOST_ACK_500_PARTIAL)),
@@ -63,7 +63,9 @@ def _share(result: Shapley, column: str, rows: pd.DataFrame) -> t.Entry:
     if rows[column].nunique() < 2:
         return t.Entry(t.EMPTY)
     value = result.share[column]
-    return t.Entry(t.EMPTY) if math.isnan(value) else t.Entry(f"{100 * value:.0f}", value)
+    if math.isnan(value):
+        return t.Entry(t.EMPTY)
+    return t.Entry(f"{max(100 * value, 0.0):.0f}", value)  # no "-0" from rounding noise
 
 
 def shapley_for(data: Data, block: str, rows: pd.DataFrame, column: str) -> Shapley:
@@ -81,7 +83,7 @@ def _block(data: Data, table: t.Table, name: str, rows: pd.DataFrame) -> None:
     table.add(t.label(name), t.label("total pseudo-R²"),
               *[t.number(results[c].total_r2, len(fits[c]), 2) for c in COLUMNS])
     table.add(t.label(name), t.label("duplicate rate (%)"),
-              *[t.rate(data.rate(fits[c], "duplicate"), counts=False) for c in COLUMNS])
+              *[t.rate(data.rate(fits[c], "duplicate")) for c in COLUMNS])
     table.add(t.label(name), t.label("episodes"), *[t.count(len(fits[c])) for c in COLUMNS])
 
 
@@ -92,7 +94,8 @@ def shapley_blocks(data: Data) -> dict[str, pd.DataFrame]:
     native = data.rated[(data.rated["condition"] == "vanilla")
                         & (data.rated["contract"] == "native")]
     if native["harness"].nunique() > 1:
-        harnesses = native.groupby(["template", "instance", "focal_write"], observed=True)["harness"]
+        task = ["template", "instance", "focal_write"]
+        harnesses = native.groupby(task, observed=True)["harness"]
         blocks["E3"] = native[harnesses.transform("nunique") == native["harness"].nunique()]
     return blocks
 

@@ -43,14 +43,15 @@ def table8(data: Data) -> t.Table:
         return table
     resolves, late = modes_of(["read-back resolves"]), modes_of(["late commit"])
     for harness in ordered(rated["harness"].unique(), HARNESS_ORDER):
-        for model, rows in rated[rated["harness"] == harness].groupby("model", sort=True, observed=True):
+        block = rated[rated["harness"] == harness]
+        for model, rows in block.groupby("model", sort=True, observed=True):
             vanilla, guard = (_faulted(rows, c) for c in ("vanilla", "guard"))
             table.add(t.label(harness), t.label(model),
-                      rate_of(data, vanilla, "duplicate", resolves, counts=False),
-                      rate_of(data, vanilla, "duplicate", late, counts=False),
-                      rate_of(data, vanilla, "duplicate", {"redelivery"}, counts=False),
-                      rate_of(data, vanilla, "exactly_once", counts=False),
-                      rate_of(data, guard, "exactly_once", counts=False), t.count(len(rows)))
+                      rate_of(data, vanilla, "duplicate", resolves),
+                      rate_of(data, vanilla, "duplicate", late),
+                      rate_of(data, vanilla, "duplicate", {"redelivery"}),
+                      rate_of(data, vanilla, "exactly_once"),
+                      rate_of(data, guard, "exactly_once"), t.count(len(rows)))
     table.notes += [n for n in (missing_note(set(rated["harness"])), weighting_note(data),
                                 "EOS over faulted episodes.", excluded(population)) if n]
     return table
@@ -75,12 +76,12 @@ def table9(data: Data) -> t.Table:
         return table
     modes = modes_of(["read-back resolves", "late commit"]) | {"redelivery"}
     for harness in ordered(rated["harness"].unique(), HARNESS_ORDER):
-        for model, rows in rated[rated["harness"] == harness].groupby("model", sort=True, observed=True):
+        block = rated[rated["harness"] == harness]
+        for model, rows in block.groupby("model", sort=True, observed=True):
             by_arm = [rows[(rows["contract"] == c) & (rows["condition"] == k)] for c, k in arms]
             table.add(t.label(harness), t.label(model),
-                      *[rate_of(data, r, "duplicate", modes, counts=False) for r in by_arm],
-                      rate_of(data, by_arm[3][by_arm[3]["fault"] != "none"], "exactly_once",
-                              counts=False))
+                      *[rate_of(data, r, "duplicate", modes) for r in by_arm],
+                      rate_of(data, by_arm[3][by_arm[3]["fault"] != "none"], "exactly_once"))
     table.notes += [n for n in (missing_note(set(rated["harness"])), weighting_note(data),
                                 excluded(population)) if n]
     return table

@@ -62,8 +62,8 @@ def _glmm(y: np.ndarray, x: np.ndarray, clusters: pd.Series) -> OddsRatio:
     sep = separation(y, x)
     if sep:
         return OddsRatio(math.nan, math.nan, math.nan, g, sep)
-    cells = pd.DataFrame({"g": clusters.to_numpy(), "x": x, "y": y}).groupby(["g", "x"], observed=True)["y"]
-    cells = cells.agg(["sum", "count"]).reset_index()
+    rows = pd.DataFrame({"g": clusters.to_numpy(), "x": x, "y": y})
+    cells = rows.groupby(["g", "x"], observed=True)["y"].agg(["sum", "count"]).reset_index()
     fit = glmm_agq(cells["sum"], np.column_stack([np.ones(len(cells)), cells["x"]]),
                    cells["g"], trials=cells["count"], nagq=25)
     return fit.odds_ratio(1, g)
@@ -198,7 +198,8 @@ def h6(data: Data) -> Finding:
     committed = committed_modes() | {"redelivery"}
     parts, passes = [], []
     for harness, block in rows.groupby("harness", sort=True, observed=True):
-        guard, vanilla = block[block["condition"] == "guard"], block[block["condition"] == "vanilla"]
+        guard = block[block["condition"] == "guard"]
+        vanilla = block[block["condition"] == "vanilla"]
         if guard.empty or vanilla.empty:
             continue
         dup = data.rate(guard[guard["fault"].isin(committed)], "duplicate")

@@ -25,8 +25,8 @@ def wait_order(conditions: set[str]) -> list[str]:
 def _arm(data: Data, rows: pd.DataFrame) -> list[t.Entry]:
     if rows.empty:
         return [t.Entry(t.EMPTY)] * 3
-    return [t.rate(data.rate(rows, "exactly_once"), counts=False),
-            t.rate(data.rate(rows, "duplicate"), counts=False),
+    return [t.rate(data.rate(rows, "exactly_once")),
+            t.rate(data.rate(rows, "duplicate")),
             t.number(data.mean(rows, "agent_time_s") / 60, len(rows))]
 
 
