@@ -3,17 +3,17 @@ exit codes and output they state."""
 
 from __future__ import annotations
 
-import os
+import contextlib
+import io
 import re
 import shlex
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from limbo.cli import main
+
 DOCS = Path(__file__).resolve().parents[1] / "docs"
-BIN = Path(sys.executable).parent
 
 
 def blocks(doc: str, kind: str) -> list[str]:
@@ -21,19 +21,20 @@ def blocks(doc: str, kind: str) -> list[str]:
 
 
 def shell(block: str, cwd: Path) -> list[tuple[str, int, str]]:
-    """Run each ``limbo`` line of ``block``; (command, exit code, stdout) each. A line may end
-    with ``# exit N``, the exit code it states."""
+    """Run each ``limbo`` line of ``block`` (in process, in ``cwd``); (command, exit code,
+    stdout) each. A line may end with ``# exit N``, the exit code it states."""
     ran = []
     for line in block.splitlines():
         command, _, comment = line.partition("  #")
         if not command.startswith("limbo "):
             continue
-        args = shlex.split(command)
-        done = subprocess.run([str(BIN / "limbo"), *args[1:]], capture_output=True, text=True,
-                              cwd=cwd, timeout=600, env={**os.environ}, check=False)
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.chdir(cwd), contextlib.redirect_stdout(out), \
+                contextlib.redirect_stderr(err):
+            code = main(shlex.split(command)[1:])
         stated = re.search(r"exit (\d)", comment)
-        assert done.returncode == (int(stated.group(1)) if stated else 0), (command, done.stderr)
-        ran.append((command, done.returncode, done.stdout))
+        assert code == (int(stated.group(1)) if stated else 0), (command, err.getvalue())
+        ran.append((command, code, out.getvalue()))
     return ran
 
 
