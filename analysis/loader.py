@@ -6,8 +6,11 @@ episode: every cell factor, every outcome field, the focal write's class, the fa
 and observation-equivalence group, usage and cost.
 
 What it reads: in a directory, only files named ``episodes*.jsonl`` (quarantine files and
-anything else a run directory holds are left alone); a file named on the command line is read
-whatever its name. What it refuses to mix in, each reported with file and line, never silently:
+anything else a run directory holds are left alone) and Inspect logs (``*.eval``); a file named
+on the command line is read whatever its name. An Inspect log of a LIMBO task is read as the
+JSONL of the records its samples carry (:mod:`limbo.inspect.log`, the ``inspect`` extra); a
+sample without one is reported (``no record``). What it refuses to mix in, each reported with
+file and line, never silently:
 
 * a line that is not a JSON object, is not valid UTF-8, or lacks a field the tables need
   (``unparseable``); a torn last line — a write cut by a kill — counts here too;
@@ -26,11 +29,12 @@ Fault modes no registered plugin defines are reported too (``unregistered fault 
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -39,6 +43,7 @@ from limbo.errors import UsageError
 
 T = TypeVar("T")
 RECORD_GLOB = "episodes*.jsonl"
+INSPECT_GLOB = "*.eval"
 CELL_FIELDS = ("model", "harness", "condition", "contract", "fault", "service", "template",
                "instance", "focal_write", "seed")
 FLAGS = ("fault_fired", "duplicate", "missing", "compensated", "task_success", "exactly_once",
@@ -55,7 +60,7 @@ class Problem:
 
     kind: str
     """``unparseable``, ``unknown schema``, ``duplicate``, ``conflict``, ``no records`` or
-    ``unregistered fault mode``."""
+    ``unregistered fault mode``; ``no record``: an Inspect sample without an episode record."""
     where: str
     """``file:line`` (or the directory)."""
     detail: str
@@ -151,7 +156,8 @@ def record_files(path: Path) -> list[Path]:
         return [path]
     if not path.is_dir():
         raise UsageError(f"{path} is neither a run directory nor a record file")
-    return sorted(p for p in path.glob(RECORD_GLOB) if p.is_file() and "quarantine" not in p.name)
+    found = [p for p in path.glob(RECORD_GLOB) if p.is_file() and "quarantine" not in p.name]
+    return sorted([*found, *(p for p in path.glob(INSPECT_GLOB) if p.is_file())])
 
 
 Parsed = tuple[str, str, dict[str, Any], dict[str, Any]]
@@ -211,7 +217,7 @@ class Loaded:
         :attr:`frame`), read in file order by the offsets the load kept."""
         ordered = rows.sort_values(["file", "offset"])
         for file_no, group in ordered.groupby("file", sort=False, observed=True):
-            with self.files[int(file_no)].open("rb") as fh:
+            with _open(self.files[int(file_no)]) as fh:
                 for index, offset, length, schema in zip(group.index, group["offset"],
                                                          group["length"], group["schema"],
                                                          strict=True):
@@ -294,17 +300,17 @@ _COLUMNS = ["episode_id", *CELL_FIELDS, *FLAGS, *NUMBERS, "report_status", "term
             "length"]
 
 
-def _lines(path: Path) -> Iterator[tuple[int, int, bytes]]:
+def _lines(path: Path, problems: list[Problem]) -> Iterator[tuple[int, int, bytes]]:
     """(line number, byte offset, bytes) of each line."""
     offset = 0
-    with path.open("rb", buffering=1 << 20) as fh:
+    with _open(path, problems) as fh:
         for number, line in enumerate(fh, start=1):
             yield number, offset, line
             offset += len(line)
 
 
 def _read_file(builder: _Builder, path: Path, file_no: int) -> None:
-    for number, offset, raw in _lines(path):
+    for number, offset, raw in _lines(path, builder.problems):
         where = f"{path}:{number}"
         if not raw.strip():
             continue
@@ -316,6 +322,21 @@ def _read_file(builder: _Builder, path: Path, file_no: int) -> None:
             builder.problems.append(Problem("unparseable", where, f"{torn}{exc}"[:120]))
             continue
         builder.add(parsed, where, (file_no, number, offset, len(raw)))
+
+
+# -- Inspect logs: one more container of records ---------------------------------------------
+
+def _open(path: Path, problems: list[Problem] | None = None) -> BinaryIO:
+    """A record file's bytes: a JSONL file as it is on disk; an Inspect log as the JSONL of the
+    records its samples carry, each sample without one added to ``problems``."""
+    from limbo.inspect.log import is_inspect_log, jsonl
+
+    if not is_inspect_log(path):
+        return path.open("rb", buffering=1 << 20)
+    extracted = jsonl(path)
+    if problems is not None:
+        problems.extend(Problem("no record", where, why) for where, why in extracted.missing)
+    return io.BytesIO(extracted.data)
 
 
 def load(paths: Sequence[Path | str]) -> Loaded:

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from limbo.commands import compare, figures, report, tables, view
+from limbo.commands import check, compare, figures, report, tables, view
 from limbo.errors import UsageError
 
 FACTOR_FLAGS = {"model": "models", "harness": "harnesses", "condition": "conditions",
@@ -80,6 +80,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--dry-run", action="store_true")
     _provider_flags(run)
     run.add_argument("--quiet", action="store_true", help="no progress, summary only")
+    check.add_gate_flags(run)
     ep = sub.add_parser("episode", help="run one cell and print its timeline")
     ep.add_argument("--model", default="policy/verify")
     ep.add_argument("--harness", default="minimal")
@@ -94,13 +95,13 @@ def _parser() -> argparse.ArgumentParser:
     ep.add_argument("--json", action="store_true", help="print the record as JSON")
     _provider_flags(ep)
     show = sub.add_parser("show", help="print a stored episode's timeline")
-    show.add_argument("run_dir", type=Path)
+    show.add_argument("run_dir", type=Path, help="a run directory, or an Inspect log of a LIMBO task")
     show.add_argument("episode_id")
     ls = sub.add_parser("list", help="what is registered")
     ls.add_argument("what", choices=["services", "faults", "conditions", "harnesses", "models",
                                      "grids", "templates"])
     ls.add_argument("--plugin", action="append", default=[])
-    for module in (tables, figures, compare, report, view):
+    for module in (tables, figures, compare, report, view, check):
         module.add_parser(sub)
     return p
 
@@ -188,10 +189,12 @@ def _check_fault_applies(cell: Any) -> None:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    from limbo.inspect.log import find, is_inspect_log
     from limbo.store import find_record
     from limbo.timeline import render
 
-    render(find_record(args.run_dir, args.episode_id), _console())
+    read = find if is_inspect_log(args.run_dir) else find_record
+    render(read(args.run_dir, args.episode_id), _console())
     return 0
 
 
@@ -206,7 +209,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 COMMANDS = {"run": cmd_run, "episode": cmd_episode, "show": cmd_show, "list": cmd_list,
             "tables": tables.run, "figures": figures.run, "compare": compare.run,
-            "report": report.run, "view": view.run}
+            "report": report.run, "view": view.run, "check": check.run}
 
 
 if __name__ == "__main__":

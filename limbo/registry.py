@@ -26,7 +26,7 @@ _BUILTINS: dict[str, tuple[str, ...]] = {
     "service": ("limbo.services",),
     "fault": ("limbo.faults",),
     "condition": ("limbo.harnesses.conditions", "limbo.harnesses.scaffolds"),
-    "model": ("limbo.harnesses.policies", "limbo.providers"),
+    "model": ("limbo.harnesses.policies", "limbo.providers", "limbo.inspect.adapter"),
     "grid": ("limbo.experiments",),
     "harness": ("limbo.harnesses.minimal",),
 }

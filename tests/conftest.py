@@ -27,3 +27,15 @@ def gw():
 @pytest.fixture
 def make_cell():
     return cell_for
+
+
+@pytest.fixture(autouse=True)
+def _process_wide_cache(monkeypatch: pytest.MonkeyPatch):
+    """An in-process ``limbo run`` configures the response cache for the whole process (and
+    its environment, for workers); undo that after each test so no test answers another's
+    model calls from a cache."""
+    from limbo.providers import cache
+
+    monkeypatch.delenv(cache.ENV, raising=False)
+    yield
+    cache.reset()

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from limbo.commands import check
 from limbo.errors import UsageError
 from limbo.experiments.grid import Expansion, Grid, expand, load_grid, resolved, validated
 from limbo.providers.secrets import scrub
@@ -185,6 +186,7 @@ class _Progress:
 def run(args: argparse.Namespace, console: Any) -> int:
     shard = parse_shard(args.shard) if args.shard else None
     plans = _validate(args)
+    gate, outs = check.gate_options(args), []
     for grid, exp in plans:
         for reason, count in sorted(exp.dropped.items()):
             console.print(f"dropped {count} cells: {reason}", highlight=False)
@@ -192,6 +194,7 @@ def run(args: argparse.Namespace, console: Any) -> int:
             _dry_run(grid, exp, shard, console)
             continue
         out = args.out or Path("runs") / grid.name
+        outs.append(out)
         opts = RunOptions(out=out, workers=args.workers, concurrency=args.concurrency,
                           limit=args.limit, shard=shard, max_cost=args.max_cost,
                           plugins=list(args.plugin))
@@ -211,4 +214,4 @@ def run(args: argparse.Namespace, console: Any) -> int:
         if result.stopped:
             console.print(f"stopped: {result.stopped}", highlight=False)
         render(result.summary, console)
-    return 0
+    return check.gate_runs(outs, gate, args.junit, console.file) if gate and outs else 0

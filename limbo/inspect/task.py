@@ -1,0 +1,99 @@
+"""A LIMBO grid as an Inspect task: dataset of cells, a solver that runs the episode, a
+scorer that re-grades the ledger.
+
+The solver hands the episode to LIMBO's own runner (:func:`limbo.episode.arun_episode`): the
+world, the sim clock (each model turn costs the think time), the boundary and its faults, the
+condition's tool layer, the limits, settling and the record are the ones a grid uses. Only the
+model is Inspect's. The record is stored whole in the sample's metadata (:data:`RECORD_KEY`).
+
+The scorer reads the ledger from that record and grades it again (:func:`limbo.episode.regrade`),
+giving duplicate, missing, TS, EOS and overclaim per sample. As in LIMBO's tables, these rates
+are conditional on the fault having fired and exclude episodes that ended in ``infra_error`` or
+``model_error``: for such a sample each rate is NaN, which Inspect's metrics skip;
+``fault_fired`` is always scored.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from inspect_ai import Task
+from inspect_ai.dataset import MemoryDataset, Sample
+from inspect_ai.scorer import Score, Scorer, Target, mean, scorer, stderr
+from inspect_ai.solver import Generate, Solver, TaskState, solver
+
+from limbo.episode import arun_episode, regrade
+from limbo.inspect.adapter import InspectAdapter
+from limbo.inspect.cells import (
+    CELL_KEY,
+    RECORD_KEY,
+    bind,
+    cell_metadata,
+    grid_cells,
+    sample_id,
+)
+
+RATES = ("duplicate", "missing", "task_success", "exactly_once", "overclaim")
+ERRORS = ("infra_error", "model_error")
+EPOCHS = ("LIMBO replicates a cell by seed, and an epoch would re-run the identical cell: "
+          "use -T seed=... or -T instances=N instead of --epochs")
+
+
+def limbo_task(grid: str, factors: dict[str, Any], instances: int | None = None,
+               seed: int | None = None, limit: int | None = None) -> Task:
+    """The task running ``grid``'s cells (see :func:`limbo.inspect.cells.grid_cells`)."""
+    expansion = grid_cells(grid, factors, instances, seed, limit)
+    samples = [Sample(id=sample_id(c), input=_describe(c), metadata={CELL_KEY: cell_metadata(c)})
+               for c in expansion.cells]
+    return Task(dataset=MemoryDataset(samples, name=f"limbo-{grid}"), solver=episode(),
+                scorer=ledger(), epochs=1,
+                metadata={"limbo_grid": grid, "limbo_dropped": dict(expansion.dropped)})
+
+
+def _describe(cell: Any) -> str:
+    return (f"LIMBO task {cell.template} (instance {cell.instance}) under fault {cell.fault}, "
+            f"contract {cell.contract}, condition {cell.condition}")
+
+
+@solver
+def episode() -> Solver:
+    """Run the sample's cell as one LIMBO episode, with the eval's model."""
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        if state.epoch > 1:
+            raise ValueError(EPOCHS)
+        cell = bind(state.metadata[CELL_KEY], str(state.model))
+        record = await arun_episode(cell, InspectAdapter(str(state.model), state=state))
+        state.metadata[RECORD_KEY] = record
+        state.completed = True
+        return state
+
+    return solve
+
+
+@scorer(metrics={name: [mean(), stderr()] for name in ("fault_fired", *RATES)})
+def ledger() -> Scorer:
+    """Grade the episode from its ledger and final report."""
+
+    async def score(state: TaskState, target: Target) -> Score:
+        record = state.metadata.get(RECORD_KEY)
+        if record is None:
+            return Score.unscored(explanation="the episode produced no record")
+        outcome = {**record["outcome"], **regrade(record)}
+        rated = outcome["fault_fired"] and outcome["termination"] not in ERRORS
+        value = {name: float(outcome[name]) if rated else math.nan for name in RATES}
+        return Score(value={"fault_fired": float(outcome["fault_fired"]), **value},
+                     answer=str(outcome["report_status"]),
+                     explanation=_explain(record["episode_id"], outcome),
+                     metadata={"episode_id": record["episode_id"],
+                               "termination": outcome["termination"]})
+
+    return score
+
+
+def _explain(episode_id: str, outcome: dict[str, Any]) -> str:
+    flags = [name for name in ("duplicate", "missing", "overclaim") if outcome[name]]
+    verdict = "exactly once" if outcome["exactly_once"] else ", ".join(flags) or "not exactly once"
+    return (f"{episode_id}: {verdict}; fault fired: {outcome['fault_fired']}; "
+            f"termination: {outcome['termination']}; commits: {outcome['commits']}")
