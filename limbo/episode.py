@@ -103,7 +103,8 @@ def _record(cell: Cell, header: dict[str, Any], outcome: dict[str, Any], started
         "header": header, "outcome": outcome, "report": loop.report if loop else None,
         "events": world.log.events if world else [], "ledger": world.ledger if world else [],
         "usage": loop.usage if loop else [],
-        "runtime": {"wall_s": round(stopwatch() - started, 6), **host_facts()},
+        "runtime": {"wall_s": round(stopwatch() - started, 6), **host_facts(),
+                    **(loop.runtime if loop else {})},
     }
 
 

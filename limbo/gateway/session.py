@@ -46,6 +46,8 @@ class GatewaySession:
     log: list[dict[str, Any]] = field(default_factory=list)
     """One entry per request: number, API, stream, what was answered (never any header)."""
     errors: list[str] = field(default_factory=list)
+    model_errors: int = 0
+    """How many of ``errors`` were the model's (the adapter gave up: ``ModelError``)."""
     _memo: tuple[str, ModelTurn] | None = None
 
     def next_request(self) -> tuple[int, Injection | None]:
