@@ -161,6 +161,14 @@ class HttpEndpoint:
         await self._stack.aclose()
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope.get("method") in ("GET", "HEAD"):
+            # No server-to-client stream to offer (nothing is ever pushed): say so at once, as
+            # the protocol allows. Served, the stream stays open and a client probing the URL
+            # with a GET (Hermes does, with a 5 s timeout) waits for nothing.
+            await send({"type": "http.response.start", "status": 405,
+                        "headers": [(b"allow", b"POST, DELETE"), (b"content-length", b"0")]})
+            await send({"type": "http.response.body", "body": b""})
+            return
         await self.manager.handle_request(scope, receive, send)
 
 
