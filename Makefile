@@ -3,7 +3,10 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test lint bench clean
+HARNESSES := $(CURDIR)/.harnesses
+export LIMBO_HARNESS_DIR ?= $(HARNESSES)
+
+.PHONY: run test harnesses lint bench clean
 
 $(BIN)/limbo-run-ready: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -20,7 +23,12 @@ $(BIN)/limbo-test-ready: pyproject.toml
 run: $(BIN)/limbo-run-ready
 	$(BIN)/limbo run
 
-test: $(BIN)/limbo-test-ready
+# The pinned production harnesses (Codex CLI, Copilot CLI, Claude Code: npm; hermes-agent: its
+# own venv) into .harnesses/; quick when they are already there.
+harnesses: $(BIN)/limbo-test-ready
+	$(BIN)/python -m limbo.harnesses.production
+
+test: harnesses
 	$(BIN)/ruff check .
 	$(BIN)/pytest
 
@@ -28,4 +36,4 @@ bench: $(BIN)/limbo-run-ready
 	$(BIN)/python benchmarks/bench_episodes.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info runs
+	rm -rf $(VENV) build *.egg-info runs .harnesses

@@ -167,6 +167,10 @@ class ProductionHarness:
         elif outcome.exit_code != 0:
             self.out.termination = "infra_error"
             self.out.reason = f"harness exited with {outcome.exit_code}; stderr: {tail}"
+        elif self.out.turns == 0:
+            self.out.termination = "infra_error"
+            self.out.reason = (f"the harness never offered the sandbox's tools to its model "
+                               f"({session.requests} model requests); stderr: {tail}")
         if self.out.termination != "finished":
             self.world.log.emit("limit", reason=self.out.termination)
 

@@ -23,7 +23,8 @@ from typing import Literal
 
 ENV = "LIMBO_HARNESS_DIR"
 DIR_NAME = ".harnesses"
-INSTALL_HINT = "run `make harnesses` in the limbo checkout (or python -m limbo.harnesses.production)"
+INSTALL_HINT = ("install with `make harnesses` in the limbo checkout (python -m "
+                "limbo.harnesses.production), or point LIMBO_HARNESS_DIR at an installation")
 
 
 @dataclass(frozen=True)
@@ -84,8 +85,8 @@ def status(install: Install, base: Path | None = None) -> tuple[bool, str]:
     if found == install.version and install.command(base).exists():
         return True, f"{install.spec()} in {install.root(base)}"
     if found is None:
-        return False, f"not installed ({install.spec()} expected in {install.root(base)}): {INSTALL_HINT}"
-    return False, f"{install.package} {found} found, {install.version} pinned: {INSTALL_HINT}"
+        return False, f"{install.spec()} not found in {install.root(base)}; {INSTALL_HINT}"
+    return False, f"{install.package} {found} found, {install.version} pinned; {INSTALL_HINT}"
 
 
 def install_all(installs: list[Install], base: Path) -> list[str]:
