@@ -99,6 +99,9 @@ def _parser() -> argparse.ArgumentParser:
     ls.add_argument("what", choices=["services", "faults", "conditions", "harnesses", "models",
                                      "grids", "templates"])
     ls.add_argument("--plugin", action="append", default=[])
+    from limbo.commands.mcp import add_parser
+
+    add_parser(sub)
     return p
 
 
@@ -201,7 +204,15 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"run": cmd_run, "episode": cmd_episode, "show": cmd_show, "list": cmd_list}
+def cmd_mcp(args: argparse.Namespace) -> int:
+    from limbo.commands.mcp import run
+
+    _plugins(args.plugin)
+    return run(args)
+
+
+COMMANDS = {"run": cmd_run, "episode": cmd_episode, "show": cmd_show, "list": cmd_list,
+            "mcp": cmd_mcp}
 
 
 if __name__ == "__main__":
