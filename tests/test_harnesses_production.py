@@ -70,3 +70,17 @@ def test_the_model_sees_the_sandbox_error_in_the_harness_wrapping(runs, harness)
         with pytest.raises(json.JSONDecodeError):
             json.loads(first)  # wrapped, not the bare JSON the minimal loop shows
 
+
+
+def test_a_harness_episode_is_reproducible(runs) -> None:
+    """The same cell again gives the same record apart from ``runtime`` (where the harness's
+    own event stream, with its wall times and ids, is kept)."""
+    cells = [_cell(h, "policy/verify", "timeout_post") for h in PRODUCTION]
+    for h in PRODUCTION:
+        require(h)
+    again = run_all(cells)
+    for cell in cells:
+        first, second = runs[cell.episode_id][0], again[cell.episode_id][0]
+        assert {k: v for k, v in first.items() if k != "runtime"} == \
+            {k: v for k, v in second.items() if k != "runtime"}
+        assert first["runtime"]["harness"]["events"]  # its own stream is kept
