@@ -27,6 +27,7 @@ from limbo.gateway.asgi import LoopbackServer
 from limbo.harness import LoopResult, Termination
 from limbo.harnesses.conditions import Condition
 from limbo.harnesses.mcp_server import EpisodeServer, HttpEndpoint
+from limbo.harnesses.toolcalls import end
 from limbo.world import World
 
 Transport = Literal["stdio", "http"]
@@ -78,12 +79,8 @@ class ServedEpisode:
         return self.out
 
     def stop(self, reason: Termination, detail: str | None = None) -> LoopResult:
-        if self.out.termination == "finished":
-            self.out.termination, self.out.reason = reason, detail
-            self.world.log.emit("limit", reason=reason)
         self._done.set()
-        self.out.agent_time_s = self.world.now
-        return self.out
+        return end(self.world, self.out, reason, detail)
 
     def _on_end(self, reason: Termination) -> None:
         if reason != "finished":

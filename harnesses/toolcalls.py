@@ -108,6 +108,16 @@ class ToolCalls:
         return Handled(result, note, stop)
 
 
+def end(world: World, out: LoopResult, reason: Termination, detail: str | None) -> LoopResult:
+    """End the episode with ``reason`` unless something ended it already (the first end counts:
+    a harness stopped for a limit must not become an infra error as it goes down)."""
+    if out.termination == "finished":
+        out.termination, out.reason = reason, detail
+        world.log.emit("limit", reason=reason)
+    out.agent_time_s = world.now
+    return out
+
+
 def ok_finish() -> Result:
     """What a harness that needs an answer to ``finish`` is told (the minimal loop ends)."""
     return {"ok": True, "finished": True}

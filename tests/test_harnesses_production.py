@@ -48,6 +48,8 @@ def test_a_harness_episode_records_what_the_minimal_loop_records(runs, harness, 
     assert without_ids(record["events"]) == without_ids(reference["events"])
     facts = record["runtime"]["harness"]
     assert facts["exit_code"] == 0 and facts["killed"] is None, facts["stderr_tail"]
+    # every request was a model turn, but one: the closing answer after finish
+    assert len(facts["gateway"]) == record["outcome"]["model_turns"] + 1
 
 
 @pytest.mark.parametrize("harness", PRODUCTION)

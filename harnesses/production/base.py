@@ -31,7 +31,7 @@ from limbo.harnesses.conditions import Condition
 from limbo.harnesses.mcp_server import EpisodeServer, HttpEndpoint, task_text
 from limbo.harnesses.production import process
 from limbo.harnesses.production.install import Install, harness_dir, status
-from limbo.harnesses.toolcalls import account
+from limbo.harnesses.toolcalls import account, end
 from limbo.world import World
 
 SIDE_ANSWER = "Sandbox task"
@@ -119,12 +119,8 @@ class ProductionHarness:
 
     def stop(self, reason: Termination, detail: str | None = None) -> LoopResult:
         """End the episode with ``reason`` (the first stop counts) and the harness with it."""
-        if self.out.termination == "finished":
-            self.out.termination, self.out.reason = reason, detail
-            self.world.log.emit("limit", reason=reason)
         self._kill.set()
-        self.out.agent_time_s = self.world.now
-        return self.out
+        return end(self.world, self.out, reason, detail)
 
     # -- internals ------------------------------------------------------------------------------
 
