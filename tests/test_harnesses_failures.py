@@ -55,13 +55,18 @@ class FailsOnSecondTurn:
         pass
 
 
-def test_a_model_that_fails_ends_the_episode_as_model_error() -> None:
-    require(HARNESS)
-    record = asyncio.run(arun_episode(_cell(), FailsOnSecondTurn()))  # type: ignore[arg-type]
+@pytest.mark.parametrize("harness", ["codex", "claude-code"])
+def test_a_model_that_fails_ends_the_episode_as_model_error(harness) -> None:
+    """The harness is stopped at once: Claude Code would otherwise keep retrying the 500s the
+    gateway answers with, for minutes."""
+    require(harness)
+    cell = _cell().model_copy(update={"harness": harness})
+    record = asyncio.run(arun_episode(cell, FailsOnSecondTurn()))  # type: ignore[arg-type]
     outcome = record["outcome"]
     assert outcome["termination"] == "model_error"
     assert "provider unavailable" in outcome["termination_reason"]
     assert outcome["model_turns"] == 2 and outcome["commits"]["charge"] == 1
+    assert record["runtime"]["harness"]["killed"] == "asked to stop"
 
 
 class BrokenConfig(CodexHarness):

@@ -105,7 +105,8 @@ class ProductionHarness:
         try:
             async with HttpEndpoint(self.server.server) as endpoint:
                 session = gateway.open(episode, self.adapter, self.ctx,
-                                       before_turn=self._before_turn, after_turn=self._after_turn)
+                                       before_turn=self._before_turn, after_turn=self._after_turn,
+                                       on_model_error=lambda why: self.stop("model_error", why))
                 at = Endpoints(gateway.base_url(episode), gateway.base_url(episode, "anthropic"),
                                gateway.mount(episode, "mcp", endpoint))
                 with tempfile.TemporaryDirectory(prefix=f"limbo-{self.world.cell.harness}-") as tmp:
@@ -153,9 +154,7 @@ class ProductionHarness:
         if self.out.termination != "finished" or self.out.report is not None:
             return
         tail = outcome.stderr_tail.strip()[-1500:]
-        if session.model_errors:
-            self.out.termination, self.out.reason = "model_error", session.errors[-1]
-        elif session.errors:
+        if session.errors:
             self.out.termination, self.out.reason = "infra_error", f"gateway: {session.errors[-1]}"
         elif outcome.killed and not self._kill.is_set():
             self.out.termination = "timeout"

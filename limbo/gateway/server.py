@@ -186,8 +186,7 @@ class Gateway:
             turn = await session.answer(messages, tools)
         except ModelError as exc:
             session.record(n, api, stream, error=str(exc))
-            session.fail(str(exc))
-            session.model_errors += 1
+            session.fail(str(exc), model=True)
             await out.send_json(500, _error_body(api, 500, f"model failed: {exc}"))
             return
         except Exception as exc:  # noqa: BLE001 - answer the harness, keep the reason
