@@ -149,8 +149,9 @@ class ProductionHarness:
             self.stop(reason)
 
     def _conclude(self, outcome: process.Outcome, session: GatewaySession) -> None:
-        """The termination, from what happened: a limit or ``finish`` stands; else a failed
-        model, a harness that broke or overran, or a harness that simply stopped."""
+        """The termination, from what happened: a report, a limit or a model error stands
+        (they were recorded as they happened); else a gateway that could not answer, a harness
+        that overran, broke or never offered the tools, or one that simply stopped."""
         if self.out.termination != "finished" or self.out.report is not None:
             return
         tail = outcome.stderr_tail.strip()[-1500:]
