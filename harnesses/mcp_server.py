@@ -25,6 +25,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from limbo import __version__
+from limbo.errors import UsageError
 from limbo.harness import LoopResult, Termination
 from limbo.harnesses.conditions import Condition
 from limbo.harnesses.toolcalls import ToolCalls, refused
@@ -49,8 +50,12 @@ class EpisodeServer:
     def __init__(self, world: World, condition: Condition, out: LoopResult, *,
                  hold_s: float | None = None,
                  on_end: Callable[[Termination], None] | None = None) -> None:
-        import mcp_types as types
-        from mcp.server import Server
+        try:
+            import mcp_types as types
+            from mcp.server import Server
+        except ImportError:
+            raise UsageError("the sandbox's MCP server needs the mcp SDK: "
+                             "pip install 'limbo-bench[mcp]'") from None
 
         self.world, self.out, self.hold_s, self.on_end = world, out, hold_s, on_end
         self.calls = ToolCalls(world, condition, out)

@@ -150,7 +150,11 @@ class LoopbackServer:
         self._socket: socket.socket | None = None
 
     async def start(self) -> None:
-        import uvicorn
+        try:
+            import uvicorn
+        except ImportError:
+            raise UsageError("serving the gateway or the MCP server needs uvicorn: "
+                             "pip install 'limbo-bench[mcp]'") from None
 
         family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
         # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets that name it, and without
