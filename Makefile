@@ -3,7 +3,10 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test lint bench clean chromium
+HARNESSES := $(CURDIR)/.harnesses
+export LIMBO_HARNESS_DIR ?= $(HARNESSES)
+
+.PHONY: run test harnesses lint bench clean chromium
 
 $(BIN)/limbo-run-ready: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -31,7 +34,12 @@ chromium:
 	      || echo "make: could not install chromium; the browser tests will be skipped"; \
 	  else echo "make: chromium is not installed and apt-get (as root) is not available; the browser tests will be skipped"; fi; }
 
-test: $(BIN)/limbo-test-ready chromium
+# The pinned production harnesses (Codex CLI, Copilot CLI, Claude Code: npm; hermes-agent: its
+# own venv) into .harnesses/; quick when they are already there.
+harnesses: $(BIN)/limbo-test-ready
+	$(BIN)/python -m limbo.harnesses.production
+
+test: harnesses chromium
 	$(BIN)/ruff check .
 	$(BIN)/pytest
 
@@ -39,4 +47,4 @@ bench: $(BIN)/limbo-run-ready
 	$(BIN)/python benchmarks/bench_episodes.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info runs test-artefacts
+	rm -rf $(VENV) build *.egg-info runs test-artefacts .harnesses

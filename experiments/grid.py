@@ -28,7 +28,6 @@ from limbo.services import CONTRACTS, Contract
 from limbo.tasks import templates
 
 ALL = "all"
-PRODUCTION_HARNESSES = ("codex", "copilot", "claude-code", "hermes")
 FACTORS = ("models", "harnesses", "conditions", "contracts", "faults", "services", "templates")
 
 
@@ -93,7 +92,7 @@ def resolved(grid: Grid) -> dict[str, list[str]]:
                 merged[name] = list(dict.fromkeys([*merged.get(name, []), *levels]))
         return merged
     temps = templates()
-    harnesses = list(dict.fromkeys([*entries("harness"), *PRODUCTION_HARNESSES]))
+    harnesses = list(entries("harness"))
     levels = {
         "contracts": _levels("contracts", list(grid.contracts), list(CONTRACTS)),
         "faults": _levels("faults", grid.faults, list(entries("fault"))),
@@ -157,7 +156,7 @@ def expand(grid: Grid) -> Expansion:
         return out
     lv = resolved(grid)
     faults = entries("fault")
-    available = entries("harness")
+    available = {name: _available(cls) for name, cls in entries("harness").items()}
     temps = templates()
     out = Expansion()
     for t_name in lv["templates"]:
@@ -167,7 +166,7 @@ def expand(grid: Grid) -> Expansion:
         focal = t.focal_writes if grid.focal_writes == ALL else t.focal_writes[:1]
         for cell in _cross(grid, lv, t_name, t.service, focal):
             op = _op(cell)
-            if cell["harness"] not in available:
+            if not available[str(cell["harness"])]:
                 out.dropped[f"harness {cell['harness']} is not available on this machine"] += 1
                 continue
             fault = faults[cell["fault"]]
@@ -179,6 +178,12 @@ def expand(grid: Grid) -> Expansion:
             seed = world_seed(grid.seed, cell)
             out.cells.append(Cell(**cell, seed=seed, timing=grid.timing, limits=grid.limits))
     return out
+
+
+def _available(harness: type) -> bool:
+    """Whether ``harness`` can run here (a production harness must be installed)."""
+    check = getattr(harness, "availability", None)
+    return check is None or bool(check()[0])
 
 
 def _op(cell: dict[str, object]):  # noqa: ANN202 - OpSpec

@@ -10,50 +10,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from limbo.adapter import EpisodeContext, Message, ModelAdapter, ModelTurn, ToolDef
+from limbo.adapter import EpisodeContext, Message, ModelAdapter
 from limbo.harness import LoopResult, Termination
-from limbo.harnesses.conditions import Condition, ToolLayer
+from limbo.harnesses.conditions import Condition
+from limbo.harnesses.toolcalls import ToolCalls, account, tool_defs
 from limbo.registry import register
-from limbo.results import Result
 from limbo.world import World
-
-MAX_LOGGED_ARGS = 4000
-
-
-class BoundaryLayer:
-    """The innermost tool layer: straight to the world's boundary."""
-
-    def __init__(self, world: World) -> None:
-        self.world = world
-
-    def call(self, name: str, args: Any) -> Result:
-        return self.world.boundary.call(name, args)
-
-
-def tool_defs(world: World) -> list[ToolDef]:
-    return [ToolDef(name=s.name, description=s.description, parameters=s.schema())
-            for s in world.tools.values()]
-
-
-def loggable_name(name: str) -> str:
-    """A tool name as logged: a model that invents a huge name cannot bloat the record."""
-    return name if len(name) <= 200 else f"{name[:80]}...(+{len(name) - 80} chars)"
-
-
-def loggable(args: Any) -> Any:
-    """Arguments as logged: huge payloads are summarised, never dropped silently. A dict
-    holding NaN or Infinity is logged as its JSON-like text, so the record stays strict JSON
-    (and a replay sends that text, which the boundary refuses the same way)."""
-    if isinstance(args, str):
-        text = args
-    else:
-        try:
-            text = json.dumps(args, ensure_ascii=False, allow_nan=False)
-        except ValueError:
-            text = args = json.dumps(args, ensure_ascii=False)
-    if len(text) <= MAX_LOGGED_ARGS:
-        return args
-    return {"_truncated": text[:200], "_chars": len(text)}
 
 
 @register("harness", "minimal")
@@ -66,8 +28,8 @@ class MinimalHarness:
         self.adapter = adapter
         self.condition = condition
         self.ctx = ctx
-        self.layer: ToolLayer = condition.wrap(BoundaryLayer(world), world)
         self.out = LoopResult()
+        self.tools = ToolCalls(world, condition, self.out)
 
     async def start(self) -> None:
         """Nothing to start: the loop runs in this process."""
@@ -85,7 +47,7 @@ class MinimalHarness:
             world.env.run(until=world.now + world.cell.timing.think_s)
             self.out.turns += 1
             turn = await self.adapter.generate(messages, tools, self.ctx)
-            self._account(turn)
+            account(world, self.out, turn)
             messages.append(Message(role="assistant", content=turn.text or "",
                                     tool_calls=turn.tool_calls))
             if not turn.tool_calls:
@@ -96,38 +58,18 @@ class MinimalHarness:
         self.out.agent_time_s = world.now
         return self.out
 
-    def _account(self, turn: ModelTurn) -> None:
-        usage = turn.usage.model_dump()
-        self.out.usage.append({"turn": self.out.turns, **usage})
-        self.world.log.emit("turn", n=self.out.turns, text=turn.text,
-                            tools=[loggable_name(c.name) for c in turn.tool_calls])
-
     def _call(self, call_id: str, name: str, args: Any, messages: list[Message]) -> bool:
         """Execute one tool call; False when the episode should stop."""
-        world, limits = self.world, self.world.cell.limits
-        log = world.log
-        if name == "finish":
-            checked = world.boundary.validate(name, args)
-            if not isinstance(checked, dict):
-                self.out.report = checked[1]
-                log.emit("finish", id=call_id, report=checked[1])
-                return False
-            result = checked
-        elif self.out.tool_calls >= limits.tool_calls:
-            self.stop("tool_limit")
+        handled = self.tools.call(call_id, name, args)
+        if handled.stop == "finished":
             return False
-        else:
-            self.out.tool_calls += 1
-            log.emit("call", id=call_id, tool=loggable_name(name), args=loggable(args))
-            result = self.layer.call(name, args)
-        log.emit("result", id=call_id, tool=loggable_name(name), result=result)
-        messages.append(Message(role="tool", tool_call_id=call_id, name=name,
-                                content=json.dumps(result, ensure_ascii=False)))
-        note = self.condition.followup(name, result, world)
-        if note:
-            messages.append(Message(role="user", content=note))
-        if world.now >= limits.agent_time_s:
-            self.stop("time_limit")
+        if handled.result is not None:
+            messages.append(Message(role="tool", tool_call_id=call_id, name=name,
+                                    content=json.dumps(handled.result, ensure_ascii=False)))
+        if handled.note:
+            messages.append(Message(role="user", content=handled.note))
+        if handled.stop is not None:
+            self.stop(handled.stop)
             return False
         return True
 

@@ -37,6 +37,7 @@ from limbo.adapter import (
     model_adapter,
 )
 from limbo.errors import UsageError
+from limbo.harnesses.tool_text import read_result
 from limbo.hashing import digest
 from limbo.results import Result, error_kind, is_ambiguous
 from limbo.rng import generator
@@ -304,7 +305,7 @@ class PolicyAdapter(ModelAdapter):
             name, args = next(self._script)
         else:
             last = _last_result(messages)
-            result = last.result() if last.role == "tool" else {"ok": False, "error": {
+            result = read_result(last.content) if last.role == "tool" else {"ok": False, "error": {
                 "kind": "invalid_argument", "message": last.content}}
             try:
                 name, args = self._script.send(result)

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from limbo.commands import check, compare, figures, report, tables, view
+from limbo.commands import check, compare, figures, mcp, report, tables, view
 from limbo.errors import UsageError
 
 FACTOR_FLAGS = {"model": "models", "harness": "harnesses", "condition": "conditions",
@@ -101,7 +101,7 @@ def _parser() -> argparse.ArgumentParser:
     ls.add_argument("what", choices=["services", "faults", "conditions", "harnesses", "models",
                                      "grids", "templates"])
     ls.add_argument("--plugin", action="append", default=[])
-    for module in (tables, figures, compare, report, view, check):
+    for module in (tables, figures, compare, report, view, check, mcp):
         module.add_parser(sub)
     return p
 
@@ -207,9 +207,14 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_mcp(args: argparse.Namespace) -> int:
+    _plugins(args.plugin)
+    return mcp.run(args)
+
+
 COMMANDS = {"run": cmd_run, "episode": cmd_episode, "show": cmd_show, "list": cmd_list,
             "tables": tables.run, "figures": figures.run, "compare": compare.run,
-            "report": report.run, "view": view.run, "check": check.run}
+            "report": report.run, "view": view.run, "check": check.run, "mcp": cmd_mcp}
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 from limbo import __version__
@@ -60,11 +61,14 @@ def _reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc} @ {frame.filename.rsplit('/', 1)[-1]}:{frame.lineno}"
 
 
-async def arun_episode(cell: Cell, adapter: ModelAdapter | None = None) -> dict[str, Any]:
-    """Run ``cell`` and return its record. Only a :class:`UsageError` escapes."""
+async def arun_episode(cell: Cell, adapter: ModelAdapter | None = None,
+                       make_harness: Callable[..., Harness] | None = None) -> dict[str, Any]:
+    """Run ``cell`` and return its record. Only a :class:`UsageError` escapes.
+    ``make_harness`` builds the harness instead of the one registered as ``cell.harness``
+    (``limbo mcp`` serves the episode to an outside client)."""
     started = stopwatch()
     condition = lookup("condition", cell.condition)()
-    harness_cls = lookup("harness", cell.harness)
+    harness_cls = make_harness or lookup("harness", cell.harness)
     adapter = adapter or make_adapter(cell.model)
     try:
         world = World(cell)
@@ -103,7 +107,8 @@ def _record(cell: Cell, header: dict[str, Any], outcome: dict[str, Any], started
         "header": header, "outcome": outcome, "report": loop.report if loop else None,
         "events": world.log.events if world else [], "ledger": world.ledger if world else [],
         "usage": loop.usage if loop else [],
-        "runtime": {"wall_s": round(stopwatch() - started, 6), **host_facts()},
+        "runtime": {"wall_s": round(stopwatch() - started, 6), **host_facts(),
+                    **(loop.runtime if loop else {})},
     }
 
 

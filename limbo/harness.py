@@ -39,6 +39,9 @@ class LoopResult:
     usage: list[dict[str, Any]] = field(default_factory=list)
     agent_time_s: float = 0.0
     reason: str | None = None
+    runtime: dict[str, Any] = field(default_factory=dict)
+    """Facts of this run that may differ between runs of the same cell (a production
+    harness's own event stream, its stderr, wall times); they go to the record's ``runtime``."""
 
 
 @runtime_checkable

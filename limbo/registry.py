@@ -28,7 +28,7 @@ _BUILTINS: dict[str, tuple[str, ...]] = {
     "condition": ("limbo.harnesses.conditions", "limbo.harnesses.scaffolds"),
     "model": ("limbo.harnesses.policies", "limbo.providers", "limbo.inspect.adapter"),
     "grid": ("limbo.experiments",),
-    "harness": ("limbo.harnesses.minimal",),
+    "harness": ("limbo.harnesses.minimal", "limbo.harnesses.production"),
 }
 _loaded: set[str] = set()
 

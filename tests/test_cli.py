@@ -73,7 +73,7 @@ def test_rerun_into_the_same_directory_runs_nothing_new(tmp_path: Path) -> None:
     (["run", "--model", "policy/wait-verify", "-M", "nonsense"], "must look like key=value"),
     (["run", "--model", "openai/x?base_url=https://me:tok3n@proxy.example/v1"],
      "do not put credentials in base_url"),
-    (["run", "--harness", "nosuch"], "unknown harness 'nosuch' in grid; choose from: minimal"),
+    (["run", "--harness", "nosuch"], "unknown harness 'nosuch' in grid; choose from: claude-code, codex, copilot, hermes, minimal"),
 ])
 def test_user_errors_are_one_line_naming_the_choices(args: list[str], needle: str,
                                                      tmp_path: Path) -> None:

@@ -60,5 +60,6 @@ def test_every_limbo_command_in_the_readme_runs(tmp_path: Path) -> None:
             command = command.replace("<EPISODE_ID>", json.loads(first)["episode_id"])
         argv = shlex.split(command)
         argv[0] = str(bindir / "limbo")
-        result = subprocess.run(argv, capture_output=True, text=True, cwd=tmp_path, env=env)
+        result = subprocess.run(argv, capture_output=True, text=True, cwd=tmp_path, env=env,
+                                stdin=subprocess.DEVNULL)
         assert result.returncode == 0, (command, result.stderr)

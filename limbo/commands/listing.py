@@ -67,6 +67,10 @@ def _harnesses() -> Iterator[str]:
     for name, cls in entries("harness").items():
         doc = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
         yield f"{name:<12} {doc}"
+        check = getattr(cls, "availability", None)
+        if check is not None:
+            ok, detail = check()
+            yield f"{'':<12} {'installed' if ok else 'not installed'}: {detail}"
 
 
 LISTINGS = {"services": _services, "faults": _faults, "conditions": _conditions,

@@ -8,8 +8,11 @@ open, goes to that one). Each request is parsed into the provider-neutral conver
 by the session's adapter, and written back in the same wire format — with the event sequences
 the official SDK parsers and the harnesses expect (docs/models.md lists them).
 
-Run it inside an event loop you own (``await gw.start()``), or on a background thread with
-:class:`ThreadedGateway`. It only ever binds a loopback address.
+The gateway is an ASGI app. Other per-episode apps can be mounted beside the model routes
+(:meth:`Gateway.mount`: the MCP server of an episode lives at ``/ep/<episode>/mcp``), so one
+loopback server carries both halves of a production-harness episode. Run it inside an event
+loop you own (``await gw.start()``), or on a background thread with :class:`ThreadedGateway`.
+It only ever binds a loopback address.
 """
 
 from __future__ import annotations
@@ -24,7 +27,18 @@ from typing import Any, TypeVar
 
 from limbo.adapter import EpisodeContext, ModelAdapter, ModelTurn
 from limbo.errors import ModelError, UsageError
-from limbo.gateway.http import Request, Responder, serve
+from limbo.gateway.asgi import (
+    LOOPBACK,
+    ASGIApp,
+    BodyTooLarge,
+    LoopbackServer,
+    Receive,
+    Request,
+    Responder,
+    Scope,
+    Send,
+    read_request,
+)
 from limbo.gateway.inject import Drop, HttpError, Injection, StreamError, Truncate
 from limbo.gateway.session import GatewaySession
 from limbo.hashing import digest
@@ -32,7 +46,6 @@ from limbo.providers import chat_api, messages_api, responses_api
 
 log = logging.getLogger("limbo.gateway")
 T = TypeVar("T")
-LOOPBACK = ("127.0.0.1", "::1", "localhost")
 EPISODE = re.compile(r"^/ep/([^/]+)(/.*)?$")
 ROUTES = (("/chat/completions", "chat"), ("/responses", "responses"),
           ("/messages/count_tokens", "count"), ("/messages", "messages"))
@@ -40,34 +53,35 @@ Event = tuple[str | None, Any]
 
 
 class Gateway:
-    """Loopback HTTP server routing model requests to per-episode sessions."""
+    """Loopback HTTP server routing model requests to per-episode sessions, and other requests
+    under ``/ep/<episode>/<name>`` to apps mounted there."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
         if host not in LOOPBACK:
             raise UsageError(f"the model gateway binds loopback only (got host {host!r})")
-        self.host, self.port = host, port
         self.sessions: dict[str, GatewaySession] = {}
-        self._server: asyncio.Server | None = None
-        self._open: set[asyncio.StreamWriter] = set()
+        self.mounts: dict[tuple[str, str], ASGIApp] = {}
+        self._server = LoopbackServer(self, host, port)
 
     # ------------------------------------------------------------------ lifecycle
 
     async def start(self) -> None:
-        self._server = await serve(self.handle, self.host, self.port, self._open)
-        self.port = self._server.sockets[0].getsockname()[1]
+        await self._server.start()
 
     async def stop(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            for writer in list(self._open):
-                writer.close()
-            await self._server.wait_closed()
-            self._server = None
+        await self._server.stop()
+
+    @property
+    def host(self) -> str:
+        return self._server.host
+
+    @property
+    def port(self) -> int:
+        return self._server.port
 
     @property
     def url(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}"
+        return self._server.url
 
     def base_url(self, episode: str, api: str = "openai") -> str:
         """What to configure as the harness's base URL: ``.../v1`` for OpenAI clients (they
@@ -86,6 +100,39 @@ class Gateway:
 
     def close(self, episode: str) -> GatewaySession | None:
         return self.sessions.pop(episode, None)
+
+    def mount(self, episode: str, name: str, app: ASGIApp) -> str:
+        """Serve ``app`` at ``/ep/<episode>/<name>`` (its scope's ``root_path`` is that
+        prefix); returns the URL."""
+        if (episode, name) in self.mounts:
+            raise ValueError(f"{name!r} is already mounted for episode {episode!r}")
+        self.mounts[(episode, name)] = app
+        return f"{self.url}/ep/{episode}/{name}"
+
+    def unmount(self, episode: str, name: str) -> None:
+        self.mounts.pop((episode, name), None)
+
+    # ------------------------------------------------------------------ ASGI
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        match = EPISODE.match(scope["path"])
+        if match:
+            first = (match.group(2) or "/").split("/")[1]
+            app = self.mounts.get((match.group(1), first))
+            if app is not None:
+                prefix = f"/ep/{match.group(1)}/{first}"
+                await app({**scope, "root_path": scope.get("root_path", "") + prefix}, receive,
+                          send)
+                return
+        out = Responder(scope, send)
+        try:
+            req = await read_request(scope, receive)
+        except BodyTooLarge:
+            await out.send_json(413, {"error": {"message": "request body too large"}})
+            return
+        await self.handle(req, out)
 
     # ------------------------------------------------------------------ requests
 
@@ -139,7 +186,7 @@ class Gateway:
             turn = await session.answer(messages, tools)
         except ModelError as exc:
             session.record(n, api, stream, error=str(exc))
-            session.fail(str(exc))
+            session.fail(str(exc), model=True)
             await out.send_json(500, _error_body(api, 500, f"model failed: {exc}"))
             return
         except Exception as exc:  # noqa: BLE001 - answer the harness, keep the reason

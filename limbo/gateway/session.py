@@ -46,6 +46,10 @@ class GatewaySession:
     log: list[dict[str, Any]] = field(default_factory=list)
     """One entry per request: number, API, stream, what was answered (never any header)."""
     errors: list[str] = field(default_factory=list)
+    model_errors: int = 0
+    """How many of ``errors`` were the model's (the adapter gave up: ``ModelError``)."""
+    on_model_error: Callable[[str], None] | None = None
+    """Called with the reason when the adapter gives up (the runner ends the episode)."""
     _memo: tuple[str, ModelTurn] | None = None
 
     def next_request(self) -> tuple[int, Injection | None]:
@@ -76,5 +80,9 @@ class GatewaySession:
         entry = {"request": n, "api": api, "stream": stream, **what}
         self.log.append(json.loads(scrub(json.dumps(entry))))
 
-    def fail(self, reason: str) -> None:
+    def fail(self, reason: str, model: bool = False) -> None:
         self.errors.append(scrub(reason))
+        if model:
+            self.model_errors += 1
+            if self.on_model_error is not None:
+                self.on_model_error(scrub(reason))

@@ -1,0 +1,128 @@
+"""What every harness does with one tool call the agent made (and records of one model turn),
+whoever carries the agent.
+
+The minimal loop calls it directly; the MCP server calls it for a production harness or any
+MCP client. Either way the same things happen in the same order: ``finish`` takes the report;
+the tool-call limit is checked; the call goes through the condition's tool layer to the
+boundary; ``call`` and ``result`` are logged; the condition may add a note for the model; and
+the sim-time limit is checked. So an episode's record does not depend on which harness carried
+the agent, only on what the agent did.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from limbo.adapter import ModelTurn, ToolDef
+from limbo.harness import LoopResult, Termination
+from limbo.harnesses.conditions import Condition, ToolLayer
+from limbo.results import Result, error
+from limbo.world import World
+
+MAX_LOGGED_ARGS = 4000
+
+
+class BoundaryLayer:
+    """The innermost tool layer: straight to the world's boundary."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+
+    def call(self, name: str, args: Any) -> Result:
+        return self.world.boundary.call(name, args)
+
+
+def loggable_name(name: str) -> str:
+    """A tool name as logged: a model that invents a huge name cannot bloat the record."""
+    return name if len(name) <= 200 else f"{name[:80]}...(+{len(name) - 80} chars)"
+
+
+def loggable(args: Any) -> Any:
+    """Arguments as logged: huge payloads are summarised, never dropped silently. A dict
+    holding NaN or Infinity is logged as its JSON-like text, so the record stays strict JSON
+    (and a replay sends that text, which the boundary refuses the same way)."""
+    if isinstance(args, str):
+        text = args
+    else:
+        try:
+            text = json.dumps(args, ensure_ascii=False, allow_nan=False)
+        except ValueError:
+            text = args = json.dumps(args, ensure_ascii=False)
+    if len(text) <= MAX_LOGGED_ARGS:
+        return args
+    return {"_truncated": text[:200], "_chars": len(text)}
+
+
+def tool_defs(world: World) -> list[ToolDef]:
+    """The tools of ``world`` as a model is offered them."""
+    return [ToolDef(name=s.name, description=s.description, parameters=s.schema())
+            for s in world.tools.values()]
+
+
+def account(world: World, out: LoopResult, turn: ModelTurn) -> None:
+    """Record model turn ``out.turns``: its usage, and a ``turn`` event."""
+    out.usage.append({"turn": out.turns, **turn.usage.model_dump()})
+    world.log.emit("turn", n=out.turns, text=turn.text,
+                   tools=[loggable_name(c.name) for c in turn.tool_calls])
+
+
+@dataclass
+class Handled:
+    """The outcome of one call: the result the agent gets (``None`` when the call ended the
+    episode before it ran), a note the condition adds, and the reason the episode must end."""
+
+    result: Result | None
+    note: str | None = None
+    stop: Termination | None = None
+
+
+class ToolCalls:
+    """The agent-side tool handling of one episode; counts into ``out``."""
+
+    def __init__(self, world: World, condition: Condition, out: LoopResult) -> None:
+        self.world = world
+        self.condition = condition
+        self.out = out
+        self.layer: ToolLayer = condition.wrap(BoundaryLayer(world), world)
+
+    def call(self, call_id: str, name: str, args: Any) -> Handled:
+        world, limits, log = self.world, self.world.cell.limits, self.world.log
+        if name == "finish":
+            checked = world.boundary.validate(name, args)
+            if not isinstance(checked, dict):
+                self.out.report = checked[1]
+                log.emit("finish", id=call_id, report=checked[1])
+                return Handled(ok_finish(), stop="finished")
+            result = checked
+        elif self.out.tool_calls >= limits.tool_calls:
+            return Handled(None, stop="tool_limit")
+        else:
+            self.out.tool_calls += 1
+            log.emit("call", id=call_id, tool=loggable_name(name), args=loggable(args))
+            result = self.layer.call(name, args)
+        log.emit("result", id=call_id, tool=loggable_name(name), result=result)
+        note = self.condition.followup(name, result, world)
+        stop: Termination | None = "time_limit" if world.now >= limits.agent_time_s else None
+        return Handled(result, note, stop)
+
+
+def end(world: World, out: LoopResult, reason: Termination, detail: str | None) -> LoopResult:
+    """End the episode with ``reason`` unless something ended it already (the first end counts:
+    a harness stopped for a limit must not become an infra error as it goes down)."""
+    if out.termination == "finished":
+        out.termination, out.reason = reason, detail
+        world.log.emit("limit", reason=reason)
+    out.agent_time_s = world.now
+    return out
+
+
+def ok_finish() -> Result:
+    """What a harness that needs an answer to ``finish`` is told (the minimal loop ends)."""
+    return {"ok": True, "finished": True}
+
+
+def refused(reason: str) -> Result:
+    """The answer to a call made after the episode ended (the agent kept going)."""
+    return error("not_available", f"the episode is over ({reason}); no more tool calls run")

@@ -1,0 +1,98 @@
+"""``limbo mcp``: one episode served as a standalone MCP server, for any MCP client.
+
+The cell is picked on the command line; the client gets the task as the server's instructions
+(and as the prompt ``task``), calls the tools, and ends the episode with ``finish`` or by
+disconnecting. The episode is then settled, graded and appended to ``--out`` as a normal record.
+Nothing is written to stdout in stdio mode except the protocol.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import functools
+import sys
+from pathlib import Path
+from typing import Any
+
+from limbo.errors import UsageError
+
+HARNESS = "mcp"
+"""The cell's harness: an outside client served by ``limbo mcp``."""
+
+
+def add_parser(sub: Any) -> None:
+    """Register ``limbo mcp`` on the CLI's subparsers."""
+    from limbo.services import CONTRACTS
+
+    p = sub.add_parser("mcp", help="serve one episode as an MCP server for any MCP client")
+    p.add_argument("--transport", choices=["stdio", "http"], default="stdio")
+    p.add_argument("--port", type=int, default=0, help="HTTP port on 127.0.0.1 (0: any free)")
+    p.add_argument("--template", default="charge_invoice")
+    p.add_argument("--focal-write")
+    p.add_argument("--instance", type=int, default=0)
+    p.add_argument("--fault", default="none")
+    p.add_argument("--contract", choices=list(CONTRACTS), default="native")
+    p.add_argument("--condition", default="vanilla")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--model", default="external/mcp-client",
+                   help="a label for the client's model in the record")
+    p.add_argument("--hold-timeouts", type=float, default=0.0, metavar="S",
+                   help="hold a timed-out call S seconds of wall time before answering")
+    p.add_argument("--out", type=Path, default=Path("runs/mcp"))
+    p.add_argument("--plugin", action="append", default=[])
+
+
+def _cell(args: argparse.Namespace) -> Any:
+    from pydantic import ValidationError
+
+    from limbo.cell import Cell
+    from limbo.registry import lookup
+    from limbo.tasks import template
+    from limbo.tools import toolset
+
+    lookup("condition", args.condition)
+    fault = lookup("fault", args.fault)
+    t = template(args.template)
+    focal = args.focal_write or t.focal_writes[0]
+    if focal not in t.focal_writes:
+        raise UsageError(f"--focal-write {focal!r} is not a write of {t.id}; choose from: "
+                         f"{', '.join(t.focal_writes)}")
+    if not fault.applies(toolset(args.contract)[focal].op):
+        raise UsageError(f"fault {args.fault} cannot act on {focal} (batch writes only)")
+    if not 0 <= args.hold_timeouts <= 600:
+        raise UsageError("--hold-timeouts must be between 0 and 600 seconds")
+    try:
+        return Cell(model=args.model, harness=HARNESS, condition=args.condition,
+                    contract=args.contract, fault=args.fault, service=t.service, template=t.id,
+                    instance=args.instance, focal_write=focal, seed=args.seed)
+    except ValidationError as exc:
+        err = exc.errors(include_url=False)[0]
+        raise UsageError(f"--{'-'.join(map(str, err['loc']))}: {err['msg']}") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    from limbo.episode import arun_episode
+    from limbo.harnesses.mcp_serve import ExternalAgent, ServedEpisode
+    from limbo.runtime import now_iso
+    from limbo.store import Writer, dumps, episodes_file, manifest_file, write_manifest
+
+    cell = _cell(args)
+    if args.out.exists() and not args.out.is_dir():
+        raise UsageError(f"--out {args.out} is not a directory")
+    serve = functools.partial(ServedEpisode, transport=args.transport, port=args.port,
+                              hold_s=args.hold_timeouts or None)
+    record = asyncio.run(arun_episode(cell, ExternalAgent(cell.model), make_harness=serve))
+    writer = Writer(episodes_file(args.out, None))
+    try:
+        writer.write_line(dumps(record))
+    finally:
+        writer.close()
+    write_manifest(manifest_file(args.out, None), {
+        "command": "limbo mcp", "cell": cell.public(), "transport": args.transport,
+        "ended_at": now_iso(), "last_episode": cell.episode_id})
+    out = record["outcome"]
+    print(f"limbo mcp: episode {cell.episode_id} recorded in {args.out}: termination "
+          f"{out['termination']}, task_success {out['task_success']}, duplicate "
+          f"{out['duplicate']}", file=sys.stderr)
+    return 0

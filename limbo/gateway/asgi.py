@@ -1,0 +1,190 @@
+"""Serving ASGI apps on loopback with uvicorn, and the few raw ASGI moves the gateway needs.
+
+The gateway and the MCP server share one uvicorn server per host (a runner's episode, a test,
+``limbo mcp``), inside the event loop of whoever owns it, so that every request touching an
+episode's world runs on that loop's thread. Startup and shutdown are awaited directly (no
+polling main loop, no signal handlers taken over from the caller).
+
+Misbehaving on purpose needs one thing ASGI cannot say: "hang up now without answering". The
+uvicorn protocol used here is its h11 protocol with an ``abort`` callable added to each request's
+scope extensions (:data:`ABORT`); :func:`hang_up` uses it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import socket
+from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass
+from typing import Any
+
+from limbo.errors import UsageError
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+LOOPBACK = ("127.0.0.1", "::1", "localhost")
+ABORT = "limbo.abort"
+MAX_BODY = 64 * 1024 * 1024
+log = logging.getLogger("limbo.gateway")
+
+
+class BodyTooLarge(Exception):
+    """A request body over :data:`MAX_BODY`."""
+
+
+@dataclass
+class Request:
+    """One HTTP request, read whole (the gateway's requests are JSON bodies)."""
+
+    method: str
+    path: str
+    query: str
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body or b"{}")
+
+
+async def read_request(scope: Scope, receive: Receive) -> Request:
+    """The request of ``scope`` with its body; :class:`BodyTooLarge` past :data:`MAX_BODY`."""
+    body = bytearray()
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            break
+        body += message.get("body", b"")
+        if len(body) > MAX_BODY:
+            raise BodyTooLarge
+        if not message.get("more_body"):
+            break
+    headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+    return Request(scope["method"].upper(), scope["path"],
+                   scope.get("query_string", b"").decode("latin-1"), headers, bytes(body))
+
+
+class Responder:
+    """Writes one response on ``send``: :meth:`send` (a whole body), or :meth:`open_stream`,
+    :meth:`chunk`, :meth:`end_stream`; :meth:`close` hangs up whatever was written."""
+
+    def __init__(self, scope: Scope, send: Send) -> None:
+        self.scope, self._send = scope, send
+        self.started = False
+
+    async def send(self, status: int, body: bytes, content_type: str = "application/json",
+                   headers: dict[str, str] | None = None, declared: int | None = None) -> None:
+        """A complete response; ``declared`` overstates Content-Length and leaves the body
+        open (a body cut short: follow with :meth:`close`)."""
+        head = {"content-type": content_type, "content-length": str(declared or len(body)),
+                **{k.lower(): v for k, v in (headers or {}).items()}}
+        await self._start(status, head)
+        await self._send({"type": "http.response.body", "body": body,
+                          "more_body": declared is not None})
+
+    async def send_json(self, status: int, obj: Any, headers: dict[str, str] | None = None) -> None:
+        await self.send(status, json.dumps(obj).encode(), headers=headers)
+
+    async def open_stream(self, status: int = 200, content_type: str = "text/event-stream") -> None:
+        await self._start(status, {"content-type": content_type, "cache-control": "no-cache"})
+
+    async def chunk(self, data: bytes) -> None:
+        if data:
+            await self._send({"type": "http.response.body", "body": data, "more_body": True})
+
+    async def end_stream(self) -> None:
+        await self._send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def close(self) -> None:
+        """Hang up now: what was written stays written, the rest never comes."""
+        hang_up(self.scope)
+        for _ in range(2):  # let the server see the connection go before the app returns
+            await asyncio.sleep(0)
+
+    async def _start(self, status: int, headers: dict[str, str]) -> None:
+        self.started = True
+        await self._send({"type": "http.response.start", "status": status,
+                          "headers": [(k.encode(), v.encode()) for k, v in headers.items()]})
+
+
+def hang_up(scope: Scope) -> None:
+    """Close the connection of ``scope`` at once (no response, or the rest of one, is sent)."""
+    abort = scope.get("extensions", {}).get(ABORT)
+    if abort is None:
+        raise RuntimeError("this server cannot hang up on a request (serve the app with "
+                           "limbo.gateway.asgi.LoopbackServer)")
+    abort()
+
+
+def _protocol_class() -> type[asyncio.Protocol]:
+    """uvicorn's h11 protocol, with :data:`ABORT` in every request's scope extensions."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class AbortableH11(H11Protocol):
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            app = self.app
+
+            async def with_abort(scope: Scope, receive: Receive, send: Send) -> None:
+                scope["extensions"] = {**scope.get("extensions", {}), ABORT: transport.abort}
+                await app(scope, receive, send)
+
+            self.app = with_abort
+
+    return AbortableH11
+
+
+class LoopbackServer:
+    """``app`` served by uvicorn on ``host`` (loopback only) in the running event loop."""
+
+    def __init__(self, app: ASGIApp, host: str = "127.0.0.1", port: int = 0) -> None:
+        if host not in LOOPBACK:
+            raise UsageError(f"limbo serves loopback only (got host {host!r})")
+        self.app, self.host, self.port = app, host, port
+        self._server: Any = None
+        self._socket: socket.socket | None = None
+
+    async def start(self) -> None:
+        try:
+            import uvicorn
+        except ImportError:
+            raise UsageError("serving the gateway or the MCP server needs uvicorn: "
+                             "pip install 'limbo-bench[mcp]'") from None
+
+        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+        # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets that name it, and without
+        # it a response's head and body wait ~40 ms for a delayed ACK between them.
+        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("::1" if family == socket.AF_INET6 else "127.0.0.1", self.port))
+        except OSError as exc:
+            sock.close()
+            raise UsageError(f"cannot listen on {self.host}:{self.port}: {exc.strerror}") from None
+        sock.listen(128)
+        sock.setblocking(False)
+        config = uvicorn.Config(self.app, http=_protocol_class(), lifespan="off",
+                                log_level="warning", access_log=False, date_header=False,
+                                server_header=False, timeout_graceful_shutdown=2)
+        config.load()
+        server = uvicorn.Server(config)
+        server.lifespan = config.lifespan_class(config)
+        await server.startup(sockets=[sock])
+        self._server, self._socket = server, sock
+        self.port = sock.getsockname()[1]
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            server, self._server = self._server, None
+            await server.shutdown(sockets=[self._socket])
+            self._socket = None
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
