@@ -11,9 +11,8 @@ import json
 from typing import Any
 
 from limbo.adapter import EpisodeContext, Message, ModelAdapter, ModelTurn, ToolDef
-from limbo.harness import LoopResult, Termination
+from limbo.harness import LoopResult, Termination, harness
 from limbo.harnesses.conditions import Condition, ToolLayer
-from limbo.registry import register
 from limbo.results import Result
 from limbo.world import World
 
@@ -56,7 +55,7 @@ def loggable(args: Any) -> Any:
     return {"_truncated": text[:200], "_chars": len(text)}
 
 
-@register("harness", "minimal")
+@harness("minimal")
 class MinimalHarness:
     """Runs one episode's agent loop against ``world`` (implements :class:`limbo.harness.Harness`)."""
 
@@ -68,6 +67,11 @@ class MinimalHarness:
         self.ctx = ctx
         self.layer: ToolLayer = condition.wrap(BoundaryLayer(world), world)
         self.out = LoopResult()
+
+    @classmethod
+    def unavailable(cls) -> str | None:
+        """Always available: the loop is part of LIMBO."""
+        return None
 
     async def start(self) -> None:
         """Nothing to start: the loop runs in this process."""

@@ -6,12 +6,22 @@ the adapter, the condition and the adapter's context, calls :meth:`Harness.start
 loop ends the episode (a provider that failed after retries, a bug in the sandbox). A
 production harness (a CLI driven over MCP) implements the same three methods, so the episode
 never reaches into a harness's internals.
+
+A harness registers with :func:`harness`, which names it and checks that the class has the
+protocol's methods. Whether it can run on this machine is the class's own answer,
+:meth:`Harness.unavailable`: ``None`` when it can, else one line saying why not (a binary that
+is not installed, a version that does not match). Grid expansion asks it once per harness and
+drops that harness's cells with the reason, counted — so a grid may name a harness that this
+machine cannot run, and a harness a plugin registers is a harness like any other.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args, runtime_checkable
+
+from limbo.errors import UsageError
+from limbo.registry import lookup, registrar
 
 if TYPE_CHECKING:
     from limbo.adapter import EpisodeContext, ModelAdapter
@@ -56,3 +66,38 @@ class Harness(Protocol):
 
     def stop(self, reason: Termination, detail: str | None = None) -> LoopResult:
         """End the episode from outside the loop with ``reason``; the result so far."""
+
+    @classmethod
+    def unavailable(cls) -> str | None:
+        """``None`` when this harness can run on this machine, else one line saying why not
+        and what to install. Asked once per grid expansion, so it may look for a binary."""
+
+
+METHODS = ("start", "run", "stop", "unavailable")
+
+
+def _check_protocol(cls: type) -> None:
+    missing = [m for m in METHODS if not callable(getattr(cls, m, None))]
+    if missing:
+        raise UsageError(f"harness {getattr(cls, 'name', '?')!r}: {cls.__module__}."
+                         f"{cls.__qualname__} does not implement limbo.harness.Harness "
+                         f"(missing: {', '.join(missing)})")
+
+
+harness = registrar("harness", object, prepare=_check_protocol)
+"""Class decorator: ``@harness("minimal")`` registers a class implementing :class:`Harness`
+under that name."""
+
+
+def unavailable(name: str) -> str | None:
+    """Why harness ``name`` cannot run on this machine, on one line (``None``: it can). A
+    check that itself fails is a :class:`UsageError` naming the harness."""
+    cls = lookup("harness", name)
+    try:
+        reason = cls.unavailable()
+    except Exception as exc:  # noqa: BLE001 - a plugin's check, reported in one line
+        raise UsageError(f"harness {name}: checking whether it can run failed: "
+                         f"{type(exc).__name__}: {exc}") from None
+    if reason is None:
+        return None
+    return " ".join(str(reason).split()) or "no reason given"
