@@ -15,8 +15,8 @@ from test_services_support import make_world
 
 from limbo.cell import Cell
 from limbo.episode import run_episode
-from limbo.tasks import templates
 from limbo.services import CONTRACTS
+from limbo.tasks import templates
 from limbo.tools import KEY_FIELD, toolset
 
 NAN, INF = float("nan"), float("inf")
