@@ -76,10 +76,14 @@ class MinimalHarness:
     async def start(self) -> None:
         """Nothing to start: the loop runs in this process."""
 
+    def opening(self) -> list[Message]:
+        """The conversation before the first turn: the condition's prompt, then the task."""
+        return [Message(role="system", content=self.condition.system_prompt()),
+                Message(role="user", content=self.world.prompt())]
+
     async def run(self) -> LoopResult:
         world, limits = self.world, self.world.cell.limits
-        messages = [Message(role="system", content=self.condition.system_prompt()),
-                    Message(role="user", content=world.prompt())]
+        messages = self.opening()
         tools = tool_defs(world)
         while self.out.termination == "finished" and self.out.report is None:
             if self.out.turns >= limits.model_turns:
