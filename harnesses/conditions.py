@@ -19,7 +19,7 @@ from typing import Any, ClassVar, Literal, Protocol, TypeVar
 
 from limbo.errors import UsageError
 from limbo.hashing import digest
-from limbo.registry import entries, registrar, shipped_files
+from limbo.registry import registrar, shipped_files
 from limbo.results import Result
 
 C = TypeVar("C", bound=type)
@@ -122,7 +122,3 @@ class Aware(Condition):
            ("vanilla", "rules"))
 class Rules(Condition):
     pass
-
-
-def conditions() -> dict[str, type[Condition]]:
-    return entries("condition")

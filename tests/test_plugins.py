@@ -373,3 +373,20 @@ def test_a_harness_whose_check_fails_is_a_usage_error(tmp_path: Path, scratch: P
     with pytest.raises(UsageError, match="harness flaky: checking whether it can run failed: "
                                          "OSError: no PATH"):
         expand(Grid(harnesses=["flaky"], templates=["charge_invoice"]))
+
+
+def test_the_policy_example_of_docs_plugins_runs_from_the_command_line(tmp_path: Path) -> None:
+    text = (ROOT / "docs" / "plugins.md").read_text().split("## A reference policy in a file")[1]
+    (tmp_path / "slow_verify.py").write_text(text.split("```python\n")[1].split("```")[0])
+    base = ["run", "--plugin", "slow_verify.py", "--template", "charge_invoice", "--fault",
+            "timeout_post", "--out", "out", "--quiet"]
+    ran = limbo(tmp_path, *base, "--model", "policy/slow-verify?wait=90", cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    records = _records(tmp_path / "out")
+    assert records and all(r["outcome"]["exactly_once"] for r in records)
+    waits = [e for r in records for e in r["events"] if e["type"] == "clock"
+             and e["reason"] == "wait"]
+    assert waits and {e["seconds"] for e in waits} == {90.0}
+    bad = limbo(tmp_path, *base, "--model", "policy/slow-verify?wait=-1", cwd=tmp_path)
+    assert bad.returncode == 2
+    assert "policy/slow-verify: wait must be a number of seconds in [0, 3600]" in bad.stderr
