@@ -73,7 +73,9 @@ def _read_texts(cls: type[Condition]) -> None:
     """Find and read every prompt file the condition names; a :class:`UsageError` for a file
     that is missing, misnamed or not UTF-8 text."""
     texts: dict[str, str] = {}
-    folders = [shipped_files(cls) / "prompts", resources.files("limbo.harnesses") / "prompts"]
+    own = shipped_files(cls)
+    folders = [*([own / "prompts"] if own is not None else []),
+               resources.files("limbo.harnesses") / "prompts"]
     for file in (*cls.prompt_files, *cls.note_files):
         if not isinstance(file, str) or not _FILE.fullmatch(file):
             raise UsageError(f"condition {cls.name!r}: prompt file name {file!r} must match "

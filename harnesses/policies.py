@@ -17,8 +17,11 @@ What they do after an ambiguous write failure (timeout, 5xx, reset):
 * ``profile`` is a seeded mixture of those behaviours, for realistic variance across
   "models" when testing the analysis.
 
-Facts a scaffold condition attaches to a result (``verification``, ``oracle``) replace the
-policy's own read when present.
+Each policy is a :class:`Policy` registered with :func:`policy`: its parameters are the
+model's fields and :meth:`Policy.behaviour` sets the knobs of :class:`Behaviour` that the one
+script follows. Reads that verify a write come from :func:`limbo.readback.resolve`, the same
+resolution the scaffolds and the guard use. Facts a scaffold condition attaches to a result
+(``verification``, ``oracle``) replace the policy's own read when present.
 """
 
 from __future__ import annotations

@@ -99,16 +99,20 @@ def _check(kind: Kind, name: str, cls: Any, base: type, attr: str,
         raise UsageError(f"{kind} {name!r}: {_origin(cls)} {why}")
 
 
-def shipped_files(cls: type) -> Traversable:
+def shipped_files(cls: type) -> Traversable | None:
     """The folder holding the files shipped beside ``cls``'s module — its package for a module
     inside a package (``templates/``, ``prompts/`` live there), the file's folder for a
-    stand-alone module such as a ``--plugin`` file."""
-    module = sys.modules[cls.__module__]
+    stand-alone module such as a ``--plugin`` file; ``None`` for a class defined where no file
+    is (an interactive session, ``exec``)."""
+    module = sys.modules.get(cls.__module__)
+    if module is None:
+        return None
     if getattr(module, "__path__", None) is not None:
         return resources.files(module)
     if module.__package__:
         return resources.files(module.__package__)
-    return Path(module.__file__ or ".").resolve().parent
+    file = getattr(module, "__file__", None)
+    return Path(file).resolve().parent if file else None
 
 
 def _origin(obj: Any) -> str:
@@ -118,9 +122,17 @@ def _origin(obj: Any) -> str:
 def _load(kind: Kind) -> None:
     if kind in _loaded:
         return
-    _loaded.add(kind)
-    for module in _BUILTINS[kind]:
-        importlib.import_module(module)
+    _loaded.add(kind)  # first, so a plugin that looks its kind up while importing sees a table
+    try:
+        for module in _BUILTINS[kind]:
+            importlib.import_module(module)
+        _load_entry_points(kind)
+    except BaseException:
+        _loaded.discard(kind)  # a later lookup fails the same way, never on a partial table
+        raise
+
+
+def _load_entry_points(kind: Kind) -> None:
     for ep in entry_points(group=GROUPS[kind]):
         try:
             ep.load()

@@ -59,7 +59,8 @@ class Intent(_Model):
     contains: dict[str, str] = {}
     """Arguments that must contain the formatted text."""
     per_row: bool = False
-    """A batch write: each row of ``rows`` is its own intent."""
+    """A batch write (and only a batch write): each unit is its own intent, matched in the
+    shape the unit commits as (:class:`limbo.services.Batch`)."""
 
 
 class Step(_Model):
@@ -210,7 +211,7 @@ def _shipped(cls: type[Service]) -> list[Template]:
     """The templates service ``cls`` ships (none when it has no template file), checked
     against the registered tools; a :class:`UsageError` naming the file and the problem."""
     path = cls.templates_file()
-    if not path.is_file():
+    if path is None or not path.is_file():
         return []
     try:
         raw = json.loads(path.read_bytes().decode())

@@ -309,8 +309,10 @@ class Service:
     @classmethod
     def templates_file(cls) -> Any:
         """Where the service's task templates ship: ``templates/<name>.json`` beside its
-        module (a plugin ships its own the same way)."""
-        return shipped_files(cls) / "templates" / f"{cls.name}.json"
+        module (a plugin ships its own the same way); ``None`` for a service defined where no
+        file is."""
+        folder = shipped_files(cls)
+        return folder / "templates" / f"{cls.name}.json" if folder is not None else None
 
 
 _TOOL = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")

@@ -263,6 +263,8 @@ def test_listing_services_with_a_plugin_service_does_not_crash(tmp_path: Path) -
        "steps": [{"id": "s", "tool": "bshop_order", "args": {"sku": "a"},
                   "intent": {"per_row": True}}]}], "per_row must be false"),
     ([{"id": "Bad Id", "service": "bshop", "prompt": "p", "steps": []}], "template 0: id"),
+    ([{"id": "charge_invoice", "service": "bshop", "prompt": "p", "steps": []}],
+     "template 'charge_invoice' is defined twice"),
 ])
 def test_a_broken_template_file_is_one_usage_error_naming_it(
         tmp_path: Path, scratch: Path, template: Any, message: str) -> None:
@@ -347,6 +349,15 @@ def test_a_plugin_condition_extends_vanilla_with_its_own_file(tmp_path: Path,
                                                              "write.\n"
     assert mine.prompt_hashes() == {**vanilla.prompt_hashes(),
                                     "mine": digest("Count to three before every write.\n")}
+
+
+def test_a_condition_defined_outside_any_file_uses_the_built_in_prompts(scratch: Path) -> None:
+    namespace: dict[str, Any] = {"__name__": "not_a_module"}
+    exec("from limbo.harnesses.conditions import Condition, condition\n"
+         "@condition('inline', 'made in a session', ('vanilla', 'rules'))\n"
+         "class Inline(Condition):\n    pass\n", namespace)
+    inline, rules = entries("condition")["inline"](), entries("condition")["rules"]()
+    assert inline.system_prompt() == rules.system_prompt()
 
 
 def test_an_unavailable_harness_is_dropped_with_its_reason_counted(tmp_path: Path,
