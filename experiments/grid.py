@@ -156,7 +156,7 @@ def expand(grid: Grid) -> Expansion:
         return out
     lv = resolved(grid)
     faults = entries("fault")
-    unavailable = _unavailable(lv["harnesses"])
+    cannot_run = _unavailable(lv["harnesses"])
     ops = operations()
     temps = templates()
     out = Expansion()
@@ -166,7 +166,7 @@ def expand(grid: Grid) -> Expansion:
             continue
         focal = t.focal_writes if grid.focal_writes == ALL else t.focal_writes[:1]
         for cell in _cross(grid, lv, t_name, t.service, focal):
-            reason = unavailable.get(str(cell["harness"]))
+            reason = cannot_run.get(str(cell["harness"]))
             if reason is not None:
                 out.dropped[f"harness {cell['harness']} is not available here: {reason}"] += 1
                 continue

@@ -69,9 +69,9 @@ class MinimalHarness:
         self.out = LoopResult()
 
     @classmethod
-    def unavailable(cls) -> str | None:
+    def availability(cls) -> tuple[bool, str]:
         """Always available: the loop is part of LIMBO."""
-        return None
+        return True, "built in"
 
     async def start(self) -> None:
         """Nothing to start: the loop runs in this process."""

@@ -9,10 +9,11 @@ never reaches into a harness's internals.
 
 A harness registers with :func:`harness`, which names it and checks that the class has the
 protocol's methods. Whether it can run on this machine is the class's own answer,
-:meth:`Harness.unavailable`: ``None`` when it can, else one line saying why not (a binary that
-is not installed, a version that does not match). Grid expansion asks it once per harness and
-drops that harness's cells with the reason, counted — so a grid may name a harness that this
-machine cannot run, and a harness a plugin registers is a harness like any other.
+:meth:`Harness.availability`: ``(True, what was found)`` or ``(False, why not and how to fix
+it)`` — a binary that is not installed, a version that does not match. Grid expansion asks it
+once per harness and drops an unavailable harness's cells with the reason, counted — so a grid
+may name a harness this machine cannot run, and a harness a plugin registers is a harness like
+any other.
 """
 
 from __future__ import annotations
@@ -68,12 +69,13 @@ class Harness(Protocol):
         """End the episode from outside the loop with ``reason``; the result so far."""
 
     @classmethod
-    def unavailable(cls) -> str | None:
-        """``None`` when this harness can run on this machine, else one line saying why not
-        and what to install. Asked once per grid expansion, so it may look for a binary."""
+    def availability(cls) -> tuple[bool, str]:
+        """Whether this harness can run on this machine: ``(True, what was found)`` or
+        ``(False, why not and what to install)``. Asked once per grid expansion (and by
+        ``limbo list harnesses``), so it may look for a binary."""
 
 
-METHODS = ("start", "run", "stop", "unavailable")
+METHODS = ("start", "run", "stop", "availability")
 
 
 def _check_protocol(cls: type) -> None:
@@ -89,15 +91,24 @@ harness = registrar("harness", object, prepare=_check_protocol)
 under that name."""
 
 
-def unavailable(name: str) -> str | None:
-    """Why harness ``name`` cannot run on this machine, on one line (``None``: it can). A
-    check that itself fails is a :class:`UsageError` naming the harness."""
+def availability(name: str) -> tuple[bool, str]:
+    """Harness ``name``'s own answer to whether it can run here, on one line. A check that
+    fails, or answers something other than ``(bool, str)``, is a :class:`UsageError` naming
+    the harness."""
     cls = lookup("harness", name)
     try:
-        reason = cls.unavailable()
+        answer = cls.availability()
     except Exception as exc:  # noqa: BLE001 - a plugin's check, reported in one line
         raise UsageError(f"harness {name}: checking whether it can run failed: "
                          f"{type(exc).__name__}: {exc}") from None
-    if reason is None:
-        return None
-    return " ".join(str(reason).split()) or "no reason given"
+    if not (isinstance(answer, tuple) and len(answer) == 2 and isinstance(answer[0], bool)
+            and isinstance(answer[1], str)):
+        raise UsageError(f"harness {name}: availability() must return (bool, str), "
+                         f"not {answer!r:.80}")
+    return answer[0], " ".join(answer[1].split()) or "no reason given"
+
+
+def unavailable(name: str) -> str | None:
+    """Why harness ``name`` cannot run on this machine (``None``: it can)."""
+    ok, detail = availability(name)
+    return None if ok else detail

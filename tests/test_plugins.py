@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from limbo import registry
+from limbo.commands.listing import listing
 from limbo.errors import UsageError
 from limbo.experiments.grid import Grid, expand
 from limbo.hashing import digest
@@ -297,7 +298,7 @@ def test_a_harness_without_the_protocol_is_refused_naming_what_is_missing(
     path = _plugin(tmp_path, "from limbo.harness import harness\n\n@harness('half')\n"
                              "class Half:\n    async def run(self):\n        pass\n")
     with pytest.raises(UsageError, match="does not implement limbo.harness.Harness "
-                                         r"\(missing: start, stop, unavailable\)"):
+                                         r"\(missing: start, stop, availability\)"):
         load_plugin(str(path))
     assert "half" not in entries("harness")
 
@@ -365,8 +366,8 @@ def test_an_unavailable_harness_is_dropped_with_its_reason_counted(tmp_path: Pat
     load_plugin(str(_plugin(tmp_path, "from limbo.harness import harness\n"
                                       "from limbo.harnesses.minimal import MinimalHarness\n\n"
                                       "@harness('elsewhere')\nclass Elsewhere(MinimalHarness):\n"
-                                      "    @classmethod\n    def unavailable(cls):\n"
-                                      "        return 'needs the elsewhere CLI\\n(see docs)'\n")))
+                                      "    @classmethod\n    def availability(cls):\n"
+                                      "        return False, 'needs the elsewhere CLI\\n(see docs)'\n")))
     exp = expand(Grid(harnesses=["minimal", "elsewhere"], templates=["charge_invoice"]))
     assert {c.harness for c in exp.cells} == {"minimal"}
     assert exp.dropped == {"harness elsewhere is not available here: needs the elsewhere CLI "
@@ -375,11 +376,26 @@ def test_an_unavailable_harness_is_dropped_with_its_reason_counted(tmp_path: Pat
         expand(Grid(harnesses=["nowhere"]))
 
 
+def test_a_harness_whose_answer_is_malformed_is_a_usage_error(tmp_path: Path,
+                                                               scratch: Path) -> None:
+    load_plugin(str(_plugin(tmp_path, "from limbo.harness import harness\n"
+                                      "from limbo.harnesses.minimal import MinimalHarness\n\n"
+                                      "@harness('vague')\nclass Vague(MinimalHarness):\n"
+                                      "    @classmethod\n    def availability(cls):\n"
+                                      "        return 'maybe'\n")))
+    with pytest.raises(UsageError, match=r"harness vague: availability\(\) must return "
+                                         r"\(bool, str\), not 'maybe'"):
+        expand(Grid(harnesses=["vague"], templates=["charge_invoice"]))
+    listed = "\n".join(listing("harnesses"))
+    assert "vague" in listed and "must return (bool, str)" in listed  # listed, not a crash
+    assert "minimal" in listed and "(available: built in)" in listed
+
+
 def test_a_harness_whose_check_fails_is_a_usage_error(tmp_path: Path, scratch: Path) -> None:
     load_plugin(str(_plugin(tmp_path, "from limbo.harness import harness\n"
                                       "from limbo.harnesses.minimal import MinimalHarness\n\n"
                                       "@harness('flaky')\nclass Flaky(MinimalHarness):\n"
-                                      "    @classmethod\n    def unavailable(cls):\n"
+                                      "    @classmethod\n    def availability(cls):\n"
                                       "        raise OSError('no PATH')\n")))
     with pytest.raises(UsageError, match="harness flaky: checking whether it can run failed: "
                                          "OSError: no PATH"):

@@ -75,15 +75,15 @@ def _templates() -> Iterator[str]:
 
 def _harnesses() -> Iterator[str]:
     from limbo.errors import UsageError
-    from limbo.harness import unavailable
+    from limbo.harness import availability
 
     for name, cls in entries("harness").items():
         try:
-            reason = unavailable(name)
+            ok, detail = availability(name)
         except UsageError as exc:
-            reason = str(exc)
-        where = "available" if reason is None else f"not available here: {reason}"
-        yield f"{name:<12} {_first_line(cls)} ({where})"
+            ok, detail = False, str(exc)
+        where = "available" if ok else "not available here"
+        yield f"{name:<12} {_first_line(cls)} ({where}: {detail})"
 
 
 LISTINGS = {"services": _services, "faults": _faults, "conditions": _conditions,
