@@ -156,10 +156,12 @@ def entries(kind: Kind) -> dict[str, Any]:
 
 def lookup(kind: Kind, name: str) -> Any:
     """The object registered as ``name``; a :class:`UsageError` naming the choices if absent."""
-    table = entries(kind)
-    if name not in table:
+    _load(kind)
+    found = _REGISTRY.get(kind, {}).get(name)
+    if found is None:
+        table = entries(kind)
         raise UsageError(f"unknown {kind} {name!r}; choose from: {', '.join(table) or '(none)'}")
-    return table[name]
+    return found
 
 
 def load_plugin(spec: str) -> None:
