@@ -280,8 +280,7 @@ class WaitVerify(Policy):
 
 @policy("keyed")
 class Keyed(Policy):
-    """Sends a key wherever one is accepted and re-issues with it where honoured; else as
-    verify."""
+    """Keys every write that takes one; re-issues with that key where honoured, else verifies."""
 
     check_success: bool = Field(False, description=CHECK)
 
