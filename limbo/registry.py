@@ -83,9 +83,11 @@ def _check(kind: Kind, name: str, cls: Any, base: type, attr: str,
            pattern: re.Pattern[str]) -> None:
     if not isinstance(name, str) or not pattern.fullmatch(name):
         raise UsageError(f"{kind} name {name!r} must match {pattern.pattern}")
-    if not (isinstance(cls, type) and issubclass(cls, base)):
-        got = ", ".join(b.__qualname__ for b in cls.__bases__) if isinstance(cls, type) else \
-            type(cls).__name__
+    if not isinstance(cls, type):
+        raise UsageError(f"{kind} {name!r}: {_origin(cls)} must be a class, not a "
+                         f"{type(cls).__name__}")
+    if not issubclass(cls, base):
+        got = ", ".join(b.__qualname__ for b in cls.__bases__)
         raise UsageError(f"{kind} {name!r}: {_origin(cls)} must subclass "
                          f"{base.__module__}.{base.__qualname__} (it is based on {got})")
     table = _REGISTRY.get(kind, {})

@@ -293,6 +293,13 @@ def test_a_class_of_the_wrong_base_is_refused_naming_the_base(
         load_plugin(str(path))
 
 
+def test_a_function_is_not_a_harness(tmp_path: Path, scratch: Path) -> None:
+    path = _plugin(tmp_path, "from limbo.harness import harness\n\n@harness('loop')\n"
+                             "def loop():\n    pass\n")
+    with pytest.raises(UsageError, match="harness 'loop': .*loop must be a class, not a function"):
+        load_plugin(str(path))
+
+
 def test_a_harness_without_the_protocol_is_refused_naming_what_is_missing(
         tmp_path: Path, scratch: Path) -> None:
     path = _plugin(tmp_path, "from limbo.harness import harness\n\n@harness('half')\n"
