@@ -368,13 +368,18 @@ def test_a_condition_defined_outside_any_file_uses_the_built_in_prompts(scratch:
     assert inline.system_prompt() == rules.system_prompt()
 
 
-def test_an_unavailable_harness_is_dropped_with_its_reason_counted(tmp_path: Path,
-                                                                   scratch: Path) -> None:
+def _harness(tmp_path: Path, name: str, answer: str) -> None:
+    """Load a plugin harness (the minimal loop) whose availability() runs ``answer``."""
     load_plugin(str(_plugin(tmp_path, "from limbo.harness import harness\n"
                                       "from limbo.harnesses.minimal import MinimalHarness\n\n"
-                                      "@harness('elsewhere')\nclass Elsewhere(MinimalHarness):\n"
-                                      "    @classmethod\n    def availability(cls):\n"
-                                      "        return False, 'needs the elsewhere CLI\\n(see docs)'\n")))
+                                      f"@harness({name!r})\nclass H(MinimalHarness):\n"
+                                      f"    @classmethod\n    def availability(cls):\n"
+                                      f"        {answer}\n", f"{name}.py")))
+
+
+def test_an_unavailable_harness_is_dropped_with_its_reason_counted(tmp_path: Path,
+                                                                   scratch: Path) -> None:
+    _harness(tmp_path, "elsewhere", "return False, 'needs the elsewhere CLI\\n(see docs)'")
     exp = expand(Grid(harnesses=["minimal", "elsewhere"], templates=["charge_invoice"]))
     assert {c.harness for c in exp.cells} == {"minimal"}
     assert exp.dropped == {"harness elsewhere is not available here: needs the elsewhere CLI "
@@ -385,11 +390,7 @@ def test_an_unavailable_harness_is_dropped_with_its_reason_counted(tmp_path: Pat
 
 def test_a_harness_whose_answer_is_malformed_is_a_usage_error(tmp_path: Path,
                                                                scratch: Path) -> None:
-    load_plugin(str(_plugin(tmp_path, "from limbo.harness import harness\n"
-                                      "from limbo.harnesses.minimal import MinimalHarness\n\n"
-                                      "@harness('vague')\nclass Vague(MinimalHarness):\n"
-                                      "    @classmethod\n    def availability(cls):\n"
-                                      "        return 'maybe'\n")))
+    _harness(tmp_path, "vague", "return 'maybe'")
     with pytest.raises(UsageError, match=r"harness vague: availability\(\) must return "
                                          r"\(bool, str\), not 'maybe'"):
         expand(Grid(harnesses=["vague"], templates=["charge_invoice"]))
@@ -399,11 +400,7 @@ def test_a_harness_whose_answer_is_malformed_is_a_usage_error(tmp_path: Path,
 
 
 def test_a_harness_whose_check_fails_is_a_usage_error(tmp_path: Path, scratch: Path) -> None:
-    load_plugin(str(_plugin(tmp_path, "from limbo.harness import harness\n"
-                                      "from limbo.harnesses.minimal import MinimalHarness\n\n"
-                                      "@harness('flaky')\nclass Flaky(MinimalHarness):\n"
-                                      "    @classmethod\n    def availability(cls):\n"
-                                      "        raise OSError('no PATH')\n")))
+    _harness(tmp_path, "flaky", "raise OSError('no PATH')")
     with pytest.raises(UsageError, match="harness flaky: checking whether it can run failed: "
                                          "OSError: no PATH"):
         expand(Grid(harnesses=["flaky"], templates=["charge_invoice"]))
