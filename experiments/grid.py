@@ -21,10 +21,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from limbo.cell import Cell
 from limbo.config import Limits, Timing
 from limbo.errors import UsageError
+from limbo.harness import unavailable
 from limbo.hashing import digest
 from limbo.registry import entries
 from limbo.rng import derive_seed
-from limbo.services import CONTRACTS, Contract
+from limbo.services import CONTRACTS, Contract, operations
 from limbo.tasks import templates
 
 ALL = "all"
@@ -92,12 +93,11 @@ def resolved(grid: Grid) -> dict[str, list[str]]:
                 merged[name] = list(dict.fromkeys([*merged.get(name, []), *levels]))
         return merged
     temps = templates()
-    harnesses = list(entries("harness"))
     levels = {
         "contracts": _levels("contracts", list(grid.contracts), list(CONTRACTS)),
         "faults": _levels("faults", grid.faults, list(entries("fault"))),
         "conditions": _levels("conditions", grid.conditions, list(entries("condition"))),
-        "harnesses": _levels("harnesses", grid.harnesses, harnesses),
+        "harnesses": _levels("harnesses", grid.harnesses, list(entries("harness"))),
         "services": _levels("services", grid.services, sorted({t.service for t in temps.values()})),
         "templates": _levels("templates", grid.templates, list(temps)),
         "models": grid.models,
@@ -156,7 +156,8 @@ def expand(grid: Grid) -> Expansion:
         return out
     lv = resolved(grid)
     faults = entries("fault")
-    available = {name: _available(cls) for name, cls in entries("harness").items()}
+    cannot_run = _unavailable(lv["harnesses"])
+    ops = operations()
     temps = templates()
     out = Expansion()
     for t_name in lv["templates"]:
@@ -165,14 +166,14 @@ def expand(grid: Grid) -> Expansion:
             continue
         focal = t.focal_writes if grid.focal_writes == ALL else t.focal_writes[:1]
         for cell in _cross(grid, lv, t_name, t.service, focal):
-            op = _op(cell)
-            if not available[str(cell["harness"])]:
-                out.dropped[f"harness {cell['harness']} is not available on this machine"] += 1
+            reason = cannot_run.get(str(cell["harness"]))
+            if reason is not None:
+                out.dropped[f"harness {cell['harness']} is not available here: {reason}"] += 1
                 continue
             fault = faults[cell["fault"]]
-            if not fault.applies(op):
+            if not fault.applies(ops[str(cell["focal_write"])]):
                 where = ("a focal write that is not a batch write"
-                         if getattr(fault, "batch_only", False) else cell["focal_write"])
+                         if fault.batch_only else cell["focal_write"])
                 out.dropped[f"{cell['fault']} cannot act on {where}"] += 1
                 continue
             seed = world_seed(grid.seed, cell)
@@ -180,16 +181,10 @@ def expand(grid: Grid) -> Expansion:
     return out
 
 
-def _available(harness: type) -> bool:
-    """Whether ``harness`` can run here (a production harness must be installed)."""
-    check = getattr(harness, "availability", None)
-    return check is None or bool(check()[0])
-
-
-def _op(cell: dict[str, object]):  # noqa: ANN202 - OpSpec
-    from limbo.tools import toolset
-
-    return toolset(cell["contract"])[str(cell["focal_write"])].op  # type: ignore[index]
+def _unavailable(harnesses: list[str]) -> dict[str, str]:
+    """Why each harness that cannot run on this machine cannot (asked once per expansion)."""
+    reasons = {name: unavailable(name) for name in harnesses}
+    return {name: reason for name, reason in reasons.items() if reason is not None}
 
 
 def _cross(grid: Grid, lv: dict[str, list[str]], template: str, service: str,

@@ -5,11 +5,10 @@ The twelve modes of ``spec/faults.md`` live in three modules by what the agent s
 """
 
 from limbo.faults import acks, failures, timeouts
-from limbo.faults.base import Fault, FaultContext
+from limbo.faults.base import FAMILIES, GROUPS, Fault, FaultContext, fault
 from limbo.faults.catalog import ModeInfo, catalog, group_members
-from limbo.registry import register
 
-register("fault", "none")(Fault)
+fault("none")(Fault)
 
-__all__ = ["Fault", "FaultContext", "ModeInfo", "acks", "catalog", "failures", "group_members",
-           "timeouts"]
+__all__ = ["FAMILIES", "GROUPS", "Fault", "FaultContext", "ModeInfo", "acks", "catalog",
+           "failures", "fault", "group_members", "timeouts"]

@@ -8,16 +8,14 @@ one observation-equivalence group: the same response at the same time.
 from __future__ import annotations
 
 from limbo.boundary import Process
-from limbo.faults.base import Fault
-from limbo.registry import register
+from limbo.faults.base import Fault, fault
 from limbo.request import Request
 
 COPY_AFTER_S = 2.0
 
 
-@register("fault", "redelivery")
+@fault("redelivery")
 class Redelivery(Fault):
-    name = "redelivery"
     family = "read-back cannot"
     families = ("read-back cannot",)
     group = "success"
@@ -32,9 +30,8 @@ class Redelivery(Fault):
         return (yield from self.inner.handle(req))
 
 
-@register("fault", "phantom_success")
+@fault("phantom_success")
 class PhantomSuccess(Fault):
-    name = "phantom_success"
     family = "phantom"
     families = ("phantom",)
     group = "success"

@@ -16,13 +16,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal, get_args
 
 import simpy
 
 from limbo.boundary import Process, Transport
 from limbo.config import Timing
+from limbo.errors import UsageError
 from limbo.events import EventLog
+from limbo.registry import registrar
 from limbo.request import Request
 from limbo.results import Result
 from limbo.rng import Rng
@@ -46,15 +48,26 @@ class FaultContext:
     ``{"request_id", "tool", "args", "key", "lands_at"}``; removed when it lands."""
 
 
-class Fault:
-    """Base fault: passes everything through. Subclasses override :meth:`inject`."""
+Family = Literal["none", "not executed", "read-back resolves", "late commit", "read-back cannot",
+                 "phantom"]
+"""The families the tables group modes by (``none`` is the control)."""
+FAMILIES: tuple[Family, ...] = get_args(Family)
+Group = Literal["timeout", "server_error", "success"]
+"""The observation-equivalence groups: modes whose agent view is identical until the focal
+write's response arrives."""
+GROUPS: tuple[Group, ...] = get_args(Group)
 
-    name: ClassVar[str] = "none"
-    family: ClassVar[str] = "none"
+
+class Fault:
+    """Base fault: passes everything through. Subclasses override :meth:`inject` and register
+    with :func:`fault`, which names them."""
+
+    name: ClassVar[str]
+    family: ClassVar[Family] = "none"
     """The one family a table puts this mode under (the column of ``faults.md``)."""
-    families: ClassVar[tuple[str, ...]] = ("none",)
+    families: ClassVar[tuple[Family, ...]] = ("none",)
     """Every family the mode belongs to (late commits are also "read-back cannot")."""
-    group: ClassVar[str | None] = "success"
+    group: ClassVar[Group | None] = "success"
     """Observation-equivalence group, or ``None`` when no other mode looks the same."""
     sees: ClassVar[str] = "the normal response"
     hidden: ClassVar[str] = "nothing unusual"
@@ -68,7 +81,7 @@ class Fault:
     @classmethod
     def applies(cls, op: OpSpec) -> bool:
         """Whether this mode can act on focal write ``op``."""
-        return op.kind == "write" and (op.batch or not cls.batch_only)
+        return op.kind == "write" and (op.batch is not None or not cls.batch_only)
 
     @property
     def env(self) -> simpy.Environment:
@@ -127,6 +140,25 @@ class Fault:
         self.ctx.log.emit("arrival", request_id=req.id, attempt=req.attempt, tool=req.op.tool,
                           outcome=outcome)
         return result
+
+
+def _check_metadata(cls: type[Fault]) -> None:
+    """The closed sets a table and the equivalence sweep rely on."""
+    where = f"fault {cls.name!r} ({cls.__module__}.{cls.__qualname__})"
+    families = tuple(cls.families)
+    for value in (cls.family, *families):
+        if value not in FAMILIES:
+            raise UsageError(f"{where}: family {value!r} is not one of: {', '.join(FAMILIES)}")
+    if cls.family not in families:
+        raise UsageError(f"{where}: family {cls.family!r} must be one of its families {families}")
+    if cls.group is not None and cls.group not in GROUPS:
+        raise UsageError(f"{where}: group {cls.group!r} is not one of: {', '.join(GROUPS)} "
+                         f"(or None)")
+
+
+fault = registrar("fault", Fault, prepare=_check_metadata)
+"""Class decorator: ``@fault("timeout_pre")`` registers a :class:`Fault` subclass as that
+mode."""
 
 
 def far_end(transport: Any) -> Deliver:

@@ -10,8 +10,7 @@ from __future__ import annotations
 from limbo.boundary import Process
 from limbo.errors import InfraError
 from limbo.faults import responses
-from limbo.faults.base import Fault
-from limbo.registry import register
+from limbo.faults.base import Fault, fault
 from limbo.request import Request
 from limbo.results import Result
 
@@ -28,9 +27,8 @@ class _RoundTrip(Fault):
         return answer
 
 
-@register("fault", "http500_pre")
+@fault("http500_pre")
 class Http500Pre(_RoundTrip):
-    name = "http500_pre"
     family = "not executed"
     families = ("not executed",)
     group = "server_error"
@@ -42,9 +40,8 @@ class Http500Pre(_RoundTrip):
         return (yield from self.dropped(responses.server_error()))
 
 
-@register("fault", "http500_post")
+@fault("http500_post")
 class Http500Post(_RoundTrip):
-    name = "http500_post"
     family = "read-back resolves"
     families = ("read-back resolves",)
     group = "server_error"
@@ -56,9 +53,8 @@ class Http500Post(_RoundTrip):
         return (yield from self.delivered(req, responses.server_error()))
 
 
-@register("fault", "conn_reset_post")
+@fault("conn_reset_post")
 class ConnResetPost(_RoundTrip):
-    name = "conn_reset_post"
     family = "read-back resolves"
     families = ("read-back resolves",)
     group = None
@@ -70,9 +66,8 @@ class ConnResetPost(_RoundTrip):
         return (yield from self.delivered(req, responses.connection_reset()))
 
 
-@register("fault", "throttle_pre")
+@fault("throttle_pre")
 class ThrottlePre(_RoundTrip):
-    name = "throttle_pre"
     family = "not executed"
     families = ("not executed",)
     group = None
@@ -84,9 +79,8 @@ class ThrottlePre(_RoundTrip):
         return (yield from self.dropped(responses.rate_limited()))
 
 
-@register("fault", "partial_batch")
+@fault("partial_batch")
 class PartialBatch(_RoundTrip):
-    name = "partial_batch"
     family = "read-back resolves"
     families = ("read-back resolves",)
     group = "server_error"
@@ -95,9 +89,9 @@ class PartialBatch(_RoundTrip):
     batch_only = True
 
     def inject(self, req: Request) -> Process:
-        if not req.op.batch:
+        if req.op.batch is None:
             raise InfraError(f"partial_batch cannot act on {req.op.tool}: not a batch write")
-        n = len(req.args["rows"])
+        n = len(req.op.batch.items(req.args))
         # A one-row batch cannot stop part-way: then nothing commits (k = 0), like http500_pre.
         k = self.ctx.rng.randint(1, n - 1) if n >= 2 else 0
         self.emit(req, k=k, n=n)

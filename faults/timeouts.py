@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from limbo.boundary import Process, Transport
 from limbo.faults import responses, tail
-from limbo.faults.base import Fault, FaultContext
-from limbo.registry import register
+from limbo.faults.base import Fault, FaultContext, fault
 from limbo.request import Request
 
 LATE_AFTER_TIMEOUT_S = 90.0
@@ -27,9 +26,8 @@ class _Timeout(Fault):
         return responses.timeout(self.timing)
 
 
-@register("fault", "timeout_pre")
+@fault("timeout_pre")
 class TimeoutPre(_Timeout):
-    name = "timeout_pre"
     family = "not executed"
     families = ("not executed",)
     hidden = "the request never reaches the service"
@@ -39,9 +37,8 @@ class TimeoutPre(_Timeout):
         return (yield from self.timed_out())
 
 
-@register("fault", "timeout_post")
+@fault("timeout_post")
 class TimeoutPost(_Timeout):
-    name = "timeout_post"
     family = "read-back resolves"
     families = ("read-back resolves",)
     hidden = "commits at normal latency; the response is lost"
@@ -67,27 +64,24 @@ class _Late(_Timeout):
         return (yield from self.timed_out())
 
 
-@register("fault", "timeout_late")
+@fault("timeout_late")
 class TimeoutLate(_Late):
-    name = "timeout_late"
     hidden = "still in flight; commits 90 s after the timeout is observed"
 
     def delay_after_timeout(self) -> float:
         return LATE_AFTER_TIMEOUT_S
 
 
-@register("fault", "timeout_late_tail")
+@fault("timeout_late_tail")
 class TimeoutLateTail(_Late):
-    name = "timeout_late_tail"
     hidden = "still in flight; commits a heavy-tailed δ in [40 s, 2 h] after the timeout"
 
     def delay_after_timeout(self) -> float:
         return tail.draw(self.ctx.rng)
 
 
-@register("fault", "stale_readback")
+@fault("stale_readback")
 class StaleReadback(_Timeout):
-    name = "stale_readback"
     family = "read-back cannot"
     families = ("read-back cannot",)
     hidden = "commits at normal latency; the next read on that service comes from a stale replica"

@@ -11,14 +11,13 @@ import json
 from typing import Any
 
 from limbo.adapter import EpisodeContext, Message, ModelAdapter
-from limbo.harness import LoopResult, Termination
+from limbo.harness import LoopResult, Termination, harness
 from limbo.harnesses.conditions import Condition
 from limbo.harnesses.toolcalls import ToolCalls, account, tool_defs
-from limbo.registry import register
 from limbo.world import World
 
 
-@register("harness", "minimal")
+@harness("minimal")
 class MinimalHarness:
     """Runs one episode's agent loop against ``world`` (implements :class:`limbo.harness.Harness`)."""
 
@@ -31,13 +30,22 @@ class MinimalHarness:
         self.out = LoopResult()
         self.tools = ToolCalls(world, condition, self.out)
 
+    @classmethod
+    def availability(cls) -> tuple[bool, str]:
+        """Always available: the loop is part of LIMBO."""
+        return True, "built in"
+
     async def start(self) -> None:
         """Nothing to start: the loop runs in this process."""
 
+    def opening(self) -> list[Message]:
+        """The conversation before the first turn: the condition's prompt, then the task."""
+        return [Message(role="system", content=self.condition.system_prompt()),
+                Message(role="user", content=self.world.prompt())]
+
     async def run(self) -> LoopResult:
         world, limits = self.world, self.world.cell.limits
-        messages = [Message(role="system", content=self.condition.system_prompt()),
-                    Message(role="user", content=world.prompt())]
+        messages = self.opening()
         tools = tool_defs(world)
         while self.out.termination == "finished" and self.out.report is None:
             if self.out.turns >= limits.model_turns:

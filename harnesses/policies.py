@@ -17,15 +17,20 @@ What they do after an ambiguous write failure (timeout, 5xx, reset):
 * ``profile`` is a seeded mixture of those behaviours, for realistic variance across
   "models" when testing the analysis.
 
-Facts a scaffold condition attaches to a result (``verification``, ``oracle``) replace the
-policy's own read when present.
+Each policy is a :class:`Policy` registered with :func:`policy`: its parameters are the
+model's fields and :meth:`Policy.behaviour` sets the knobs of :class:`Behaviour` that the one
+script follows. Reads that verify a write come from :func:`limbo.readback.resolve`, the same
+resolution the scaffolds and the guard use. Facts a scaffold condition attaches to a result
+(``verification``, ``oracle``) replace the policy's own read when present.
 """
 
 from __future__ import annotations
 
 from collections.abc import Generator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from limbo.adapter import (
     EpisodeContext,
@@ -39,6 +44,8 @@ from limbo.adapter import (
 from limbo.errors import UsageError
 from limbo.harnesses.tool_text import read_result
 from limbo.hashing import digest
+from limbo.readback import resolve
+from limbo.registry import lookup, registrar
 from limbo.results import Result, error_kind, is_ambiguous
 from limbo.rng import generator
 from limbo.tasks import Step, dig, fill
@@ -79,11 +86,6 @@ def _found_fields(item: dict[str, Any], step: Step) -> dict[str, Any]:
             if path.split(".")[-1] in item}
 
 
-def _readback(run: Run, tool: str, args: dict[str, Any]) -> Any:
-    op = run.ctx.tool_specs[tool].op
-    return op.readback(args) if op is not None and op.readback else None
-
-
 def _fact_item(result: Result) -> dict[str, Any] | None:
     """The first item a scaffold's read-back found (it carries ids the plan saves)."""
     check = (result.get("error") or {}).get("verification") or {}
@@ -121,26 +123,21 @@ def _facts(result: Result) -> tuple[bool | None, list[int] | None]:
 
 def _verify(run: Run, step: Step, tool: str, args: dict[str, Any], wait_lag: bool) -> Generator:
     """Read the effect back. Returns (visible, missing_units, conclusive, item)."""
-    rb = _readback(run, tool, args)
-    if rb is None:
+    plan = resolve(run.ctx.tool_specs[tool].op, args)
+    if plan is None or plan.lag is None:
         return False, None, False, None
-    rb_tool = f"{tool.split('_', 1)[0]}_{rb.op}"
-    lag = run.ctx.read_lag(rb_tool, rb.args)
-    if lag is None:
-        return False, None, False, None
+    lag = plan.lag
     if wait_lag and lag > 0:
         yield ("wait", {"seconds": lag + 1})
     if run.b.wait_s > 0 and not wait_lag:
         yield ("wait", {"seconds": run.b.wait_s})
-    result = yield (rb_tool, dict(rb.args))
-    if not result.get("ok"):
+    seen = plan.check((yield (plan.tool, dict(plan.args))))
+    if seen.visible is None:
         return False, None, False, None
     conclusive = lag == 0 or wait_lag or run.b.wait_s > lag
-    if rb.units is not None:
-        missing = rb.missing_units(result)
-        return not missing, missing, conclusive, None
-    found = rb.found(result)
-    return bool(found), None, conclusive, (found[0] if found else None)
+    if plan.units is not None:
+        return seen.visible, seen.missing, conclusive, None
+    return seen.visible, None, conclusive, (seen.items[0] if seen.items else None)
 
 
 def _write(run: Run, step: Step, args: dict[str, Any]) -> Generator:
@@ -191,8 +188,8 @@ def _write(run: Run, step: Step, args: dict[str, Any]) -> Generator:
             if item is not None:
                 run.env.update(_found_fields(item, step))
             return True
-        if missing is not None and "rows" in args:
-            args = {**args, "rows": [args["rows"][i] for i in missing]}
+        if missing is not None and spec.op.batch is not None:
+            args = spec.op.batch.narrow(args, missing)
 
 
 def script(run: Run) -> Script:
@@ -222,6 +219,76 @@ def _report(run: Run) -> dict[str, Any]:
     return {"status": status, "summary": summary, "uncertain_actions": uncertain}
 
 
+class Policy(BaseModel):
+    """A reference policy. Its parameters are the model's fields (``policy/<name>?field=value``),
+    validated strictly — a typo or an out-of-range value is an error, never a new cell — and
+    :meth:`behaviour` turns them into the knobs the script follows. Register with
+    :func:`policy`; ``limbo list models`` shows each policy with its parameters."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    name: ClassVar[str]
+
+    def behaviour(self, seed: int) -> Behaviour:
+        """The knobs for one episode (``seed``: the cell's, for policies that draw)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement behaviour()")
+
+
+policy = registrar("policy", Policy)
+"""Class decorator: ``@policy("verify")`` registers a :class:`Policy` subclass as
+``policy/verify`` (and under every provider built on :class:`PolicyAdapter`)."""
+
+SECONDS = "a number of seconds in [0, 3600]"
+PROBABILITY = "a probability in [0, 1]"
+CHECK = "true or false (also verify after a success)"
+
+
+@policy("blind")
+class Blind(Policy):
+    """Re-issues an ambiguous write up to twice, never reads; reports success."""
+
+    def behaviour(self, seed: int) -> Behaviour:
+        return Behaviour(retries_blind=2, honest=False)
+
+
+@policy("give-up")
+class GiveUp(Policy):
+    """Never re-issues; reports the action as failed and uncertain."""
+
+    def behaviour(self, seed: int) -> Behaviour:
+        return Behaviour(give_up=True)
+
+
+@policy("verify")
+class Verify(Policy):
+    """Reads back at once; re-issues only what is not visible."""
+
+    check_success: bool = Field(False, description=CHECK)
+
+    def behaviour(self, seed: int) -> Behaviour:
+        return Behaviour(verify=True, check_success=self.check_success)
+
+
+@policy("wait-verify")
+class WaitVerify(Policy):
+    """Waits ``wait`` seconds, then as verify."""
+
+    wait: float = Field(120.0, ge=0, le=3600, description=SECONDS)
+
+    def behaviour(self, seed: int) -> Behaviour:
+        return Behaviour(verify=True, wait_s=float(self.wait))
+
+
+@policy("keyed")
+class Keyed(Policy):
+    """Keys every write that takes one; re-issues with that key where honoured, else verifies."""
+
+    check_success: bool = Field(False, description=CHECK)
+
+    def behaviour(self, seed: int) -> Behaviour:
+        return Behaviour(verify=True, keys=True, check_success=self.check_success)
+
+
 PRESETS: dict[str, dict[str, float]] = {
     "careful": {"p_verify": 0.95, "p_key": 0.6, "p_wait": 0.2, "wait_s": 120, "p_honest": 0.9},
     "hasty": {"p_verify": 0.3, "p_key": 0.1, "p_wait": 0.0, "wait_s": 0, "p_honest": 0.3},
@@ -229,55 +296,43 @@ PRESETS: dict[str, dict[str, float]] = {
 }
 
 
-def behaviour(name: str, params: dict[str, Any], seed: int) -> Behaviour:
-    """The behaviour of policy ``name`` with ``params`` (``profile`` draws from ``seed``)."""
-    check = bool(params.get("check_success", False))
-    if name == "blind":
-        return Behaviour(retries_blind=2, honest=False)
-    if name == "give-up":
-        return Behaviour(give_up=True)
-    if name == "verify":
-        return Behaviour(verify=True, check_success=check)
-    if name == "wait-verify":
-        return Behaviour(verify=True, wait_s=float(params.get("wait", 120)))
-    if name == "keyed":
-        return Behaviour(verify=True, keys=True, check_success=check)
-    if name == "profile":
-        p = {**PRESETS["mixed"], **PRESETS.get(str(params.get("preset", "mixed")), {}), **params}
+@policy("profile")
+class Profile(Policy):
+    """A seeded mixture of the behaviours above (a preset, each probability overridable)."""
+
+    preset: Literal["careful", "hasty", "mixed"] = Field(
+        "mixed", description=f"one of {', '.join(PRESETS)}")
+    p_verify: float | None = Field(None, ge=0, le=1, description=PROBABILITY)
+    p_key: float | None = Field(None, ge=0, le=1, description=PROBABILITY)
+    p_wait: float | None = Field(None, ge=0, le=1, description=PROBABILITY)
+    p_honest: float | None = Field(None, ge=0, le=1, description=PROBABILITY)
+    wait_s: float | None = Field(None, ge=0, le=3600, description=SECONDS)
+
+    def behaviour(self, seed: int) -> Behaviour:
+        p = {**PRESETS[self.preset], **self.model_dump(exclude_none=True, exclude={"preset"})}
         rng = generator(seed, "policy.profile")
         verify = rng.random() < float(p["p_verify"])
         return Behaviour(verify=verify, keys=rng.random() < float(p["p_key"]),
                          wait_s=float(p["wait_s"]) if rng.random() < float(p["p_wait"]) else 0.0,
                          retries_blind=0 if verify else 2,
                          honest=rng.random() < float(p["p_honest"]))
-    raise UsageError(f"unknown policy {name!r}; choose from: {', '.join(POLICIES)}")
 
 
-POLICIES = ("blind", "give-up", "keyed", "profile", "verify", "wait-verify")
-PROBABILITIES = ("p_verify", "p_key", "p_wait", "p_honest")
-PARAMS: dict[str, tuple[str, ...]] = {
-    "blind": (), "give-up": (), "verify": ("check_success",), "keyed": ("check_success",),
-    "wait-verify": ("wait",), "profile": ("preset", "wait_s", *PROBABILITIES),
-}
-
-
-def check_params(name: str, params: dict[str, Any]) -> None:
-    """Reject parameters a policy does not take, or values it cannot use, naming the valid
-    ones — a typo must not silently become a new cell."""
-    unknown = sorted(set(params) - set(PARAMS[name]))
-    if unknown:
-        known = ", ".join(PARAMS[name]) or "none"
-        raise UsageError(f"policy/{name} takes no parameter {unknown[0]!r}; it takes: {known}")
-    for key, value in params.items():
-        if key == "check_success" and not isinstance(value, bool):
-            raise UsageError(f"policy/{name}: check_success must be true or false")
-        if key in ("wait", "wait_s") and not (isinstance(value, int | float)
-                                              and 0 <= value <= 3600):
-            raise UsageError(f"policy/{name}: {key} must be a number of seconds in [0, 3600]")
-        if key in PROBABILITIES and not (isinstance(value, int | float) and 0 <= value <= 1):
-            raise UsageError(f"policy/{name}: {key} must be a probability in [0, 1]")
-        if key == "preset" and value not in PRESETS:
-            raise UsageError(f"policy/{name}: preset must be one of {', '.join(PRESETS)}")
+def make_policy(name: str, params: dict[str, Any]) -> Policy:
+    """Policy ``name`` with ``params``; a one-line :class:`UsageError` naming the problem."""
+    cls = lookup("policy", name)
+    try:
+        return cls.model_validate(params)  # type: ignore[no-any-return]
+    except ValidationError as exc:
+        err = exc.errors(include_url=False)[0]
+        field = str(err["loc"][0]) if err["loc"] else "(parameters)"
+        if err["type"] == "extra_forbidden":
+            known = ", ".join(cls.model_fields) or "none"
+            raise UsageError(f"policy/{name} takes no parameter {field!r}; it takes: {known}") \
+                from None
+        info = cls.model_fields.get(field)
+        what = f"must be {info.description}" if info and info.description else err["msg"]
+        raise UsageError(f"policy/{name}: {field} {what}") from None
 
 
 @model_adapter("policy")
@@ -285,9 +340,7 @@ class PolicyAdapter(ModelAdapter):
     """``policy/<name>``: a reference policy behind the model-adapter interface."""
 
     def __init__(self, model: str, **params: Any) -> None:
-        if model not in POLICIES:
-            raise UsageError(f"unknown policy {model!r}; choose from: {', '.join(POLICIES)}")
-        check_params(model, params)
+        self.policy = make_policy(model, params)
         super().__init__(model, **params)
         self._script: Script | None = None
         self._calls = 0
@@ -300,7 +353,7 @@ class PolicyAdapter(ModelAdapter):
         self, messages: list[Message], tools: list[ToolDef], ctx: EpisodeContext
     ) -> ModelTurn:
         if self._script is None:
-            run = Run(ctx, behaviour(self.model, self.params, ctx.seed))
+            run = Run(ctx, self.policy.behaviour(ctx.seed))
             self._script = script(run)
             name, args = next(self._script)
         else:

@@ -20,9 +20,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from limbo.harnesses.conditions import Condition, ToolLayer, condition, prompt_text
+from limbo.harnesses.conditions import Condition, Scaffold, ToolLayer, condition
 from limbo.harnesses.guard.sandbox import GuardLayer, read_back
-from limbo.hashing import digest
 from limbo.results import Result, error_kind, is_ambiguous
 from limbo.rng import generator
 from limbo.tools import KEY_FIELD
@@ -34,17 +33,6 @@ BACKOFF_BASE_S = 0.5
 BACKOFF_CAP_S = 8.0
 MAX_RETRY_AFTER_S = 60.0
 WAITS_S = (0, 60, 120, 300, 3600)
-
-
-class Scaffold(Condition):
-    """A condition that acts in the tool layer. ``note_files`` are prompt files for text it
-    may show the model; they are hashed with the prompt."""
-
-    note_files: ClassVar[tuple[str, ...]] = ()
-
-    def prompt_hashes(self) -> dict[str, str]:
-        notes = {f: digest(prompt_text(f)) for f in self.note_files}
-        return {**super().prompt_hashes(), **notes}
 
 
 def _emit(world: World, name: str, action: str, **fields: Any) -> None:
@@ -73,7 +61,7 @@ def _with_error_field(result: Result, name: str, value: Any) -> Result:
 # -- reflect ----------------------------------------------------------------------------------
 
 
-@condition("reflect", "scaffold", "after a failed write the loop asks the model to assess it")
+@condition("reflect", "after a failed write the loop asks the model to assess it")
 class Reflect(Scaffold):
     note_files = ("reflect",)
 
@@ -81,7 +69,7 @@ class Reflect(Scaffold):
         if result.get("ok") or not _is_write(world, tool):
             return None
         _emit(world, self.name, "followup", tool=tool, after=error_kind(result))
-        return prompt_text("reflect").strip()
+        return self.note("reflect")
 
 
 # -- sdk-retry --------------------------------------------------------------------------------
@@ -123,7 +111,7 @@ class SdkRetryLayer:
         return result
 
 
-@condition("sdk-retry", "scaffold", "the tool layer retries failed writes like the LLM SDKs (no key)")
+@condition("sdk-retry", "the tool layer retries failed writes like the LLM SDKs (no key)")
 class SdkRetry(Scaffold):
     def wrap(self, layer: ToolLayer, world: Any) -> ToolLayer:
         return SdkRetryLayer(layer, world, self.name)
@@ -135,8 +123,9 @@ class SdkRetry(Scaffold):
 class AfterAmbiguousWrite:
     """A tool layer that adds facts to the result of a write that failed ambiguously."""
 
-    def __init__(self, layer: ToolLayer, world: World, name: str) -> None:
-        self.layer, self.world, self.name = layer, world, name
+    def __init__(self, layer: ToolLayer, world: World, condition: Condition) -> None:
+        self.layer, self.world, self.condition = layer, world, condition
+        self.name = condition.name
 
     def call(self, name: str, args: Any) -> Result:
         result = self.layer.call(name, args)
@@ -153,8 +142,9 @@ class AfterAmbiguousWrite:
 class VerifyLayer(AfterAmbiguousWrite):
     """After an ambiguous write failure: wait ``wait_s``, read the effect back, attach it."""
 
-    def __init__(self, layer: ToolLayer, world: World, name: str, wait_s: float) -> None:
-        super().__init__(layer, world, name)
+    def __init__(self, layer: ToolLayer, world: World, condition: Condition,
+                 wait_s: float) -> None:
+        super().__init__(layer, world, condition)
         self.wait_s = wait_s
 
     def attach(self, name: str, plain: dict[str, Any], result: Result) -> Result:
@@ -164,45 +154,38 @@ class VerifyLayer(AfterAmbiguousWrite):
             "items": check.items, "lag_s": check.lag_s, "waited_s": check.waited_s,
         }
         if check.visible is None:
-            verification["note"] = prompt_text(
-                "verify_failed" if check.read_error else "verify_unavailable").strip()
+            verification["note"] = self.condition.note(
+                "verify_failed" if check.read_error else "verify_unavailable")
         _emit(self.world, self.name, "verify", tool=name, read=check.read,
               waited_s=check.waited_s, visible=check.visible, missing_units=check.missing,
               read_error=check.read_error)
         return _with_error_field(result, "verification", verification)
 
 
-@condition("vbr", "scaffold", "after an ambiguous write failure the tool layer reads it back")
+@condition("vbr", "after an ambiguous write failure the tool layer reads it back")
 class VerifyBeforeRetry(Scaffold):
     wait_s: ClassVar[float] = 0.0
     note_files = ("verify_unavailable", "verify_failed")
 
     def wrap(self, layer: ToolLayer, world: Any) -> ToolLayer:
-        return VerifyLayer(layer, world, self.name, self.wait_s)
+        return VerifyLayer(layer, world, self, self.wait_s)
 
 
 for _delta in WAITS_S:
-    condition(f"wait-{_delta}", "scaffold",
-              f"as vbr, after waiting {_delta} s of sim time before the read")(
+    condition(f"wait-{_delta}", f"as vbr, after waiting {_delta} s of sim time before the read")(
         type(f"Wait{_delta}", (VerifyBeforeRetry,), {"wait_s": float(_delta)}))
 
 
 # -- oracles ----------------------------------------------------------------------------------
 
 
-def _units(args: dict[str, Any]) -> list[dict[str, Any]]:
-    """The effects a batch write's rows commit as (one per row)."""
-    rest = {k: v for k, v in args.items() if k != "rows"}
-    return [{**rest, "row": row} for row in args["rows"]]
-
-
 def committed_now(world: World, tool: str, args: dict[str, Any]) -> tuple[bool, list[int] | None]:
-    """Whether the ledger holds this write's effect now (a batch: every row), and for a batch
-    the rows it does not hold."""
+    """Whether the ledger holds this write's effect now (a batch: every unit), and for a batch
+    the units it does not hold."""
     effects = [e["args"] for e in world.ledger if e["tool"] == tool]
-    spec = world.tools[tool]
-    if spec.op is not None and spec.op.batch:
-        missing = [i for i, unit in enumerate(_units(args)) if unit not in effects]
+    op = world.tools[tool].op
+    if op is not None and op.batch is not None:
+        missing = [i for i, unit in enumerate(op.batch.effects(args)) if unit not in effects]
         return not missing, missing
     return args in effects, None
 
@@ -216,8 +199,9 @@ class OracleLayer(AfterAmbiguousWrite):
     """After an ambiguous write failure, attach the truth (``eventual``: including what is
     still in flight)."""
 
-    def __init__(self, layer: ToolLayer, world: World, name: str, eventual: bool) -> None:
-        super().__init__(layer, world, name)
+    def __init__(self, layer: ToolLayer, world: World, condition: Condition,
+                 eventual: bool) -> None:
+        super().__init__(layer, world, condition)
         self.eventual = eventual
 
     def attach(self, name: str, plain: dict[str, Any], result: Result) -> Result:
@@ -232,16 +216,15 @@ class OracleLayer(AfterAmbiguousWrite):
         return _with_error_field(result, "oracle", oracle)
 
 
-@condition("state-oracle", "scaffold", "after an ambiguous write failure: whether it is committed now")
+@condition("state-oracle", "after an ambiguous write failure: whether it is committed now")
 class StateOracle(Scaffold):
     eventual: ClassVar[bool] = False
 
     def wrap(self, layer: ToolLayer, world: Any) -> ToolLayer:
-        return OracleLayer(layer, world, self.name, self.eventual)
+        return OracleLayer(layer, world, self, self.eventual)
 
 
-@condition("outcome-oracle", "scaffold",
-           "after an ambiguous write failure: whether it is or will be committed")
+@condition("outcome-oracle", "after an ambiguous write failure: whether it is or will be committed")
 class OutcomeOracle(StateOracle):
     eventual = True
 
@@ -249,7 +232,7 @@ class OutcomeOracle(StateOracle):
 # -- guard ------------------------------------------------------------------------------------
 
 
-@condition("guard", "scaffold", "the action guard in the tool layer")
+@condition("guard", "the action guard in the tool layer")
 class GuardCondition(Scaffold):
     def wrap(self, layer: ToolLayer, world: Any) -> ToolLayer:
         return GuardLayer(layer, world)

@@ -18,7 +18,7 @@ from urllib.parse import parse_qsl
 from pydantic import BaseModel, ConfigDict, Field
 
 from limbo.errors import UsageError
-from limbo.registry import lookup, register
+from limbo.registry import lookup, registrar
 
 
 class ToolCall(BaseModel):
@@ -88,7 +88,8 @@ class EpisodeContext(BaseModel):
 
 
 class ModelAdapter:
-    """Base class of every adapter. Subclass, set ``provider``, implement :meth:`generate`."""
+    """Base class of every adapter. Subclass, implement :meth:`generate`, and register with
+    :func:`model_adapter` (which sets ``provider``)."""
 
     provider: ClassVar[str] = ""
 
@@ -121,14 +122,9 @@ class ModelAdapter:
         return None
 
 
-def model_adapter(provider: str) -> Callable[[type[ModelAdapter]], type[ModelAdapter]]:
-    """Class decorator: register an adapter under ``provider`` (models ``provider/...``)."""
-
-    def deco(cls: type[ModelAdapter]) -> type[ModelAdapter]:
-        cls.provider = provider
-        return register("model", provider)(cls)
-
-    return deco
+model_adapter = registrar("model", ModelAdapter, attr="provider")
+"""Class decorator: ``@model_adapter("openai")`` registers a :class:`ModelAdapter` subclass as
+the provider of models ``openai/...``."""
 
 
 def _value(text: str) -> Any:

@@ -26,8 +26,6 @@ from limbo.results import Result, error, ok
 from limbo.tools import KEY_FIELD, ToolSpec
 
 Process = Generator[simpy.Event, Any, Result]
-BATCH_UNITS = "rows"
-"""The argument of a batch write that lists its units (the rows it inserts)."""
 
 
 class Transport(Protocol):
@@ -172,7 +170,8 @@ class Boundary:
         batch write is the same call whatever rows it carries: re-sending only the rows a
         partial batch left out is a reissue of that batch, not a new write."""
         assert spec.op is not None
-        basis = {k: v for k, v in args.items() if k != BATCH_UNITS} if spec.op.batch else args
+        batch = spec.op.batch
+        basis = batch.basis(args) if batch is not None else args
         fingerprint = digest([spec.name, basis])
         n = self._seen.get(fingerprint, 0)
         self._seen[fingerprint] = n + 1

@@ -14,6 +14,7 @@ from typing import Any
 from limbo.events import EventLog
 from limbo.hashing import digest
 from limbo.keystore import KeyRecord, KeyStore
+from limbo.readback import resolve
 from limbo.request import Request
 from limbo.results import Result, error
 from limbo.services import Contract, OpSpec, Service
@@ -26,7 +27,7 @@ class Endpoint:
     def __init__(self, services: dict[str, Service], contract: Contract, principal: str,
                  log: EventLog, ledger: list[dict[str, Any]]) -> None:
         self.services = services
-        self.contract = contract
+        self.contract = Contract.parse(contract)
         self.principal = principal
         self.log = log
         self.ledger = ledger
@@ -43,9 +44,8 @@ class Endpoint:
 
     def write_class(self, op: OpSpec, args: dict[str, Any]) -> dict[str, str]:
         """The write class of ``op`` with ``args`` under this contract."""
-        rb = op.readback(args) if op.readback else None
-        lag = self.read_lag(self.services[op.service].ops[rb.op], rb.args) if rb else None
-        return op.write_class(self.contract, args, lag)
+        plan = resolve(op, args)
+        return op.write_class(self.contract, args, plan.lag if plan is not None else None)
 
     def deliver(self, req: Request) -> Result:
         """The request reaches its service now; returns the service's response.

@@ -2,7 +2,9 @@
 
 No model and no reading of transcript text: each required effect (intent) is matched against
 the committed effects after settling, and every outcome field of the spec follows from the
-counts.
+counts. An effect counts toward its intent being done only while it is *in force*: a later
+compensating action (delete, refund, status revert or close) undoes it. How often an intent
+committed (``commits``, ``duplicate``) counts every matching effect, undone or not.
 """
 
 from __future__ import annotations
@@ -37,6 +39,25 @@ def assign(intents: list[dict[str, Any]], ledger: list[Effect]) -> dict[str, lis
     return hits
 
 
+def undone(ledger: list[Effect]) -> set[int]:
+    """Sequence numbers of the effects that a later compensating action undid.
+
+    Each compensating effect (one that ``reverses`` an object) undoes the most recent effect
+    on that object that is still in force — a refund its charge, a delete its post, a status
+    revert the status change before it, a close the ticket's latest change (its creation, if
+    nothing else happened to it). An undone effect stays undone.
+    """
+    latest: dict[str, list[int]] = {}
+    out: set[int] = set()
+    for effect in ledger:
+        target = effect.get("reverses")
+        if target and latest.get(target):
+            out.add(latest[target].pop())
+        if effect.get("object_id") is not None:
+            latest.setdefault(effect["object_id"], []).append(effect["seq"])
+    return out
+
+
 def grade(
     intents: list[dict[str, Any]],
     ledger: list[Effect],
@@ -46,24 +67,23 @@ def grade(
     """The outcome fields that depend on effects and the report (usage is added by the caller)."""
     hits = assign(intents, ledger)
     used = {seq for seqs in hits.values() for seq in seqs}
-    reversed_ids = {e["reverses"] for e in ledger if e.get("reverses")}
     spurious = [e["seq"] for e in ledger if e["seq"] not in used and not e.get("reverses")]
+    gone = undone(ledger)
+    in_force = {i: [seq for seq in seqs if seq not in gone] for i, seqs in hits.items()}
     duplicated = [i for i, seqs in hits.items() if len(seqs) > 1]
-    by_seq = {e["seq"]: e for e in ledger}
-    compensated = any(
-        by_seq[seq]["object_id"] in reversed_ids for i in duplicated for seq in hits[i]
-    )
+    compensated = any(seq in gone for i in duplicated for seq in hits[i])
     status = (report or {}).get("status", "none")
     uncertain = (report or {}).get("uncertain_actions") or []
-    exactly_once = all(len(s) == 1 for s in hits.values()) and not spurious
+    exactly_once = (all(len(hits[i]) == 1 and len(in_force[i]) == 1 for i in hits)
+                    and not spurious)
     claimed_clean = status == "completed" and not uncertain
     return {
         "commits": {i: len(s) for i, s in hits.items()},
         "duplicate": bool(duplicated),
-        "missing": any(len(s) == 0 for s in hits.values()),
+        "missing": any(not s for s in in_force.values()),
         "spurious": len(spurious),
         "compensated": compensated,
-        "task_success": all(len(s) >= 1 for s in hits.values()),
+        "task_success": all(in_force.values()),
         "exactly_once": exactly_once,
         "report_status": status,
         "claimed_clean": claimed_clean,

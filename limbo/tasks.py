@@ -1,6 +1,7 @@
 """Task templates: data, not code.
 
-A template (``services/templates/*.json``) is a short request in natural language plus a plan:
+A template (``templates/<service>.json`` beside the service's module, for built-in and plugin
+services alike) is a short request in natural language plus a plan:
 setup steps that prepare the world, the ordered steps a correct agent takes, and for each write
 the *intent* — the effect it must produce, matched against the ledger by grading. Variables are
 drawn from a generator seeded by (template, instance), so an instance is the same task in every
@@ -12,13 +13,15 @@ from __future__ import annotations
 import json
 import re
 from functools import cache
-from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from limbo.errors import UsageError
 from limbo.rng import generator
+
+if TYPE_CHECKING:
+    from limbo.services.base import Batch, Service
 
 _PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
 
@@ -56,7 +59,8 @@ class Intent(_Model):
     contains: dict[str, str] = {}
     """Arguments that must contain the formatted text."""
     per_row: bool = False
-    """A batch write: each row of ``rows`` is its own intent."""
+    """A batch write (and only a batch write): each unit is its own intent, matched in the
+    shape the unit commits as (:class:`limbo.services.Batch`)."""
 
 
 class Step(_Model):
@@ -142,12 +146,19 @@ def _intents(step: Step, env: dict[str, Any]) -> list[dict[str, Any]]:
     assert intent is not None
     contains = {k: str(fill(v, env)) for k, v in intent.contains.items()}
     if intent.per_row:
-        table = fill(step.args["table"], env)
-        return [{"id": f"{step.id}[{i}]", "tool": step.tool,
-                 "match": {"table": table, "row": row}, "contains": {}}
-                for i, row in enumerate(fill(step.args["rows"], env))]
+        batch = _batch_of(step.tool)
+        return [{"id": f"{step.id}[{i}]", "tool": step.tool, "match": effect, "contains": {}}
+                for i, effect in enumerate(batch.effects(fill(step.args, env)))]
     match = {k: fill(step.args[k], env) for k in intent.match}
     return [{"id": step.id, "tool": step.tool, "match": match, "contains": contains}]
+
+
+def _batch_of(tool: str) -> Batch:
+    from limbo.services import operations
+
+    batch = operations()[tool].batch
+    assert batch is not None, f"{tool} is not a batch write (templates are checked at load)"
+    return batch
 
 
 def _draw(spec: VarSpec, rng: Any, env: dict[str, Any]) -> Any:
@@ -177,19 +188,67 @@ def instantiate(template: Template, instance: int) -> TaskInstance:
     return TaskInstance(template=template, instance=instance, vars=env)
 
 
-@cache
 def templates() -> dict[str, Template]:
-    """All built-in templates, by id (sorted)."""
+    """Every registered service's templates (plugins included), by id (sorted)."""
+    from limbo.registry import entries
+
+    return _templates(tuple(entries("service").values()))
+
+
+@cache
+def _templates(services: tuple[type[Service], ...]) -> dict[str, Template]:
     found: dict[str, Template] = {}
-    folder = resources.files("limbo.services") / "templates"
-    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
-        if entry.name.endswith(".json"):
-            for raw in json.loads(entry.read_text()):
-                template = Template.model_validate(raw)
-                if template.id in found:
-                    raise ValueError(f"template {template.id!r} is defined twice")
-                found[template.id] = template
+    for cls in services:
+        for template in _shipped(cls):
+            if template.id in found:
+                raise UsageError(f"template {template.id!r} is defined twice (the second time "
+                                 f"in {cls.templates_file()})")
+            found[template.id] = template
     return dict(sorted(found.items()))
+
+
+def _shipped(cls: type[Service]) -> list[Template]:
+    """The templates service ``cls`` ships (none when it has no template file), checked
+    against the registered tools; a :class:`UsageError` naming the file and the problem."""
+    path = cls.templates_file()
+    if path is None or not path.is_file():
+        return []
+    try:
+        raw = json.loads(path.read_bytes().decode())
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UsageError(f"template file {path} is not valid UTF-8 JSON: {exc}") from None
+    if not isinstance(raw, list):
+        raise UsageError(f"template file {path} must hold a JSON list of templates")
+    out = []
+    for i, item in enumerate(raw):
+        try:
+            template = Template.model_validate(item)
+        except ValidationError as exc:
+            err = exc.errors(include_url=False)[0]
+            loc = ".".join(str(p) for p in err["loc"])
+            raise UsageError(f"template file {path}, template {i}: {loc}: {err['msg']}") from None
+        _check(template, cls.name, path)
+        out.append(template)
+    return out
+
+
+def _check(template: Template, service: str, path: Any) -> None:
+    """A template names its own service's tools, and marks exactly the batch writes
+    ``per_row`` (their intents are one per unit, in the batch's own effect shape)."""
+    from limbo.services import operations
+
+    where = f"template {template.id!r} in {path}"
+    if template.service != service:
+        raise UsageError(f"{where} says service {template.service!r}, but the file is shipped "
+                         f"by service {service!r}")
+    ops = operations()
+    for step in [*template.setup, *template.steps]:
+        op = ops.get(step.tool)
+        if op is None:
+            raise UsageError(f"{where}: step {step.id!r} calls unknown tool {step.tool!r}")
+        if step.intent is not None and step.intent.per_row != (op.batch is not None):
+            raise UsageError(f"{where}: step {step.id!r}: per_row must be "
+                             f"{str(op.batch is not None).lower()} for {step.tool}")
 
 
 def template(name: str) -> Template:

@@ -17,7 +17,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, create_model
 
-from limbo.services import SERVICE_ORDER, Contract, OpSpec
+from limbo.registry import entries
+from limbo.services import Contract, OpSpec, Service
 from limbo.services.base import DAY_S
 
 MAX_STRING = 8000
@@ -71,7 +72,7 @@ def _bound(annotation: Any) -> Any:
     if origin is Annotated:
         return Annotated[(_bound(args[0]), *annotation.__metadata__)]
     if origin in (typing.Union, types.UnionType):
-        return typing.Union[tuple(_bound(a) for a in args)]  # noqa: UP007
+        return typing.Union[tuple(_bound(a) for a in args)]
     if origin is list:
         return list[_bound(args[0])]  # type: ignore[misc]
     if origin is dict:
@@ -131,16 +132,17 @@ UTILITY_TOOLS = (
 )
 
 
-@cache
-def toolset(contract: Contract) -> dict[str, ToolSpec]:
-    """Every tool offered under ``contract``, in a fixed order: services, then utilities."""
-    from limbo.registry import entries
+def toolset(contract: Contract | str) -> dict[str, ToolSpec]:
+    """Every tool offered under ``contract``: the registered services' tools (services in
+    name order, so the order never depends on which module registered first), then the
+    utilities. A contract that is not one of :class:`Contract` is a :class:`UsageError`.
+    Shared: do not modify."""
+    return _toolset(Contract.parse(contract), tuple(entries("service").values()))
 
-    services = entries("service")
-    tools: dict[str, ToolSpec] = {}
-    for name in SERVICE_ORDER:
-        for op in services[name].ops.values():
-            tools[op.tool] = _service_tool(op, contract)
+
+@cache
+def _toolset(contract: Contract, services: tuple[type[Service], ...]) -> dict[str, ToolSpec]:
+    tools = {op.tool: _service_tool(op, contract) for cls in services for op in cls.ops.values()}
     for spec in UTILITY_TOOLS:
         tools[spec.name] = spec
     return tools

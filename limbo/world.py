@@ -18,7 +18,7 @@ from limbo.events import EventLog
 from limbo.registry import entries, lookup
 from limbo.results import Result
 from limbo.rng import derive_seed, generator
-from limbo.services import SERVICE_ORDER, Service
+from limbo.services import Service
 from limbo.services.base import OpContext
 from limbo.tasks import TaskInstance, dig, fill, instantiate, template
 from limbo.tools import ToolSpec, toolset
@@ -35,9 +35,9 @@ class World:
         self.log = EventLog(self.env)
         self.ledger: list[dict[str, Any]] = []
         self.inflight: list[dict[str, Any]] = []
-        classes = entries("service")
         self.services: dict[str, Service] = {
-            name: classes[name](derive_seed(cell.seed, f"service.{name}")) for name in SERVICE_ORDER
+            name: cls(derive_seed(cell.seed, f"service.{name}"))
+            for name, cls in entries("service").items()
         }
         self.tools: dict[str, ToolSpec] = toolset(cell.contract)
         self.endpoint = Endpoint(self.services, cell.contract, PRINCIPAL, self.log, self.ledger)

@@ -1,10 +1,11 @@
 """What every simulated service is made of.
 
 A service is a class whose methods, decorated :func:`read` or :func:`write`, are its
-operations. The decorators record the contract facts the rest of LIMBO needs — key support,
-read lag, write class, how a write is read back — next to the code that implements them, and
-the agent-facing tool schemas and descriptions are generated from the signatures and
-docstrings (never written by hand).
+operations, registered with :func:`service`. The decorators record the contract facts the rest
+of LIMBO needs — key support, read lag, write class, how a write is read back, how a batch
+write is made of units — next to the code that implements them, and the agent-facing tool
+schemas and descriptions are generated from the signatures and docstrings (never written by
+hand).
 
 State is kept in :class:`Table` objects that store every version of every row with its commit
 time. A read is then a query *as of a horizon*: ``now`` for a strong read path, ``now - lag``
@@ -16,15 +17,37 @@ from __future__ import annotations
 
 import copy
 import inspect
-from collections.abc import Callable, Iterator
+import re
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from enum import StrEnum
+from functools import cache
 from typing import Any, ClassVar, Literal
 
+from limbo.errors import UsageError
 from limbo.hashing import digest
+from limbo.registry import registrar, shipped_files
 from limbo.results import Result
 
-Contract = Literal["native", "keys-everywhere"]
-CONTRACTS: tuple[Contract, ...] = ("native", "keys-everywhere")
+
+class Contract(StrEnum):
+    """The tool contract of a world: each write's own key support, or keys on every write."""
+
+    NATIVE = "native"
+    KEYS_EVERYWHERE = "keys-everywhere"
+
+    @classmethod
+    def parse(cls, value: str) -> Contract:
+        """``value`` as a contract; a :class:`UsageError` naming the choices otherwise (a typo
+        must never build a world under some other contract)."""
+        try:
+            return cls(value)
+        except ValueError:
+            raise UsageError(f"unknown contract {value!r}; choose from: "
+                             f"{', '.join(c.value for c in cls)}") from None
+
+
+CONTRACTS: tuple[Contract, ...] = tuple(Contract)
 
 Args = dict[str, Any]
 DAY_S = 24 * 3600.0
@@ -34,36 +57,59 @@ DAY_S = 24 * 3600.0
 class ReadBack:
     """How to see a write's effect: call read ``op`` with ``args``; an item whose fields equal
     ``match`` is the effect. ``parent`` and ``nested`` descend into a list inside matching
-    items (a ticket's comments); ``units`` match a batch row by row."""
+    items (a ticket's comments). Resolved into a concrete read by :mod:`limbo.readback`."""
 
     op: str
     args: Args
     match: Args
     parent: Args | None = None
     nested: str | None = None
-    units: list[Args] | None = None
 
-    def _items(self, result: Result) -> list[dict[str, Any]]:
+    def items(self, result: Result) -> list[dict[str, Any]]:
+        """The items of read ``result`` to look through (none when the read failed)."""
         items: list[dict[str, Any]] = list(result.get("items", ())) if result.get("ok") else []
         if self.nested is not None:
             parent = self.parent or {}
-            items = [child for item in items if _fits(item, parent)
+            items = [child for item in items if fits(item, parent)
                      for child in item.get(self.nested, ())]
         return items
 
-    def found(self, result: Result) -> list[dict[str, Any]]:
-        """The items of read ``result`` that show the effect."""
-        return [item for item in self._items(result) if _fits(item, self.match)]
 
-    def missing_units(self, result: Result) -> list[int]:
-        """Indexes of batch units (rows) that ``result`` does not show."""
-        items = self._items(result)
-        return [i for i, unit in enumerate(self.units or ())
-                if not any(_fits(item, unit) for item in items)]
-
-
-def _fits(item: dict[str, Any], fields: Args) -> bool:
+def fits(item: dict[str, Any], fields: Args) -> bool:
+    """Whether ``item`` has every field of ``fields`` with the same value."""
     return all(item.get(k) == v for k, v in fields.items())
+
+
+@dataclass(frozen=True)
+class Batch:
+    """How a batch write is made of units — the one place that knows it.
+
+    Argument ``units`` lists the units (``rows``). Each commits as its own effect,
+    ``{other arguments..., unit: item}`` (``{"table", "row"}``), and a read shows unit
+    ``item`` (a dict) as an item holding all its fields. Recovering from a partial batch means
+    re-sending the same call narrowed to the units not yet visible.
+    """
+
+    units: str
+    unit: str
+
+    def items(self, args: Args) -> list[Any]:
+        """The units of a call."""
+        return list(args[self.units])
+
+    def narrow(self, args: Args, keep: Iterable[int]) -> Args:
+        """The same call with only the units at indexes ``keep``."""
+        units = args[self.units]
+        return {**args, self.units: [units[i] for i in keep]}
+
+    def basis(self, args: Args) -> Args:
+        """The call without its units: what a narrowed re-send has in common with it."""
+        return {k: v for k, v in args.items() if k != self.units}
+
+    def effects(self, args: Args) -> list[Args]:
+        """The effect each unit commits as, in order."""
+        rest = self.basis(args)
+        return [{**rest, self.unit: item} for item in args[self.units]]
 
 
 @dataclass(frozen=True)
@@ -75,6 +121,8 @@ class OpSpec:
     kind: Literal["read", "write"]
     func: Callable[..., Result]
     doc: str
+    owner: type[Service] = field(compare=False, repr=False)
+    """The service class; its other operations are the reads a write is checked with."""
     # reads
     lag: Callable[[Args], float | None] | None = None
     lag_note: str = ""
@@ -85,7 +133,7 @@ class OpSpec:
     key_ttl_native: Callable[[Args], float] | None = None
     reversibility: Literal["reversible", "irreversible"] = "reversible"
     readback: Callable[[Args], ReadBack | None] | None = None
-    batch: bool = False
+    batch: Batch | None = None
 
     @property
     def tool(self) -> str:
@@ -93,19 +141,20 @@ class OpSpec:
 
     def accepts_key(self, contract: Contract) -> bool:
         """Whether the tool offers an ``idempotency_key`` parameter under ``contract``."""
-        return self.kind == "write" and (contract == "keys-everywhere" or self.native_key is not False)
+        return self.kind == "write" and (contract == Contract.KEYS_EVERYWHERE
+                                         or self.native_key is not False)
 
     def honours_key(self, contract: Contract, args: Args) -> bool:
         """Whether a key sent with ``args`` is honoured (deduplicates) under ``contract``."""
         if self.kind != "write":
             return False
-        if contract == "keys-everywhere":
+        if contract == Contract.KEYS_EVERYWHERE:
             return True
         return self.native_key(args) if callable(self.native_key) else bool(self.native_key)
 
     def key_ttl(self, contract: Contract, args: Args) -> float:
         """How long the service remembers a key, in sim seconds."""
-        if contract == "native" and self.key_ttl_native is not None:
+        if contract == Contract.NATIVE and self.key_ttl_native is not None:
             return self.key_ttl_native(args)
         return DAY_S
 
@@ -140,9 +189,10 @@ def write(
     key_ttl_native: Callable[[Args], float] | None = None,
     reversibility: Literal["reversible", "irreversible"] = "reversible",
     readback: Callable[[Args], ReadBack | None] | None = None,
-    batch: bool = False,
+    batch: Batch | None = None,
 ) -> Callable[..., Any]:
-    """Mark a method as a write and record its contract facts."""
+    """Mark a method as a write and record its contract facts (``batch``: how the write is
+    made of units, for a batch write)."""
 
     def deco(fn: Callable[..., Result]) -> Callable[..., Result]:
         fn._limbo_op = {  # type: ignore[attr-defined]
@@ -228,20 +278,11 @@ class Table:
 
 
 class Service:
-    """Base class of the six services. Subclasses declare operations with the decorators."""
+    """Base class of the services. Subclasses declare operations with the decorators and
+    register with :func:`service`, which names them and collects their operations."""
 
     name: ClassVar[str]
     ops: ClassVar[dict[str, OpSpec]]
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        ops: dict[str, OpSpec] = {}
-        for attr, fn in vars(cls).items():
-            meta = getattr(fn, "_limbo_op", None)
-            if meta is not None:
-                doc = inspect.cleandoc(fn.__doc__ or "")
-                ops[attr] = OpSpec(service=cls.name, name=attr, func=fn, doc=doc, **meta)
-        cls.ops = ops
 
     def __init__(self, seed: int | str) -> None:
         self.seed = seed
@@ -264,3 +305,50 @@ class Service:
         """Run operation ``op``; ``ctx`` is an :class:`OpContext` for writes, a :class:`View`
         for reads."""
         return self.ops[op].func(self, ctx, **args)
+
+    @classmethod
+    def templates_file(cls) -> Any:
+        """Where the service's task templates ship: ``templates/<name>.json`` beside its
+        module (a plugin ships its own the same way); ``None`` for a service defined where no
+        file is."""
+        folder = shipped_files(cls)
+        return folder / "templates" / f"{cls.name}.json" if folder is not None else None
+
+
+_TOOL = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+
+def _collect_ops(cls: type[Service]) -> None:
+    """The operations of a service being registered, as :class:`OpSpec` objects."""
+    ops: dict[str, OpSpec] = {}
+    for attr, fn in vars(cls).items():
+        meta = getattr(fn, "_limbo_op", None)
+        if meta is not None:
+            doc = inspect.cleandoc(fn.__doc__ or "")
+            ops[attr] = OpSpec(service=cls.name, name=attr, func=fn, doc=doc, owner=cls, **meta)
+    if not ops:
+        raise UsageError(f"service {cls.name!r} declares no operation (@read / @write methods)")
+    for op in ops.values():
+        if not _TOOL.fullmatch(op.tool):
+            raise UsageError(f"service {cls.name!r}: tool name {op.tool!r} must match "
+                             f"{_TOOL.pattern} (what model APIs accept)")
+    cls.ops = ops
+
+
+service = registrar("service", Service, pattern=re.compile(r"^[a-z][a-z0-9]{0,23}$"),
+                    prepare=_collect_ops)
+"""Class decorator: ``@service("billing")`` registers a :class:`Service` subclass as a service
+of that name (its tools are ``billing_<operation>``)."""
+
+
+def operations() -> dict[str, OpSpec]:
+    """Every operation of every registered service (plugins included), by tool name; services
+    in name order. Shared: do not modify."""
+    from limbo.registry import entries
+
+    return _operations(tuple(entries("service").values()))
+
+
+@cache
+def _operations(classes: tuple[type[Service], ...]) -> dict[str, OpSpec]:
+    return {op.tool: op for cls in classes for op in cls.ops.values()}

@@ -7,17 +7,14 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from limbo.registry import register
 from limbo.results import Result, error, ok
-from limbo.services.base import OpContext, ReadBack, Service, Table, View, read, write
+from limbo.services.base import OpContext, ReadBack, Service, Table, View, read, service, write
 
 CUSTOMERS = tuple(f"cus_{n}" for n in range(100, 160))
 
 
-@register("service", "billing")
+@service("billing")
 class Billing(Service):
-    name = "billing"
-
     def __init__(self, seed: int | str) -> None:
         super().__init__(seed)
         self.charges = Table()

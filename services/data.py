@@ -8,19 +8,26 @@ from typing import Annotated, Any
 
 from pydantic import Field, StringConstraints
 
-from limbo.registry import register
 from limbo.results import Result, ok
-from limbo.services.base import OpContext, ReadBack, Service, Table, View, read, write
+from limbo.services.base import (
+    Batch,
+    OpContext,
+    ReadBack,
+    Service,
+    Table,
+    View,
+    read,
+    service,
+    write,
+)
 
 TableName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,39}$")]
 Value = str | int | float | bool | None
 Row = Annotated[dict[str, Value], Field(max_length=30)]
 
 
-@register("service", "data")
+@service("data")
 class Data(Service):
-    name = "data"
-
     def __init__(self, seed: int | str) -> None:
         super().__init__(seed)
         self.rows = Table()
@@ -37,9 +44,8 @@ class Data(Service):
         ctx.commit({"table": table, "row": row}, row_id)
         return ok(id=row_id)
 
-    @write(batch=True,
-           readback=lambda a: ReadBack("query", {"table": a["table"], "where": {}}, {},
-                                       units=list(a["rows"])))
+    @write(batch=Batch(units="rows", unit="row"),
+           readback=lambda a: ReadBack("query", {"table": a["table"], "where": {}}, {}))
     def insert_many(self, ctx: OpContext, table: TableName,
                     rows: Annotated[list[Row], Field(min_length=1, max_length=100)]) -> Result:
         """Insert several rows. Not atomic: rows commit one by one, in order, so a failure can

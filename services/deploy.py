@@ -5,17 +5,14 @@ from __future__ import annotations
 
 from typing import Literal
 
-from limbo.registry import register
 from limbo.results import Result, error, ok
-from limbo.services.base import OpContext, ReadBack, Service, Table, View, read, write
+from limbo.services.base import OpContext, ReadBack, Service, Table, View, read, service, write
 
 RUN_SECONDS = 60.0
 
 
-@register("service", "deploy")
+@service("deploy")
 class Deploy(Service):
-    name = "deploy"
-
     def __init__(self, seed: int | str) -> None:
         super().__init__(seed)
         self.runs = Table()

@@ -3,15 +3,12 @@ search lags two minutes."""
 
 from __future__ import annotations
 
-from limbo.registry import register
 from limbo.results import Result, ok
-from limbo.services.base import OpContext, ReadBack, Service, Table, View, read, write
+from limbo.services.base import OpContext, ReadBack, Service, Table, View, read, service, write
 
 
-@register("service", "mail")
+@service("mail")
 class Mail(Service):
-    name = "mail"
-
     def __init__(self, seed: int | str) -> None:
         super().__init__(seed)
         self.sent = Table()

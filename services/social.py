@@ -9,9 +9,18 @@ from __future__ import annotations
 
 from typing import Literal
 
-from limbo.registry import register
 from limbo.results import Result, error, ok
-from limbo.services.base import DAY_S, OpContext, ReadBack, Service, Table, View, read, write
+from limbo.services.base import (
+    DAY_S,
+    OpContext,
+    ReadBack,
+    Service,
+    Table,
+    View,
+    read,
+    service,
+    write,
+)
 
 Platform = Literal["mastodon", "weibo", "linkedin", "x"]
 LIST_LAG: dict[str, float | None] = {"mastodon": 0.0, "linkedin": 0.0, "weibo": 180.0, "x": None}
@@ -21,10 +30,8 @@ def _posts_lag(args: dict) -> float | None:
     return LIST_LAG[args["platform"]]
 
 
-@register("service", "social")
+@service("social")
 class Social(Service):
-    name = "social"
-
     def __init__(self, seed: int | str) -> None:
         super().__init__(seed)
         self.posts = Table()

@@ -5,18 +5,15 @@ from __future__ import annotations
 
 from typing import Literal
 
-from limbo.registry import register
 from limbo.results import Result, error, ok
-from limbo.services.base import OpContext, ReadBack, Service, Table, View, read, write
+from limbo.services.base import OpContext, ReadBack, Service, Table, View, read, service, write
 
 Priority = Literal["low", "normal", "high", "urgent"]
 Status = Literal["open", "pending", "resolved", "closed"]
 
 
-@register("service", "tickets")
+@service("tickets")
 class Tickets(Service):
-    name = "tickets"
-
     def __init__(self, seed: int | str) -> None:
         super().__init__(seed)
         self.tickets = Table()

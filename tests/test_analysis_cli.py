@@ -134,7 +134,7 @@ def test_corrupt_future_and_duplicated_records(run: Path, tmp_path: Path, capsys
 def test_a_failing_table_does_not_stop_the_others(run: Path, capsys, monkeypatch) -> None:
     from limbo.analysis import tables
 
-    def broken(data):  # noqa: ANN001, ANN202
+    def broken(data):
         raise ValueError("odd data")
 
     monkeypatch.setitem(tables.TABLES, 5, broken)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,8 +19,7 @@ from limbo.adapter import ModelAdapter, ModelTurn, ToolCall
 from limbo.boundary import Process
 from limbo.cell import Cell
 from limbo.episode import run_episode
-from limbo.faults import Fault
-from limbo.harnesses.conditions import prompt_text
+from limbo.faults import Fault, fault
 from limbo.harnesses.scaffolds import SdkRetryLayer
 from limbo.hashing import digest
 from limbo.registry import entries, lookup
@@ -28,6 +28,7 @@ from limbo.results import error
 from limbo.tasks import templates
 from limbo.world import World
 
+PROMPTS = Path(__file__).resolve().parents[1] / "harnesses" / "prompts"
 PROMPT_CONDITIONS = {"vanilla", "plain", "aware", "rules"}
 SCAFFOLDS = {"reflect", "sdk-retry", "vbr", "wait-0", "wait-60", "wait-120", "wait-300",
              "wait-3600", "guard", "state-oracle", "outcome-oracle"}
@@ -76,11 +77,16 @@ class Scripted(ModelAdapter):
                                               arguments=args)])
 
 
+def prompt_text(name: str) -> str:
+    """A built-in prompt file, read from the source tree."""
+    return (PROMPTS / f"{name}.txt").read_text()
+
+
 class AlwaysServerError(Fault):
     """Test-only mode: every call to the focal write fails with a 500 before executing."""
 
-    name = "test_always_500"
     family = "not executed"
+    families = ("not executed",)
 
     def handle(self, req: Request) -> Process:
         if req.op.tool != self.ctx.focal_tool:
@@ -93,11 +99,12 @@ class AlwaysServerError(Fault):
 
 @pytest.fixture
 def always_500() -> Iterator[str]:
-    registry.register("fault", AlwaysServerError.name)(AlwaysServerError)
+    fault("test_always_500")(AlwaysServerError)
     try:
         yield AlwaysServerError.name
     finally:
         registry._REGISTRY["fault"].pop(AlwaysServerError.name, None)
+        del AlwaysServerError.name
 
 
 # -- the set of conditions ------------------------------------------------------------------

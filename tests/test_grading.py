@@ -14,9 +14,9 @@ from test_services_support import deliver, make_world
 from limbo.adapter import ModelAdapter, ModelTurn, ToolCall
 from limbo.cell import Cell
 from limbo.episode import regrade, run_episode
-from limbo.grading import assign, grade, matches
+from limbo.grading import assign, grade, matches, undone
 from limbo.services import CONTRACTS
-from limbo.tasks import templates
+from limbo.tasks import fill, templates
 from limbo.tools import KEY_FIELD
 
 POLICIES = ("policy/verify", "policy/keyed", "policy/give-up")
@@ -186,6 +186,7 @@ def test_a_refunded_duplicate_charge_is_compensated_and_still_a_duplicate() -> N
     out = grade(world.intents(), world.ledger, CLEAN)
     assert out["duplicate"] and out["compensated"] and out["commits"]["charge"] == 2
     assert out["spurious"] == 0  # the refund is a compensating action
+    assert out["task_success"] and not out["missing"]  # the first charge is still in force
     assert not out["exactly_once"] and out["overclaim"]
 
 
@@ -222,6 +223,107 @@ def test_a_closed_duplicate_ticket_is_compensated() -> None:
     deliver(world, "mail_send", {"to": v["oncall"], "subject": f"New incident {first}", "body": "x"})
     out = grade(world.intents(), world.ledger, CLEAN)
     assert out["duplicate"] and out["compensated"] and out["spurious"] == 0
+
+
+# --- effects in force ------------------------------------------------------------------------
+
+def _only_effect_undone(out: dict[str, Any], intent: str) -> None:
+    """The intent committed once and was undone: missing, neither TS nor EOS, no duplicate."""
+    assert out["commits"][intent] == 1 and out["missing"]
+    assert not out["task_success"] and not out["exactly_once"]
+    assert not out["duplicate"] and not out["compensated"]
+    assert out["spurious"] == 0  # the undoing action is compensating, not spurious
+    assert out["overclaim"]
+
+
+def test_refunding_the_only_charge_leaves_the_intent_missing() -> None:
+    world, charge, comment = _charge_world()
+    only = deliver(world, "billing_create_charge", charge)["charge"]["charge_id"]
+    deliver(world, "tickets_add_comment", comment)
+    assert grade(world.intents(), world.ledger, CLEAN)["exactly_once"]
+    deliver(world, "billing_refund_charge", {"charge_id": only})
+    _only_effect_undone(grade(world.intents(), world.ledger, CLEAN), "charge")
+
+
+def test_deleting_the_only_post_leaves_the_intent_missing() -> None:
+    world = make_world("native", "announce_linkedin")
+    v = world.vars
+    post = deliver(world, "social_publish", {"platform": "linkedin", "text": v["text"]})
+    deliver(world, "mail_send", {"to": v["manager"], "subject": f"Posted: {v['role']} opening",
+                                 "body": "live"})
+    deliver(world, "social_delete_post", {"platform": "linkedin", "post_id": post["post_id"]})
+    _only_effect_undone(grade(world.intents(), world.ledger, CLEAN), "post")
+
+
+def _resolve_world():
+    world = make_world("native", "resolve_ticket")
+    ticket = world.vars["ticket"]
+    deliver(world, "tickets_update_status",
+            {"ticket_id": ticket, "status": "resolved", "expected_status": "open"})
+    (step,) = [s for s in world.task.template.steps if s.tool == "tickets_add_comment"]
+    deliver(world, "tickets_add_comment", fill(step.args, world.vars))
+    return world, ticket
+
+
+def test_reverting_the_only_status_change_leaves_the_intent_missing() -> None:
+    world, ticket = _resolve_world()
+    assert grade(world.intents(), world.ledger, CLEAN)["exactly_once"]
+    deliver(world, "tickets_update_status",
+            {"ticket_id": ticket, "status": "open", "expected_status": "resolved"})
+    _only_effect_undone(grade(world.intents(), world.ledger, CLEAN), "status")
+
+
+def test_closing_the_only_new_ticket_leaves_the_intent_missing() -> None:
+    world = make_world("native", "open_incident")
+    v = world.vars
+    first = deliver(world, "tickets_create", {"title": v["title"], "body": v["body"],
+                                              "priority": v["priority"]})["ticket_id"]
+    deliver(world, "mail_send", {"to": v["oncall"], "subject": f"New incident {first}", "body": "x"})
+    deliver(world, "tickets_update_status",
+            {"ticket_id": first, "status": "closed", "expected_status": "open"})
+    _only_effect_undone(grade(world.intents(), world.ledger, CLEAN), "ticket")
+
+
+def test_a_revert_undoes_the_latest_change_not_the_ticket_itself() -> None:
+    """Resolving a new ticket and reverting that undoes the status change; the ticket the
+    intent asked for is still there, open."""
+    world = make_world("native", "open_incident")
+    v = world.vars
+    first = deliver(world, "tickets_create", {"title": v["title"], "body": v["body"],
+                                              "priority": v["priority"]})["ticket_id"]
+    deliver(world, "mail_send", {"to": v["oncall"], "subject": f"New incident {first}", "body": "x"})
+    for status, expected in (("resolved", "open"), ("open", "resolved")):
+        deliver(world, "tickets_update_status",
+                {"ticket_id": first, "status": status, "expected_status": expected})
+    out = grade(world.intents(), world.ledger, CLEAN)
+    assert out["task_success"] and not out["missing"]
+    assert out["spurious"] == 1 and not out["exactly_once"]  # the resolve matched no intent
+
+
+def test_a_refund_before_its_charge_undoes_nothing() -> None:
+    """Order matters: only a *later* compensating action takes an effect out of force."""
+    ledger = [
+        {"seq": 0, "tool": "billing_refund_charge", "args": {}, "object_id": "ch_1",
+         "reverses": "ch_1"},
+        {"seq": 1, "tool": "billing_create_charge", "args": {}, "object_id": "ch_1",
+         "reverses": None},
+        {"seq": 2, "tool": "billing_create_charge", "args": {}, "object_id": "ch_2",
+         "reverses": None},
+        {"seq": 3, "tool": "billing_refund_charge", "args": {}, "object_id": "ch_2",
+         "reverses": "ch_2"},
+    ]
+    assert undone(ledger) == {2}
+
+
+def test_an_undone_effect_regrades_identically_after_a_json_round_trip() -> None:
+    world, charge, comment = _charge_world()
+    only = deliver(world, "billing_create_charge", charge)["charge"]["charge_id"]
+    deliver(world, "billing_refund_charge", {"charge_id": only})
+    record = {"header": {"intents": world.intents()}, "ledger": world.ledger, "report": CLEAN,
+              "outcome": {"focal_write_class": None}}
+    again = json.loads(json.dumps(record))
+    assert regrade(again) == grade(world.intents(), world.ledger, CLEAN)
+    assert regrade(again)["missing"]
 
 
 # --- report fields ---------------------------------------------------------------------------

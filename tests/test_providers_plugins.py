@@ -1,15 +1,12 @@
 """Extension: a provider registered with ``@model_adapter`` is found through ``--plugin`` (a
-file) and through the ``limbo.models`` entry-point group of an installed distribution; and the
-"Add a model adapter" example of docs/models.md, exactly as printed, runs a full episode."""
+file or a module name); and the "Add a model adapter" example of docs/models.md, exactly as
+printed, runs a full episode. (An installed distribution's ``limbo.models`` entry point is
+covered with the other kinds in tests/test_plugins.py.)"""
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
@@ -22,7 +19,6 @@ from limbo.registry import _REGISTRY, entries, load_plugin
 from limbo.world import World
 
 ROOT = Path(__file__).resolve().parents[1]
-DEMO = ROOT / "tests" / "fixtures" / "limbo_ext_demo"
 DOC = ROOT / "docs" / "models.md"
 
 
@@ -77,41 +73,3 @@ def test_a_plugin_given_as_a_module_name(tmp_path, monkeypatch, forget_models) -
     record = run_episode(cell_for("charge_invoice", "billing_create_charge", model="plugged/verify"))
     assert record["outcome"]["exactly_once"]
     monkeypatch.delitem(sys.modules, "my_limbo_plugin")
-
-
-def _install(site: Path) -> None:
-    """Install the demo distribution into ``site`` the way pip lays it out: the module plus a
-    ``.dist-info`` whose ``entry_points.txt`` comes from the demo's own pyproject."""
-    project = tomllib.loads((DEMO / "pyproject.toml").read_text())["project"]
-    shutil.copy(DEMO / "limbo_ext_demo.py", site)
-    info = site / f"{project['name'].replace('-', '_')}-{project['version']}.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {project['name']}\n"
-                                   f"Version: {project['version']}\n")
-    lines = ["[limbo.models]"] + [f"{k} = {v}" for k, v in
-                                  project["entry-points"]["limbo.models"].items()]
-    (info / "entry_points.txt").write_text("\n".join(lines) + "\n")
-
-
-def test_an_installed_distribution_is_found_through_its_entry_point(tmp_path) -> None:
-    site = tmp_path / "site"
-    site.mkdir()
-    _install(site)
-    probe = (
-        "import json, importlib.metadata as md\n"
-        "from limbo.registry import entries\n"
-        "from limbo.episode import run_episode\n"
-        "from limbo.cell import Cell\n"
-        "eps = [e.value for e in md.entry_points(group='limbo.models')]\n"
-        "r = run_episode(Cell(model='demo-ext/verify', service='billing',"
-        " template='charge_invoice', focal_write='billing_create_charge'))\n"
-        "print(json.dumps({'eps': eps, 'models': list(entries('model')),"
-        " 'module': entries('model')['demo-ext'].__module__,"
-        " 'ok': r['outcome']['exactly_once']}))\n")
-    env = {**os.environ, "PYTHONPATH": str(site)}
-    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True,
-                         check=True, cwd=tmp_path).stdout
-    found = json.loads(out)
-    assert "limbo_ext_demo" in found["eps"]
-    assert "demo-ext" in found["models"] and found["module"] == "limbo_ext_demo"
-    assert found["ok"] is True

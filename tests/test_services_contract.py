@@ -8,8 +8,12 @@ import re
 import typing
 
 import pytest
+from pydantic import ValidationError
 from test_services_support import deliver, make_world, sample_writes
 
+from limbo.cell import Cell
+from limbo.endpoint import Endpoint
+from limbo.errors import UsageError
 from limbo.results import ERROR_KINDS
 from limbo.services import CONTRACTS, OpSpec
 from limbo.tools import KEY_FIELD, toolset
@@ -170,3 +174,16 @@ def test_results_never_alias_service_state() -> None:
     assert deliver(world, "billing_list_charges", {})["items"][0]["status"] == "succeeded"
     replay = deliver(world, "billing_create_charge", args)
     assert replay["charge"]["amount_cents"] == 100 and "note" not in replay
+
+
+@pytest.mark.parametrize("typo", ["keyed", "Native", "keys_everywhere", ""])
+def test_a_contract_that_is_not_one_of_the_two_is_refused_everywhere(typo: str) -> None:
+    """A misspelt contract never builds a hybrid world: the tool set, a cell and an endpoint
+    all refuse it, naming the two contracts."""
+    with pytest.raises(UsageError, match="native, keys-everywhere"):
+        toolset(typo)
+    with pytest.raises(ValidationError):
+        Cell(contract=typo, service="billing", template="charge_invoice",
+             focal_write="billing_create_charge")
+    with pytest.raises(UsageError, match="unknown contract"):
+        Endpoint({}, typo, "agent", None, [])  # type: ignore[arg-type]

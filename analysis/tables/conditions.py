@@ -86,7 +86,7 @@ def _mean(data: Data, rows: pd.DataFrame | None, column: str, digits: int) -> t.
     return t.number(data.mean(rows, column), len(rows), digits)
 
 
-def paired_condition(rows: pd.DataFrame, a: str, b: str):  # noqa: ANN201 - Pairs
+def paired_condition(rows: pd.DataFrame, a: str, b: str):
     """Episodes of condition ``a`` and ``b`` paired on every other cell field."""
     key = [f for f in CELL_FIELDS if f != "condition"]
     return pair(rows[rows["condition"] == a], rows[rows["condition"] == b], key)

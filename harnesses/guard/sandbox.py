@@ -22,6 +22,7 @@ from limbo.harnesses.guard.records import Decision, GuardResult, Outcome, Receip
 from limbo.harnesses.guard.stores import MemoryKeyStore
 from limbo.harnesses.guard.tools import Tool
 from limbo.hashing import digest
+from limbo.readback import resolve
 from limbo.results import Result, error, error_kind, is_ambiguous
 from limbo.services.base import DAY_S
 from limbo.tools import KEY_FIELD, ToolSpec
@@ -46,10 +47,6 @@ class ReadCheck:
     read_error: str | None = None
 
 
-def _fits(item: dict[str, Any], fields: dict[str, Any]) -> bool:
-    return all(item.get(k) == v for k, v in fields.items())
-
-
 def read_back(world: World, layer: ToolLayer, tool: str, args: dict[str, Any],
               wait_s: float = 0.0, wait_lag: bool = False) -> ReadCheck:
     """Read the effect of write ``tool`` with validated ``args`` (no key) back, after waiting
@@ -57,37 +54,25 @@ def read_back(world: World, layer: ToolLayer, tool: str, args: dict[str, Any],
     happens when there is nothing to read."""
     op = world.tools[tool].op
     assert op is not None
-    rb = op.readback(args) if op.readback else None
-    if rb is None:
+    plan = resolve(op, args)
+    if plan is None:
         return ReadCheck(None, None, 0.0, None)
-    read_tool = f"{op.service}_{rb.op}"
-    read_op = world.tools[read_tool].op
-    assert read_op is not None
-    lag = world.endpoint.read_lag(read_op, rb.args)
-    if lag is None:
-        return ReadCheck(read_tool, None, 0.0, None)
-    waited = wait_s + (lag if wait_lag else 0.0)
+    if plan.lag is None:
+        return ReadCheck(plan.tool, None, 0.0, None)
+    waited = wait_s + (plan.lag if wait_lag else 0.0)
     if waited > 0:
         world.env.run(until=world.now + waited)
-    result = layer.call(read_tool, dict(rb.args))
-    if not result.get("ok"):
-        return ReadCheck(read_tool, lag, waited, None, read_error=error_kind(result))
-    if rb.units is not None:
-        missing = rb.missing_units(result)
-        items = [it for it in rb.found(result) if any(_fits(it, u) for u in rb.units)]
-        return ReadCheck(read_tool, lag, waited, not missing, missing, items)
-    found = rb.found(result)
-    return ReadCheck(read_tool, lag, waited, bool(found), None, found)
+    result = layer.call(plan.tool, dict(plan.args))
+    seen = plan.check(result)
+    if seen.visible is None:
+        return ReadCheck(plan.tool, plan.lag, waited, None, read_error=error_kind(result))
+    return ReadCheck(plan.tool, plan.lag, waited, seen.visible, seen.missing, seen.items)
 
 
 def _classify(result: Result) -> Outcome:
     if result.get("ok"):
         return "ok"
     return "ambiguous" if is_ambiguous(result) else "definite"
-
-
-def _narrow_rows(args: dict[str, Any], missing: tuple[int, ...]) -> dict[str, Any]:
-    return {**args, "rows": [args["rows"][i] for i in missing]}
 
 
 def receipt_fields(receipt: Receipt) -> dict[str, Any]:
@@ -148,7 +133,8 @@ class GuardLayer:
         return Tool(spec.name, partial(self._send, spec.name), schema=spec.model, write=write,
                     key_param=KEY_FIELD if spec.accepts_key else None, honours_key=honours,
                     verify=partial(self._verify, spec.name) if write else None,
-                    narrow=_narrow_rows if op.batch else None, classify=_classify)
+                    narrow=op.batch.narrow if op.batch is not None else None,
+                    classify=_classify)
 
     @staticmethod
     def _authorise(caller: str, tool: str, args: dict[str, Any]) -> bool:

@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from limbo.harness import harness
 from limbo.harnesses.production.base import KEY, MODEL_NAME, Endpoints, ProductionHarness
 from limbo.harnesses.production.install import Install
-from limbo.registry import register
 
 
-@register("harness", "claude-code")
+@harness("claude-code")
 class ClaudeCodeHarness(ProductionHarness):
     """Claude Code (Anthropic Messages; MCP tools as mcp__sandbox__<tool>)."""
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from limbo.harness import harness
 from limbo.harnesses.production.base import MODEL_NAME, Endpoints, ProductionHarness, env_for_key
 from limbo.harnesses.production.install import Install
-from limbo.registry import register
 
 KEY_VAR = "LIMBO_GATEWAY_KEY"
 
@@ -26,7 +26,7 @@ def _toml(value: object) -> str:
     return json.dumps(value) if not isinstance(value, bool) else str(value).lower()
 
 
-@register("harness", "codex")
+@harness("codex")
 class CodexHarness(ProductionHarness):
     """OpenAI Codex CLI (Responses API; MCP tools in a namespace)."""
 

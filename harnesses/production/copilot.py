@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from limbo.harness import harness
 from limbo.harnesses.production.base import KEY, MODEL_NAME, Endpoints, ProductionHarness
 from limbo.harnesses.production.install import Install
-from limbo.registry import register
 
 
-@register("harness", "copilot")
+@harness("copilot")
 class CopilotHarness(ProductionHarness):
     """GitHub Copilot CLI (Chat Completions, offline BYOK; MCP tools as sandbox-<tool>)."""
 

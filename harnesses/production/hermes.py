@@ -12,14 +12,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from limbo.harness import harness
 from limbo.harnesses.production.base import KEY, MODEL_NAME, Endpoints, ProductionHarness
 from limbo.harnesses.production.install import Install
-from limbo.registry import register
 
 NEVER_STALE = 4_102_444_800  # 2100-01-01, as a Unix time
 
 
-@register("harness", "hermes")
+@harness("hermes")
 class HermesHarness(ProductionHarness):
     """NousResearch hermes-agent (Chat Completions; MCP tools as mcp__sandbox__<tool>)."""
 

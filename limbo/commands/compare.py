@@ -24,7 +24,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_plugin(p)
 
 
-def _load(path: Path, side: str):  # noqa: ANN202 - a Loaded
+def _load(path: Path, side: str):
     from limbo.analysis.loader import load
 
     loaded = load([path])

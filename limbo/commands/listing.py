@@ -1,4 +1,7 @@
-"""``limbo list``: what is registered, one line each (plugins included)."""
+"""``limbo list``: what is registered, one line each (plugins included).
+
+Every listing reads the registry and nothing else, so whatever a plugin registers shows up
+like a built-in."""
 
 from __future__ import annotations
 
@@ -31,14 +34,21 @@ def _conditions() -> Iterator[str]:
 
 
 def _models() -> Iterator[str]:
-    from limbo.harnesses.policies import POLICIES
+    from limbo.harnesses.policies import PolicyAdapter
 
     for name, cls in entries("model").items():
-        doc = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
-        yield f"{name + '/…':<15} {cls.__module__:<34} {doc}"
+        yield f"{name + '/…':<15} {cls.__module__:<34} {_first_line(cls)}"
         if name == "policy":
-            for policy in POLICIES:
-                yield f"  policy/{policy}"
+            for policy, pcls in entries("policy").items():
+                params = ", ".join(pcls.model_fields) or "no parameters"
+                yield f"  policy/{policy:<14} {_first_line(pcls)} ({params})"
+        elif issubclass(cls, PolicyAdapter):
+            yield f"  {name}/<policy>  (any reference policy, as with policy/)"
+
+
+def _first_line(cls: type) -> str:
+    doc = (cls.__doc__ or "").strip()
+    return doc.splitlines()[0] if doc else ""
 
 
 def _grids() -> Iterator[str]:
@@ -50,7 +60,7 @@ def _grids() -> Iterator[str]:
             grid = load_grid(name)
             exp = expand(grid)
             missing = sum(n for reason, n in exp.dropped.items() if reason.startswith("harness"))
-            note = f" (+{missing} need harnesses not installed here)" if missing else ""
+            note = f" (+{missing} need harnesses not available here)" if missing else ""
             yield f"{name:<10} {len(exp.cells):>7} episodes  {grid.description}{note}"
         except UsageError as exc:
             yield f"{name:<10} (cannot run here: {exc})"
@@ -64,13 +74,16 @@ def _templates() -> Iterator[str]:
 
 
 def _harnesses() -> Iterator[str]:
+    from limbo.errors import UsageError
+    from limbo.harness import availability
+
     for name, cls in entries("harness").items():
-        doc = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
-        yield f"{name:<12} {doc}"
-        check = getattr(cls, "availability", None)
-        if check is not None:
-            ok, detail = check()
-            yield f"{'':<12} {'installed' if ok else 'not installed'}: {detail}"
+        try:
+            ok, detail = availability(name)
+        except UsageError as exc:
+            ok, detail = False, str(exc)
+        where = "available" if ok else "not available here"
+        yield f"{name:<12} {_first_line(cls)} ({where}: {detail})"
 
 
 LISTINGS = {"services": _services, "faults": _faults, "conditions": _conditions,

@@ -41,7 +41,7 @@ def add_common(p: argparse.ArgumentParser) -> None:
     add_plugin(p)
 
 
-def load_data(args: argparse.Namespace, command: str):  # noqa: ANN201 - analysis Data
+def load_data(args: argparse.Namespace, command: str):
     """Check the extra, load plugins and the runs, report input problems; the Data."""
     from limbo.analysis.deps import require
 

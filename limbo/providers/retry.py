@@ -88,7 +88,7 @@ async def with_retries(call: Callable[[], Awaitable[T]], policy: RetryPolicy,
         attempt += 1
         try:
             return await call()
-        except Exception as exc:  # noqa: BLE001 - classified just below
+        except Exception as exc:  # classified just below
             verdict = classify(exc)
             if verdict is None:
                 raise

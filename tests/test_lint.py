@@ -79,3 +79,21 @@ def test_the_runtime_record_may_read_the_wall_clock_but_the_kernel_may_not() -> 
     source = "import time\nstart = time.perf_counter()\n"
     assert _flagged(source, "limbo/runtime.py") == []
     assert _flagged(source, "limbo/boundary.py") == ["time.perf_counter"]
+
+
+def _codes(source: str, path: str) -> list[str]:
+    """Rule codes the repository's own configuration reports for ``source`` at ``path``."""
+    out = subprocess.run([str(RUFF), "check", "--config", "pyproject.toml", "--output-format",
+                          "json", "--stdin-filename", path, "-"],
+                         input=source, capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode in (0, 1), out.stderr
+    return [diag["code"] for diag in json.loads(out.stdout)]
+
+
+def test_a_noqa_must_silence_an_enabled_rule_that_fires() -> None:
+    blind = "def f(g):\n    try:\n        g()\n    except Exception:\n        return None\n"
+    assert _codes(blind, "limbo/probe.py") == ["BLE001"]
+    justified = blind.replace("except Exception:", "except Exception:  # noqa: BLE001 - why")
+    assert _codes(justified, "limbo/probe.py") == []
+    assert _codes("x = 1  # noqa: UP007\n", "limbo/probe.py") == ["RUF100"]  # not enabled
+    assert _codes("x = 1  # noqa: E501\n", "limbo/probe.py") == ["RUF100"]  # nothing to silence

@@ -4,14 +4,10 @@ recovery from a first try even when the recovery carries fewer rows."""
 
 from __future__ import annotations
 
-import inspect
-
 from conftest import cell_for
 from test_services_support import make_world
 
-from limbo.boundary import BATCH_UNITS
 from limbo.episode import run_episode
-from limbo.registry import entries
 
 
 def _focal(record: dict) -> list[dict]:
@@ -45,10 +41,3 @@ def test_batches_count_per_table_and_single_writes_still_by_full_arguments() -> 
         labels.append(world.ledger[-1]["attempt"])
     assert labels == ["original", "reissue-1", "original", "reissue-2",
                       "original", "original", "reissue-1"]
-
-
-def test_every_batch_write_lists_its_units_under_the_name_the_boundary_drops() -> None:
-    batch = [op for svc in entries("service").values() for op in svc.ops.values() if op.batch]
-    assert batch
-    for op in batch:
-        assert BATCH_UNITS in inspect.signature(op.func).parameters, op.tool

@@ -15,8 +15,9 @@ from test_services_support import make_world
 
 from limbo.cell import Cell
 from limbo.episode import run_episode
+from limbo.services import CONTRACTS
 from limbo.tasks import templates
-from limbo.tools import toolset
+from limbo.tools import KEY_FIELD, toolset
 
 NAN, INF = float("nan"), float("inf")
 
@@ -60,16 +61,22 @@ def test_a_dict_and_its_json_text_are_refused_with_the_same_message() -> None:
         assert "only finite numbers" in as_dict["error"]["message"]
 
 
-@pytest.mark.parametrize("contract", ["native", "keyed"])
+@pytest.mark.parametrize("contract", CONTRACTS)
 def test_the_argument_models_refuse_non_finite_floats_nested_in_rows(contract: str) -> None:
     """The models themselves (not only the boundary's pre-check) refuse them, so nothing that
-    validates arguments through a tool model can let one through."""
+    validates arguments through a tool model can let one through — under keys-everywhere with
+    a key sent too, on every write that then takes one."""
     tools = toolset(contract)
+    keyed = contract == "keys-everywhere"
     for tool, args in DICT_CALLS:
+        key = {KEY_FIELD: "k-1"} if keyed and tools[tool].kind == "write" else {}
+        assert bool(key) == (keyed and tools[tool].accepts_key), tool
         with pytest.raises(ValidationError):
-            tools[tool].model.model_validate(args)
-    finite = tools["data_insert"].model.model_validate({"table": "t", "row": {"x": 1.5}})
+            tools[tool].model.model_validate({**args, **key})
+    key = {KEY_FIELD: "k-1"} if keyed else {}
+    finite = tools["data_insert"].model.model_validate({"table": "t", "row": {"x": 1.5}, **key})
     assert finite.model_dump()["row"] == {"x": 1.5}
+    assert finite.model_dump().get(KEY_FIELD) == key.get(KEY_FIELD)
 
 
 def test_an_episode_whose_model_sends_nan_records_strict_json() -> None:
