@@ -79,7 +79,14 @@ class BrokenConfig(CodexHarness):
 
 
 class Overruns(CodexHarness):
+    """A harness process that never answers: it must be killed at its wall-clock bound, however
+    fast or slow the machine is (the real Codex binary could finish within a short bound)."""
+
     wall_s = 0.3
+
+    def command(self, home, prompt, at):
+        _, env = super().command(home, prompt, at)
+        return ["sleep", "60"], env
 
 
 @pytest.mark.parametrize(("driver", "termination", "needle"), [

@@ -11,14 +11,16 @@ from limbo.analysis.tables.common import excluded, rate_of, weighting_note
 
 
 def known_harnesses() -> list[str]:
-    """Every harness LIMBO knows: the registered ones and the production CLIs of E3."""
-    from limbo.experiments.grid import PRODUCTION_HARNESSES
+    """Every registered harness (built-in, production CLIs of E3 and plugins alike)."""
     from limbo.registry import entries
 
-    return list(dict.fromkeys([*entries("harness"), *PRODUCTION_HARNESSES]))
+    names = list(entries("harness"))
+    return sorted(names, key=lambda h: (HARNESS_ORDER.index(h) if h in HARNESS_ORDER
+                                        else len(HARNESS_ORDER), h))
 
 
 HARNESS_ORDER = ("minimal", "codex", "copilot", "claude-code", "hermes")
+"""The paper's row order; other harnesses follow by name."""
 
 
 def missing_note(present: set[str]) -> str:
