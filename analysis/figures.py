@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import matplotlib
 import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -30,6 +31,10 @@ CLASS_ORDER = ("keyed", "idempotent", "no key, strong read", "no key, eventual r
                "no key, no read")
 HATCHES = ("", "///", "...", "xxx", "\\\\\\", "ooo", "---", "+++")
 GREYS = ("0.15", "0.45", "0.7", "0.9", "1.0", "0.3", "0.6", "0.8")
+PNG_METADATA: dict[str, str | None] = {"Software": None}
+SVG_METADATA: dict[str, str | None] = {"Date": None, "Creator": None}
+"""No date or version stamp, and (with a fixed ``svg.hashsalt``) no random ids: the same logs
+give byte-identical figure files."""
 MARKERS = ("o", "s", "^", "v", "D", "P", "X", "*", "h", "<", ">", "p")
 
 
@@ -270,9 +275,10 @@ def render_safely(data: Data, out: Path) -> list[tuple[int, list[Path], str]]:
             continue
         files = []
         if drawn.figure is not None:
-            for suffix in ("png", "svg"):
+            for suffix, stamp in (("png", PNG_METADATA), ("svg", SVG_METADATA)):
                 path = out / f"figure{number}.{suffix}"
-                drawn.figure.savefig(path)
+                with matplotlib.rc_context({"svg.hashsalt": "limbo"}):
+                    drawn.figure.savefig(path, metadata=stamp)
                 files.append(path)
         done.append((number, files, drawn.absent))
     return done

@@ -339,3 +339,15 @@ def test_figures_render(runs: list[Path], tmp_path: Path) -> None:
         assert grey.std() > 0.05, f"figure {number} is blank"
         assert (grey < 0.5).mean() > 0.005, f"figure {number} has almost no ink"
         assert (tmp_path / f"figure{number}.svg").read_text().lstrip().startswith("<?xml")
+
+
+def test_figures_are_byte_identical_from_the_same_logs(runs: list[Path], tmp_path: Path) -> None:
+    """No date, version stamp or random id in the files: a regenerated figure diffs clean."""
+    first, second = tmp_path / "a", tmp_path / "b"
+    for out in (first, second):
+        done = limbo("figures", str(runs[-1]), "--out", str(out))
+        assert done.returncode == 0, done.stderr
+    names = sorted(p.name for p in first.iterdir())
+    assert names and names == sorted(p.name for p in second.iterdir())
+    for name in names:
+        assert (first / name).read_bytes() == (second / name).read_bytes(), name
