@@ -310,3 +310,17 @@ def test_shapley_complete_separation_and_all_zero() -> None:
     zero = stats.shapley_r2(shapley_cells([0] * 12), ["contract", "mode", "model"])
     assert math.isnan(zero.total_r2) and all(math.isnan(v) for v in zero.share.values())
     assert math.isnan(VECTORS["shapley_all_zero"]["total_r2"])
+
+
+@pytest.mark.parametrize(("c1", "c2", "equivalent"), [(0, 0, True), (40, 40, True), (0, 40, False)])
+def test_tost_with_every_episode_alike_is_exact_and_warns_nothing(c1, c2, equivalent) -> None:
+    """Both arms at 0% or 100%: SE is 0, the difference is known exactly, and no division by
+    zero reaches the user as a RuntimeWarning."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        t = stats.tost_two_proportions(c1, 40, c2, 40)
+    assert t.diff == (c1 - c2) / 40
+    assert t.ci_lo == t.ci_hi == t.diff
+    assert t.equivalent is equivalent
