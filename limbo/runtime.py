@@ -23,3 +23,8 @@ def host_facts() -> dict[str, Any]:
 
 def now_iso() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def pause(seconds: float) -> None:
+    """A real wait, for polling outside the simulation (a lock held by another process)."""
+    time.sleep(seconds)

@@ -6,15 +6,20 @@ All checks happen before the run directory is touched, so bad input writes nothi
 from __future__ import annotations
 
 import argparse
+import math
+import os
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from limbo.errors import UsageError
-from limbo.experiments.grid import Expansion, Grid, expand, load_grid, resolved, validated
+from limbo.experiments.grid import CellSource, Grid, check_size, load_grid, resolved, validated
+from limbo.plan import in_shard, plan
 from limbo.providers.secrets import scrub
-from limbo.runner import RunOptions, in_shard, run_cells
+from limbo.runner import RunOptions, run_cells
+from limbo.store import scan
 from limbo.summary import Summary, render
 
 FACTORS = {"model": "models", "harness": "harnesses", "condition": "conditions",
@@ -39,10 +44,14 @@ def _apply_flags(grid: Grid, args: argparse.Namespace) -> Grid:
     from limbo.cli import with_params
 
     changes: dict[str, Any] = {}
+    notices = list(grid.notices)
     for flag, field in FACTORS.items():
         values = getattr(args, flag)
         if values:
-            changes[field] = values
+            for value, n in Counter(values).items():
+                if n > 1:
+                    notices.append(f"--{flag} {value} is given {n} times; it runs once")
+            changes[field] = list(dict.fromkeys(values))
     if args.model_param:
         changes["models"] = [with_params(m, args.model_param)
                              for m in changes.get("models", grid.models)]
@@ -54,7 +63,8 @@ def _apply_flags(grid: Grid, args: argparse.Namespace) -> Grid:
         changes["instances"] = args.instances
     if not changes:
         return grid
-    return validated({**grid.model_dump(), **changes, "overrides": changes}, "command line")
+    return validated({**grid.model_dump(), **changes, "overrides": changes}, "command line",
+                     notices)
 
 
 def check_models(models: list[str], max_cost: float | None, reach: bool = False) -> None:
@@ -81,23 +91,75 @@ def _git_commit() -> str | None:
     return out.stdout.strip() or None
 
 
-def _validate(args: argparse.Namespace) -> list[tuple[Grid, Expansion]]:
-    if args.max_cost is not None and not 0 <= args.max_cost < float("inf"):
+def check_out(out: Path) -> None:
+    """``--out`` names a directory we can create or write, in UTF-8 (it is written into the
+    manifest), within the file system's limits on names and paths."""
+    try:
+        os.fsencode(out).decode("utf-8")
+    except UnicodeDecodeError:
+        raise UsageError(f"--out {str(out)!r} is not valid UTF-8; name a directory whose name "
+                         f"is UTF-8 text") from None
+    for part in out.parts:
+        if len(os.fsencode(part)) > NAME_MAX:
+            raise UsageError(f"--out: the name {part[:24]!r}... is {len(os.fsencode(part))} "
+                             f"bytes long; a file name may have at most {NAME_MAX}")
+    if len(os.fsencode(out.absolute())) + RESERVED_PATH > PATH_MAX:
+        raise UsageError(f"--out {str(out)[:40]!r}... is too long a path (at most "
+                         f"{PATH_MAX - RESERVED_PATH} bytes)")
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} is a file; name a directory")
+    base = out.absolute()
+    while not base.exists():
+        if base.is_symlink():
+            raise UsageError(f"--out {out}: {base} is a dangling symbolic link")
+        base = base.parent
+    if not base.is_dir():
+        raise UsageError(f"--out {out}: {base} is a file, so nothing can be created inside it")
+    if not os.access(base, os.W_OK | os.X_OK):
+        raise UsageError(f"--out {out}: {base} is not writable")
+
+
+NAME_MAX, PATH_MAX = 255, 4096
+RESERVED_PATH = 64
+"""Room left in a path for the run directory's own file names."""
+
+
+def _check_numbers(args: argparse.Namespace) -> None:
+    if args.max_cost is not None and not 0 <= args.max_cost < math.inf:
         raise UsageError(f"--max-cost must be a finite amount of USD >= 0, got {args.max_cost}")
-    if args.out is not None and args.out.exists() and not args.out.is_dir():
-        raise UsageError(f"--out {args.out} is a file; name a directory")
     if args.limit is not None and args.limit < 0:
         raise UsageError(f"--limit must be at least 0, got {args.limit}")
     for name in ("workers", "concurrency"):
         if getattr(args, name) < 1:
             raise UsageError(f"--{name} must be at least 1")
-    plans = []
-    for ref in args.grids:
+    if args.concurrency > MAX_CONCURRENCY:
+        raise UsageError(f"--concurrency {args.concurrency} is more than {MAX_CONCURRENCY} "
+                         f"episodes in flight at once; choose 1..{MAX_CONCURRENCY}")
+    timeout = args.episode_timeout
+    if not 0 < timeout < math.inf:
+        raise UsageError(f"--episode-timeout must be a finite number of seconds > 0, got {timeout}")
+
+
+MAX_CONCURRENCY = 10_000
+
+
+def _validate(args: argparse.Namespace) -> list[Grid]:
+    _check_numbers(args)
+    if args.out is not None:
+        check_out(args.out)
+    refs = list(dict.fromkeys(args.grids))
+    if args.out is not None and len(refs) > 1:
+        raise UsageError(f"--out names one run directory, and {len(refs)} grids need one each: "
+                         f"drop --out (each grid goes to runs/<name>), or write one grid that "
+                         f"includes them (include = [...])")
+    grids = []
+    for ref in refs:
         grid = _apply_flags(load_grid(ref), args)
         resolved(grid)
+        check_size(grid)
         check_models(grid.models, args.max_cost, reach=not args.dry_run)
-        plans.append((grid, expand(grid)))
-    return plans
+        grids.append(grid)
+    return grids
 
 
 # Rough sizes of one model call in an episode, for the dry-run estimate only: the tool
@@ -117,20 +179,26 @@ def _estimate(model: str) -> float | None:
     return EST_TURNS * per_call / 1e6
 
 
-def _dry_run(grid: Grid, exp: Expansion, shard: tuple[int, int] | None, console: Any) -> None:
-    cells = [c for c in exp.cells if in_shard(c.episode_id, shard)]
-    console.print(f"grid {grid.name}: {len(cells)} episodes"
+def _dry_run(grid: Grid, shard: tuple[int, int] | None, console: Any) -> None:
+    """Count the cells as they stream by: nothing is kept but a count per model."""
+    source = CellSource(grid)
+    counts: Counter[str] = Counter(c.model for c in source if in_shard(c.episode_id, shard))
+    _dropped(source, console)
+    total = sum(counts.values())
+    console.print(f"grid {grid.name}: {total} episodes"
                   + (f" (shard {shard[0]}/{shard[1]})" if shard else ""), highlight=False)
-    counts: dict[str, int] = {}
-    for cell in cells:
-        counts[cell.model] = counts.get(cell.model, 0) + 1
     for model, n in counts.items():
         usd = _estimate(model)
         cost = "price unknown" if usd is None else f"~${n * usd:.2f}"
         console.print(f"  {model}: {n} episodes, expected model calls ~{n * EST_TURNS}, {cost}",
                       highlight=False)
-    console.print(f"expected model calls: ~{len(cells) * EST_TURNS} (about {EST_TURNS} per "
+    console.print(f"expected model calls: ~{total * EST_TURNS} (about {EST_TURNS} per "
                   f"episode)", highlight=False)
+
+
+def _dropped(source: CellSource, console: Any) -> None:
+    for reason, count in sorted(source.dropped.items()):
+        console.print(f"dropped {count} cells: {reason}", highlight=False)
 
 
 class _Progress:
@@ -184,31 +252,48 @@ class _Progress:
 
 def run(args: argparse.Namespace, console: Any) -> int:
     shard = parse_shard(args.shard) if args.shard else None
-    plans = _validate(args)
-    for grid, exp in plans:
-        for reason, count in sorted(exp.dropped.items()):
-            console.print(f"dropped {count} cells: {reason}", highlight=False)
+    grids = _validate(args)
+    for grid in grids:
+        for text in grid.notices:
+            console.print(f"note: {text}", highlight=False, markup=False)
         if args.dry_run:
-            _dry_run(grid, exp, shard, console)
+            _dry_run(grid, shard, console)
             continue
         out = args.out or Path("runs") / grid.name
-        opts = RunOptions(out=out, workers=args.workers, concurrency=args.concurrency,
-                          limit=args.limit, shard=shard, max_cost=args.max_cost,
-                          plugins=list(args.plugin))
-        manifest = {"grid": grid.model_dump(mode="json"), "levels": resolved(grid),
-                    "dropped": dict(exp.dropped), "shard": list(shard) if shard else None,
-                    "git_commit": _git_commit(), "argv": [scrub(a) for a in sys.argv[1:]]}
-        progress = _Progress(console, len(exp.cells), args.quiet)
-        try:
-            result = run_cells(exp.cells, opts, manifest, progress)
-        finally:
-            progress.close()
-        if result.torn_bytes:
-            console.print(f"repaired a torn last line ({result.torn_bytes} bytes) left by an "
-                          f"interrupted run", highlight=False)
-        console.print(f"grid {grid.name}: ran {result.ran} episodes, {result.skipped} already "
-                      f"done, in {result.wall_s:.1f}s → {out}", highlight=False)
-        if result.stopped:
-            console.print(f"stopped: {result.stopped}", highlight=False)
-        render(result.summary, console)
+        check_out(out)
+        _run_grid(grid, out, shard, args, console)
     return 0
+
+
+def _run_grid(grid: Grid, out: Path, shard: tuple[int, int] | None, args: argparse.Namespace,
+              console: Any) -> None:
+    source = CellSource(grid)
+    the_plan = plan(source, shard)
+    _dropped(source, console)
+    if args.limit == 0:
+        done = len(set(the_plan.mine) & scan(out).ids) if out.is_dir() else 0
+        console.print(f"grid {grid.name}: --limit 0, so nothing ran; {len(the_plan.mine) - done} "
+                      f"of {len(the_plan.mine)} episodes are left to run in {out}",
+                      highlight=False, markup=False)
+        return
+    opts = RunOptions(out=out, workers=args.workers, concurrency=args.concurrency,
+                      limit=args.limit, shard=shard, max_cost=args.max_cost,
+                      plugins=list(args.plugin), episode_timeout=args.episode_timeout)
+    manifest = {"grid": grid.model_dump(mode="json"), "levels": resolved(grid),
+                "dropped": dict(source.dropped), "git_commit": _git_commit(),
+                "argv": [scrub(a) for a in sys.argv[1:]]}
+    progress = _Progress(console, len(the_plan.mine), args.quiet)
+
+    def notice(text: str) -> None:
+        console.print(text, highlight=False, markup=False)
+
+    try:
+        result = run_cells(source, opts, manifest, progress, notice, the_plan)
+    finally:
+        progress.close()
+    left = f", {result.left} left to run" if result.left else ""
+    console.print(f"grid {grid.name}: ran {result.ran} episodes, {result.skipped} already "
+                  f"done{left}, in {result.wall_s:.1f}s → {out}", highlight=False, markup=False)
+    if result.stopped:
+        console.print(f"stopped: {result.stopped}", highlight=False)
+    render(result.summary, console)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 
 MASK = "***"
 MIN_LEN = 8
@@ -37,3 +38,17 @@ def scrub(text: str) -> str:
     for secret in known_secrets():
         text = text.replace(secret, MASK)
     return _SHAPES.sub(MASK, text)
+
+
+def scrubber() -> Callable[[str], str]:
+    """:func:`scrub` for many texts in a row (every record of a run): the secrets are read
+    once, and texts that hold none of them pass through with a substring check each."""
+    secrets = known_secrets()
+
+    def run(text: str) -> str:
+        for secret in secrets:
+            if secret in text:
+                text = text.replace(secret, MASK)
+        return _SHAPES.sub(MASK, text) if "sk-" in text else text
+
+    return run

@@ -1,0 +1,216 @@
+"""Running episodes: in this process with asyncio concurrency, or in forked worker processes.
+
+Either way every finished episode is handed to ``emit`` at once — one call per episode, never
+a batch — so a record reaches the disk as soon as its episode ends, and a kill loses only the
+episodes in flight. Only the parent process writes: workers send each record over a pipe.
+
+In this process, at most ``concurrency`` episodes run at a time (model grids are I/O-bound).
+Workers (``--workers N``, for CPU-bound reference-policy grids) each take small chunks of cells
+from the parent when they are ready for more, run them, and send back one message per record.
+Workers ignore Ctrl-C: the parent alone handles it, keeps what already arrived, and stops them.
+A worker that dies (killed, out of memory) stops the run with one line; what finished is kept.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import multiprocessing
+import os
+import signal
+import sys
+import traceback
+from collections.abc import Callable, Iterator
+from multiprocessing.connection import Connection, wait
+from typing import Any
+
+from limbo.cell import Cell
+from limbo.episode import arun_episode, unbuilt_record
+from limbo.errors import UsageError
+from limbo.store import encode
+
+Emit = Callable[[bytes, dict[str, Any], dict[str, Any]], None]
+CHUNK = 32
+
+
+class RunAborted(UsageError):
+    """The run cannot go on (a worker died); what finished is on disk, a re-run resumes."""
+
+
+def encoded(record: dict[str, Any], cell: Cell, scrub: Callable[[str], str]) -> bytes:
+    """The record's line; a record that cannot be written as strict JSON becomes an
+    ``infra_error`` record of its cell saying why, so the grid goes on and the cell is counted."""
+    try:
+        return encode(record, scrub)
+    except ValueError as exc:
+        return encode(unbuilt_record(cell, f"the record could not be written: {exc}"), scrub)
+
+
+# ------------------------------------------------------------------ in this process
+
+
+async def stream(cells: Iterator[Cell], concurrency: int, timeout: float | None,
+                 sink: Callable[[Cell, dict[str, Any]], None],
+                 may_start: Callable[[int], bool] = lambda running: True) -> None:
+    """Run ``cells`` with at most ``concurrency`` in flight, handing each record to ``sink`` as
+    its episode ends. ``may_start(running)`` is asked before each start (the budget)."""
+    if concurrency <= 1:
+        for cell in cells:
+            if not may_start(0):
+                return
+            sink(cell, await arun_episode(cell, timeout=timeout))
+        return
+    running: set[asyncio.Task[None]] = set()
+
+    async def one(cell: Cell) -> None:
+        sink(cell, await arun_episode(cell, timeout=timeout))
+
+    try:
+        for cell in cells:
+            while len(running) >= concurrency:
+                running = await _reap(running)
+            if not may_start(len(running)):
+                break
+            running.add(asyncio.ensure_future(one(cell)))
+        while running:
+            running = await _reap(running)
+    finally:
+        for task in running:
+            task.cancel()
+        if running:
+            await asyncio.wait(running)
+
+
+async def _reap(running: set[asyncio.Task[None]]) -> set[asyncio.Task[None]]:
+    done, pending = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+    for task in done:
+        task.result()  # a UsageError (a rejected API key) or a failed write stops the run
+    return pending
+
+
+# ------------------------------------------------------------------ worker processes
+
+
+def _chunks(cells: Iterator[Cell], size: int) -> Iterator[list[Cell]]:
+    chunk: list[Cell] = []
+    for cell in cells:
+        chunk.append(cell)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _pull(conn: Connection) -> Iterator[Cell]:
+    while True:
+        conn.send(("ready",))
+        chunk = conn.recv()
+        if chunk is None:
+            return
+        yield from chunk
+
+
+def _worker(conn: Connection, concurrency: int, timeout: float | None, close: list[int],
+            scrub: Callable[[str], str]) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    for fd in close:  # the parent's lock and records file: a worker holds neither
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+    def sink(cell: Cell, record: dict[str, Any]) -> None:
+        conn.send(("rec", encoded(record, cell, scrub), record["cell"], record["outcome"]))
+
+    try:
+        asyncio.run(stream(_pull(conn), concurrency, timeout, sink))
+    except (BrokenPipeError, EOFError, ConnectionResetError):
+        pass  # the parent is gone: nothing to report to
+    except UsageError as exc:
+        _send(conn, ("usage", str(exc)))
+    except BaseException:  # noqa: BLE001 - a bug: its traceback goes to the parent
+        _send(conn, ("crash", traceback.format_exc()))
+    finally:
+        sys.stdout.flush()
+        os._exit(0)
+
+
+def _send(conn: Connection, message: tuple[Any, ...]) -> None:
+    with contextlib.suppress(OSError):
+        conn.send(message)
+
+
+class Pool:
+    """``n`` forked workers fed chunk by chunk; records come back one message each."""
+
+    def __init__(self, n: int, concurrency: int, timeout: float | None, close: list[int],
+                 scrub: Callable[[str], str]) -> None:
+        ctx = multiprocessing.get_context("fork")
+        self.procs: dict[Connection, Any] = {}
+        for _ in range(n):
+            parent, child = ctx.Pipe()
+            proc = ctx.Process(target=_worker, args=(child, concurrency, timeout, close, scrub),
+                               daemon=True)
+            proc.start()
+            child.close()
+            self.procs[parent] = proc
+
+    def run(self, cells: Iterator[Cell], emit: Emit) -> None:
+        chunks = _chunks(cells, CHUNK)
+        live = dict(self.procs)
+        try:
+            while live:
+                for conn in wait(list(live)):
+                    if not self._handle(conn, live, chunks, emit):
+                        live.pop(conn)
+        except KeyboardInterrupt:
+            self._drain(live, emit)
+            raise
+        finally:
+            self.stop()
+
+    def _handle(self, conn: Any, live: dict[Connection, Any], chunks: Iterator[list[Cell]],
+                emit: Emit) -> bool:
+        """One message from a worker; False once that worker is finished."""
+        try:
+            message = conn.recv()
+        except (EOFError, OSError):
+            proc = live[conn]
+            proc.join(5)
+            raise RunAborted(f"worker process {proc.pid} died ({_exit(proc.exitcode)}); the "
+                             f"episodes it had finished are recorded, re-run to resume") from None
+        kind = message[0]
+        if kind == "rec":
+            emit(*message[1:])
+        elif kind == "ready":
+            chunk = next(chunks, None)
+            conn.send(chunk)
+            return chunk is not None
+        elif kind == "usage":
+            raise UsageError(message[1])
+        elif kind == "crash":
+            raise RuntimeError(f"a worker process failed:\n{message[1]}")
+        return True
+
+    def _drain(self, live: dict[Connection, Any], emit: Emit) -> None:
+        """Keep the records that already arrived (Ctrl-C stops the run, not the writing)."""
+        for conn in live:
+            with contextlib.suppress(EOFError, OSError):
+                while conn.poll(0):
+                    message = conn.recv()
+                    if message[0] == "rec":
+                        emit(*message[1:])
+
+    def stop(self) -> None:
+        for conn, proc in self.procs.items():
+            if proc.is_alive():
+                proc.terminate()
+            proc.join(5)
+            conn.close()
+
+
+def _exit(code: int | None) -> str:
+    if code is None:
+        return "still running"
+    if code < 0:
+        return f"killed by {signal.Signals(-code).name}"
+    return f"exit code {code}"
