@@ -44,6 +44,7 @@ def _providers(args: argparse.Namespace) -> None:
     """Apply the cache and price options, here and (through the environment) in workers."""
     import os
 
+    from limbo.paths import check_dir
     from limbo.providers import cache, pricing
 
     if args.no_cache:
@@ -52,6 +53,8 @@ def _providers(args: argparse.Namespace) -> None:
     else:
         root = args.cache_dir or Path(os.environ.get(cache.ENV) or
                                       Path.home() / ".cache" / "limbo" / "responses")
+        if args.cache_dir is not None:
+            check_dir(root, "--cache-dir")
         cache.configure(root)
         os.environ[cache.ENV] = str(root)
     for path in args.prices:

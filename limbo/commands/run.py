@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import subprocess
 import sys
 from collections import Counter
@@ -16,6 +15,7 @@ from typing import Any
 
 from limbo.errors import UsageError
 from limbo.experiments.grid import CellSource, Grid, check_size, load_grid, resolved, validated
+from limbo.paths import check_dir
 from limbo.plan import in_shard, plan
 from limbo.providers.secrets import scrub
 from limbo.runner import RunOptions, run_cells
@@ -70,16 +70,48 @@ def _apply_flags(grid: Grid, args: argparse.Namespace) -> Grid:
 def check_models(models: list[str], max_cost: float | None, reach: bool = False) -> None:
     """Every model can be built (provider known, SDK and key present), priced when a budget is
     set, and — when ``reach`` — its endpoint answers."""
-    from limbo.adapter import make_adapter, parse_model
+    from limbo.adapter import parse_model
 
     for spec in models:
-        adapter = make_adapter(spec)
-        if reach:
-            adapter.preflight()
+        adapter = _built(spec, reach)
         _, model, params = parse_model(spec)
-        if max_cost is not None and type(adapter).price_per_mtok(model, params) is None:
+        if max_cost is not None and _price(adapter, spec, model, params) is None:
             raise UsageError(f"--max-cost: no price known for {spec}; add it to a price file "
                              f"or run without --max-cost")
+
+
+def _built(spec: str, reach: bool) -> Any:
+    """An adapter for ``spec``, checked the way a run will use it; any failure of the user's
+    adapter class (its constructor or preflight raising) is one line naming it."""
+    import inspect
+
+    from limbo.adapter import ModelAdapter, make_adapter
+    from limbo.isolation import escapes, where
+
+    try:
+        adapter = make_adapter(spec)
+        generate = getattr(type(adapter), "generate", None)
+        if generate is ModelAdapter.generate or not inspect.iscoroutinefunction(generate):
+            raise UsageError(f"model {spec}: the adapter {type(adapter).__name__} must define "
+                             f"`async def generate(self, messages, tools, ctx)`")
+        if reach:
+            adapter.preflight()
+        return adapter
+    except BaseException as exc:
+        if escapes(exc):
+            raise
+        raise UsageError(f"model {spec}: the adapter failed before the run: {where(exc)}") from None
+
+
+def _price(adapter: Any, spec: str, model: str, params: dict[str, Any]) -> Any:
+    from limbo.isolation import where
+
+    try:
+        return type(adapter).price_per_mtok(model, params)
+    except UsageError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the user's adapter, reported in one line
+        raise UsageError(f"model {spec}: price_per_mtok raised {where(exc)}") from None
 
 
 def _git_commit() -> str | None:
@@ -89,39 +121,6 @@ def _git_commit() -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() or None
-
-
-def check_out(out: Path) -> None:
-    """``--out`` names a directory we can create or write, in UTF-8 (it is written into the
-    manifest), within the file system's limits on names and paths."""
-    try:
-        os.fsencode(out).decode("utf-8")
-    except UnicodeDecodeError:
-        raise UsageError(f"--out {str(out)!r} is not valid UTF-8; name a directory whose name "
-                         f"is UTF-8 text") from None
-    for part in out.parts:
-        if len(os.fsencode(part)) > NAME_MAX:
-            raise UsageError(f"--out: the name {part[:24]!r}... is {len(os.fsencode(part))} "
-                             f"bytes long; a file name may have at most {NAME_MAX}")
-    if len(os.fsencode(out.absolute())) + RESERVED_PATH > PATH_MAX:
-        raise UsageError(f"--out {str(out)[:40]!r}... is too long a path (at most "
-                         f"{PATH_MAX - RESERVED_PATH} bytes)")
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out} is a file; name a directory")
-    base = out.absolute()
-    while not base.exists():
-        if base.is_symlink():
-            raise UsageError(f"--out {out}: {base} is a dangling symbolic link")
-        base = base.parent
-    if not base.is_dir():
-        raise UsageError(f"--out {out}: {base} is a file, so nothing can be created inside it")
-    if not os.access(base, os.W_OK | os.X_OK):
-        raise UsageError(f"--out {out}: {base} is not writable")
-
-
-NAME_MAX, PATH_MAX = 255, 4096
-RESERVED_PATH = 64
-"""Room left in a path for the run directory's own file names."""
 
 
 def _check_numbers(args: argparse.Namespace) -> None:
@@ -146,7 +145,7 @@ MAX_CONCURRENCY = 10_000
 def _validate(args: argparse.Namespace) -> list[Grid]:
     _check_numbers(args)
     if args.out is not None:
-        check_out(args.out)
+        check_dir(args.out, "--out")
     refs = list(dict.fromkeys(args.grids))
     if args.out is not None and len(refs) > 1:
         raise UsageError(f"--out names one run directory, and {len(refs)} grids need one each: "
@@ -169,10 +168,10 @@ EST_TURNS, EST_INPUT_TOKENS, EST_OUTPUT_TOKENS = 6, 3000, 150
 
 def _estimate(model: str) -> float | None:
     """Estimated USD per episode of ``model``; ``None`` when its price is unknown."""
-    from limbo.adapter import make_adapter, parse_model
+    from limbo.adapter import parse_model
 
     _, name, params = parse_model(model)
-    price = type(make_adapter(model)).price_per_mtok(name, params)
+    price = _price(_built(model, False), model, name, params)
     if price is None:
         return None
     per_call = EST_INPUT_TOKENS * price["input"] + EST_OUTPUT_TOKENS * price["output"]
@@ -260,7 +259,7 @@ def run(args: argparse.Namespace, console: Any) -> int:
             _dry_run(grid, shard, console)
             continue
         out = args.out or Path("runs") / grid.name
-        check_out(out)
+        check_dir(out, "--out")
         _run_grid(grid, out, shard, args, console)
     return 0
 
