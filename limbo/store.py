@@ -219,10 +219,15 @@ def quarantine(run_dir: Path, bad: list[BadLine]) -> None:
     if not bad:
         return
     entries = b"".join(_entry(b) for b in bad)
-    with (run_dir / QUARANTINE).open("ab") as fh:
-        fh.write(entries)
-        fh.flush()
-        os.fsync(fh.fileno())
+    target = run_dir / QUARANTINE
+    try:
+        with target.open("ab") as fh:
+            fh.write(entries)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except OSError as exc:
+        raise StoreError(f"cannot write {target} to quarantine {len(bad)} bad line(s): "
+                         f"{exc.strerror}") from None
     by_file: dict[Path, set[int]] = {}
     for b in bad:
         by_file.setdefault(b.path, set()).add(b.line)
