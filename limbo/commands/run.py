@@ -254,7 +254,7 @@ def run(args: argparse.Namespace, console: Any) -> int:
     grids = _validate(args)
     for grid in grids:
         for text in grid.notices:
-            console.print(f"note: {text}", highlight=False, markup=False)
+            console.print(f"note: {text}", highlight=False, markup=False, soft_wrap=True)
         if args.dry_run:
             _dry_run(grid, shard, console)
             continue
@@ -284,7 +284,7 @@ def _run_grid(grid: Grid, out: Path, shard: tuple[int, int] | None, args: argpar
     progress = _Progress(console, len(the_plan.mine), args.quiet)
 
     def notice(text: str) -> None:
-        console.print(text, highlight=False, markup=False)
+        console.print(text, highlight=False, markup=False, soft_wrap=True)
 
     try:
         result = run_cells(source, opts, manifest, progress, notice, the_plan)
@@ -292,7 +292,8 @@ def _run_grid(grid: Grid, out: Path, shard: tuple[int, int] | None, args: argpar
         progress.close()
     left = f", {result.left} left to run" if result.left else ""
     console.print(f"grid {grid.name}: ran {result.ran} episodes, {result.skipped} already "
-                  f"done{left}, in {result.wall_s:.1f}s → {out}", highlight=False, markup=False)
+                  f"done{left}, in {result.wall_s:.1f}s → {out}", highlight=False, markup=False,
+                  soft_wrap=True)
     if result.stopped:
         console.print(f"stopped: {result.stopped}", highlight=False)
     render(result.summary, console)

@@ -111,6 +111,7 @@ def status(run_dir: Path, as_json: bool, console: Any) -> int:
         print(json.dumps({**info, "ok": ok, "verdict": why}, indent=2, ensure_ascii=False))
     else:
         for line in _lines(info):
-            console.print(line, highlight=False, markup=False)
-        console.print(f"verdict: {'OK' if ok else 'NOT OK'} — {why}", highlight=False, markup=False)
+            console.print(line, highlight=False, markup=False, soft_wrap=True)
+        console.print(f"verdict: {'OK' if ok else 'NOT OK'} — {why}", highlight=False,
+                      markup=False, soft_wrap=True)
     return 0 if ok else 1
