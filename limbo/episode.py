@@ -86,7 +86,8 @@ async def _build(cell: Cell, adapter: ModelAdapter | None
     try:
         condition = lookup("condition", cell.condition)()
         harness_cls = lookup("harness", cell.harness)
-        isolated = Isolated(adapter or _make(cell.model))
+        isolated = Isolated(adapter) if adapter else Isolated(_make(cell.model),
+                                                              cell.model.split("?")[0])
         world = World(cell)
         header = {"timing": cell.timing.model_dump(), "limits": cell.limits.model_dump(),
                   "prompts": condition.prompt_hashes(), "task_prompt": world.prompt(),

@@ -74,9 +74,9 @@ def spec_of(adapter: Any) -> str:
 class Isolated(ModelAdapter):
     """``inner`` behind the adapter boundary (see the module docstring)."""
 
-    def __init__(self, inner: ModelAdapter) -> None:
+    def __init__(self, inner: ModelAdapter, name: str | None = None) -> None:
         self.inner = inner
-        self.name = spec_of(inner)
+        self.name = name or spec_of(inner)
         self.provider = getattr(inner, "provider", "")  # type: ignore[misc]
         self.model = getattr(inner, "model", "")
         self.params = getattr(inner, "params", {})
@@ -106,13 +106,16 @@ class Isolated(ModelAdapter):
     async def close(self) -> str | None:
         """Close the adapter; what went wrong, or ``None``."""
         if type(self.inner).aclose is ModelAdapter.aclose:
-            return None  # nothing to close (and no task to spend on it)
+            return None  # nothing to close
         try:
-            await asyncio.wait_for(self.inner.aclose(), ACLOSE_TIMEOUT_S)
+            # In this task, not a new one: a SystemExit raised in a task of its own would
+            # escape through the event loop.
+            async with asyncio.timeout(ACLOSE_TIMEOUT_S) as limit:
+                await self.inner.aclose()
         except TimeoutError:
-            if being_cancelled():
-                raise
-            return f"adapter {self.name}: aclose() did not return within {ACLOSE_TIMEOUT_S:g}s"
+            if limit.expired():
+                return f"adapter {self.name}: aclose() did not return within {ACLOSE_TIMEOUT_S:g}s"
+            return f"adapter {self.name}: aclose() raised TimeoutError"
         except BaseException as exc:
             if escapes(exc):
                 raise
