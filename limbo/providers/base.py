@@ -64,7 +64,8 @@ def parsing() -> Iterator[None]:
     """Reading a reply: what goes wrong while decoding or walking it is the reply's fault."""
     try:
         yield
-    except (AttributeError, KeyError, IndexError, TypeError, ValueError, RecursionError) as exc:
+    except (AttributeError, KeyError, IndexError, TypeError, ValueError, ArithmeticError,
+            RecursionError) as exc:
         if isinstance(exc, UnparseableReply):
             raise
         raise UnparseableReply(f"unreadable reply ({type(exc).__name__}: {str(exc)[:200]})") from None
@@ -75,7 +76,7 @@ def body(response: Any) -> dict[str, Any]:
     object (the SDKs hand back the raw text, ``None`` or a list then)."""
     to_dict = getattr(response, "to_dict", None)
     if to_dict is None:
-        kind = "empty" if response is None else f"a {type(response).__name__}"
+        kind = "null" if response is None else f"a {type(response).__name__}"
         raise UnparseableReply(f"unreadable reply (the body is {kind}, not a JSON object)")
     data = to_dict(warnings=False)
     if not isinstance(data, dict):
