@@ -78,6 +78,9 @@ def check_params(spec: str, params: dict[str, Any]) -> None:
     """Every parameter's type and range; no parameter holding a configured secret; ``base_url``
     also for anything shaped like a credential."""
     secrets = known_secrets()
+    if any(s in spec for s in secrets):
+        raise UsageError("the model name holds the value of a credential variable; the model "
+                         "spec is recorded with every episode, so keep keys in the environment")
     for name, value in params.items():
         if isinstance(value, str) and any(s in _decoded(value) for s in secrets):
             raise UsageError(f"{spec}: parameter {name} holds the value of a credential variable; "
