@@ -112,11 +112,13 @@ def _pull(conn: Connection) -> Iterator[Cell]:
 
 
 def _worker(conn: Connection, concurrency: int, timeout: float | None, close: list[int],
-            scrub: Callable[[str], str]) -> None:
+            siblings: list[Connection], scrub: Callable[[str], str]) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     for fd in close:  # the parent's lock and records file: a worker holds neither
         with contextlib.suppress(OSError):
             os.close(fd)
+    for other in siblings:  # so that when the parent dies, this worker's pipe says so
+        other.close()
 
     def sink(cell: Cell, record: dict[str, Any]) -> None:
         conn.send(("rec", encoded(record, cell, scrub), record["cell"], record["outcome"]))
@@ -148,8 +150,9 @@ class Pool:
         self.procs: dict[Connection, Any] = {}
         for _ in range(n):
             parent, child = ctx.Pipe()
-            proc = ctx.Process(target=_worker, args=(child, concurrency, timeout, close, scrub),
-                               daemon=True)
+            siblings = [parent, *self.procs]  # the parent's ends, inherited by the fork
+            proc = ctx.Process(target=_worker, daemon=True,
+                               args=(child, concurrency, timeout, close, siblings, scrub))
             proc.start()
             child.close()
             self.procs[parent] = proc
@@ -194,7 +197,7 @@ class Pool:
     def _drain(self, live: dict[Connection, Any], emit: Emit) -> None:
         """Keep the records that already arrived (Ctrl-C stops the run, not the writing)."""
         for conn in live:
-            with contextlib.suppress(EOFError, OSError):
+            with contextlib.suppress(Exception):  # a message cut by the interrupt is lost
                 while conn.poll(0):
                     message = conn.recv()
                     if message[0] == "rec":

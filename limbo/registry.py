@@ -88,6 +88,8 @@ def load_plugin(spec: str) -> None:
     """Import a plugin given as a dotted module name or a path to a ``.py`` file; whatever the
     plugin does wrong (a syntax error, an exception, ``SystemExit`` at import) is one
     :class:`UsageError` naming it."""
+    for kind in _BUILTINS:  # built-ins first, so a plugin that reuses a name is the one refused
+        _load(kind)  # type: ignore[arg-type]
     path = Path(spec)
     if spec.endswith(".py") or os.sep in spec or path.exists():
         _load_file(spec, path)

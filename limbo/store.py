@@ -283,10 +283,12 @@ class RecordWriter:
         try:
             while done < len(line):
                 done += os.write(self.fd, line[done:])
-        except OSError as exc:
+        except BaseException as exc:  # a full disk, or Ctrl-C between two partial writes
             with contextlib.suppress(OSError):
                 os.ftruncate(self.fd, self.size)
-            raise StoreError(f"cannot write {self.path}: {exc.strerror}") from None
+            if isinstance(exc, OSError):
+                raise StoreError(f"cannot write {self.path}: {exc.strerror}") from None
+            raise
         self.size += done
 
     def close(self) -> None:

@@ -334,3 +334,22 @@ def test_workers_are_capped_with_a_notice(capsys, tmp_path: Path) -> None:
     from hostile import records
 
     assert len(records(out)) == 2
+
+
+def _peak_rss_kb(*args: str) -> int:
+    import subprocess
+
+    from hostile import LIMBO
+
+    proc = subprocess.Popen([LIMBO, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    return usage.ru_maxrss
+
+
+def test_the_dry_run_counts_in_bounded_memory() -> None:
+    """Ten times the cells, about the same memory: the dry run never holds the cells."""
+    base = ["run", "default", "--model", "policy/verify", "--dry-run"]
+    small = _peak_rss_kb(*base, "--instances", "6")   # 4,620 cells
+    large = _peak_rss_kb(*base, "--instances", "60")  # 46,200 cells
+    assert large <= 1.3 * small, (small, large)
