@@ -31,6 +31,7 @@ from limbo.providers.secrets import scrubber
 from limbo.runlock import WriterLock
 from limbo.runtime import host_facts, now_iso, stopwatch
 from limbo.store import (
+    BadLine,
     RecordWriter,
     Reserve,
     Scan,
@@ -86,14 +87,14 @@ class RunDir:
         self.writer: RecordWriter | None = None
         self.scan = Scan()
 
-    def open(self, fingerprint: str, notice: Notice) -> None:
+    def open(self, the_plan: Plan, name: str, notice: Notice) -> None:
         _make_dir(self.out)
         for path in (self.records, self.manifest):
             if path.exists() and not path.is_file():
                 raise UsageError(f"{path} is not a regular file; move it out of the run directory")
         self.lock.acquire()
         try:
-            _same_grid(self.out, fingerprint)
+            _same_grid(self.out, the_plan, name)
             for path in (temp_name(self.records), temp_name(self.manifest)):
                 path.unlink(missing_ok=True)  # left by a writer of this claim that was killed
             self.scan = scan(self.out, live=self._live)
@@ -114,16 +115,14 @@ class RunDir:
     def _repair(self, notice: Notice) -> None:
         mine = [b for b in self.scan.bad if self._owns(b.path)]
         quarantine(self.out, mine)
-        for bad in mine:
-            if bad.torn:
-                notice(f"repaired a torn last line ({len(bad.raw)} bytes) left by an "
-                       f"interrupted run in {bad.path.name}; moved to quarantine.jsonl")
-            else:
-                notice(f"quarantined {bad.describe()} → quarantine.jsonl; its cell runs again")
-        for bad in self.scan.bad:
-            if not self._owns(bad.path):
-                notice(f"{bad.describe()}: not counted as done; the writer of that shard will "
-                       f"quarantine it (see limbo status)")
+        told = [_told(b) for b in mine]
+        told += [f"{b.describe()}: not counted as done; the writer of that shard will "
+                 f"quarantine it (see limbo status)" for b in self.scan.bad if not self._owns(b.path)]
+        for text in told[:MAX_NOTICES]:
+            notice(text)
+        if len(told) > MAX_NOTICES:
+            notice(f"... and {len(told) - MAX_NOTICES} more such lines (see quarantine.jsonl "
+                   f"and limbo status)")
 
     def close(self) -> None:
         if self.writer is not None:
@@ -135,6 +134,16 @@ class RunDir:
         self.lock.release()
 
 
+MAX_NOTICES = 20
+
+
+def _told(bad: BadLine) -> str:
+    if bad.torn:
+        return (f"repaired a torn last line ({len(bad.raw)} bytes) left by an interrupted run "
+                f"in {bad.path.name}; moved to quarantine.jsonl")
+    return f"quarantined {bad.describe()} → quarantine.jsonl; its cell runs again"
+
+
 def _make_dir(out: Path) -> None:
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -142,16 +151,16 @@ def _make_dir(out: Path) -> None:
         raise UsageError(f"cannot create --out {out}: {exc.strerror}") from None
 
 
-def _same_grid(out: Path, fingerprint: str) -> None:
-    for name, manifest in manifests(out).items():
+def _same_grid(out: Path, the_plan: Plan, name: str) -> None:
+    for file, manifest in manifests(out).items():
         theirs = manifest.get("fingerprint")
-        if theirs is not None and theirs != fingerprint:
+        if theirs is not None and theirs != the_plan.fingerprint:
             grid = (manifest.get("grid") or {}).get("name", "?")
             raise UsageError(
                 f"{out} holds another grid: {grid!r} ({manifest.get('grid_cells', '?')} cells, "
-                f"fingerprint {str(theirs)[:16]}…, from {name}); this run is a different grid "
-                f"(fingerprint {fingerprint[:16]}…). Use another --out, or the same grid and "
-                f"flags as before")
+                f"fingerprint {str(theirs)[:16]}…, from {file}); this run is grid {name!r} "
+                f"({the_plan.total} cells, fingerprint {the_plan.fingerprint[:16]}…). Use "
+                f"another --out, or the same grid and flags as before")
 
 
 def _todo(cells: Iterable[Cell], ids: set[str]) -> Iterator[Cell]:
@@ -206,7 +215,7 @@ def run_cells(cells: Iterable[Cell], opts: RunOptions, manifest: dict[str, Any],
     started = stopwatch()
     the_plan = the_plan or plan(cells, opts.shard)
     run = RunDir(opts.out, opts.shard)
-    run.open(the_plan.fingerprint, notice)
+    run.open(the_plan, (manifest.get("grid") or {}).get("name", "?"), notice)
     try:
         return _run(cells, opts, manifest, the_plan, run, on_result, notice, started)
     finally:

@@ -302,3 +302,44 @@ def test_an_adapter_whose_constructor_raises_during_the_run_records_each(capsys,
     assert len(got) == 48 and len(broken) >= 9
     assert all("adapter ctor2/sometimes could not be created: RuntimeError: cannot start"
                in r["outcome"]["termination_reason"] for r in broken)
+
+
+DIES = '''
+import os
+from limbo.adapter import model_adapter
+from limbo.harnesses.policies import PolicyAdapter
+
+
+@model_adapter("dies")
+class Dies(PolicyAdapter):
+    """Kills its worker process outright (no exception to catch) on some cells."""
+
+    def __init__(self, model, **params):
+        super().__init__("verify", **params)
+
+    async def generate(self, messages, tools, ctx):
+        in_worker = os.getpid() != int(os.environ["LIMBO_TEST_PARENT"])
+        if in_worker and ctx.vars["instance"] == 1 and len(messages) > 4:
+            os._exit(9)
+        return await super().generate(messages, tools, ctx)
+'''
+
+
+def test_a_worker_that_dies_stops_the_run_in_one_line_keeping_what_finished(
+        capsys, tmp_path, monkeypatch) -> None:
+    import os
+
+    monkeypatch.setenv("LIMBO_TEST_PARENT", str(os.getpid()))
+    plugin = write_plugin(tmp_path, "dies", DIES)
+    out = tmp_path / "out"
+    result = cli(capsys, "run", "--model", "dies/x", "--plugin", str(plugin), "--template",
+                 "charge_invoice", "--instances", "2", "--workers", "2", "--out", str(out),
+                 "--quiet")
+    from hostile import refused
+
+    refused(result, "died (exit code 9); the episodes it had finished are recorded")
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["status"] == "failed" and "RunAborted" in manifest["stop_reason"]
+    kept = records(out)  # strict, no duplicates
+    assert manifest["ran"] == len(kept) < 96
+    assert all(r["cell"]["instance"] == 0 for r in kept)

@@ -157,7 +157,7 @@ def test_resuming_into_another_grids_directory_refuses_naming_both(capsys, done:
     before = sorted(p.name for p in done.iterdir())
     line = refused(cli(capsys, "run", "--template", "refund_dispute", "--out", str(done)),
                    "holds another grid: 'default' (48 cells, fingerprint 48-")
-    assert "this run is a different grid (fingerprint" in line
+    assert "this run is grid 'default' (240 cells, fingerprint 240-" in line
     assert sorted(p.name for p in done.iterdir()) == before and records(done) == reference
 
 
