@@ -283,6 +283,8 @@ def check_params(name: str, params: dict[str, Any]) -> None:
 class PolicyAdapter(ModelAdapter):
     """``policy/<name>``: a reference policy behind the model-adapter interface."""
 
+    trusted = True
+
     def __init__(self, model: str, **params: Any) -> None:
         if model not in POLICIES:
             raise UsageError(f"unknown policy {model!r}; choose from: {', '.join(POLICIES)}")

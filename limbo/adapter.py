@@ -96,6 +96,10 @@ class ModelAdapter:
     """Base class of every adapter. Subclass, set ``provider``, implement :meth:`generate`."""
 
     provider: ClassVar[str] = ""
+    trusted: ClassVar[bool] = False
+    """Set only by LIMBO's own scripted adapters (the reference policies), whose turns are
+    built from validated models by tested code: the adapter boundary skips its per-turn checks
+    for them (exceptions are still caught). Every other adapter's turns are checked."""
 
     def __init__(self, model: str, **params: Any) -> None:
         self.model = model

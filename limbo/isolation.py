@@ -9,7 +9,8 @@ them and the harness stands :class:`Isolated`, which
   provider failed after retries: ``model_error``), a :class:`~limbo.errors.UsageError` (the user
   must fix something, e.g. a rejected key: the run stops), and the user's own Ctrl-C. The
   cancellation of the episode itself (its ``--episode-timeout``) passes through as well;
-- refuses a turn that is not a :class:`ModelTurn`, or whose usage is not token counts that are
+- refuses a turn that is not a :class:`ModelTurn` (from any adapter but LIMBO's own reference
+  policies, see :attr:`ModelAdapter.trusted`), or whose usage is not token counts that are
   integers >= 0 and a cost that is a finite amount >= 0 (``infra_error``: accounting we cannot
   trust), and a turn with neither text nor tool calls (``model_error``: the model said nothing,
   which is not the agent deciding to finish);
@@ -77,6 +78,7 @@ class Isolated(ModelAdapter):
     def __init__(self, inner: ModelAdapter, name: str | None = None) -> None:
         self.inner = inner
         self.name = name or spec_of(inner)
+        self.check = not getattr(type(inner), "trusted", False)
         self.provider = getattr(inner, "provider", "")  # type: ignore[misc]
         self.model = getattr(inner, "model", "")
         self.params = getattr(inner, "params", {})
@@ -96,7 +98,7 @@ class Isolated(ModelAdapter):
             if escapes(exc) or isinstance(exc, ModelError):
                 raise
             raise AdapterFailure(f"adapter {self.name} raised {where(exc)}") from None
-        return checked(turn, self.name)
+        return checked(turn, self.name) if self.check else turn
 
     async def aclose(self) -> None:
         problem = await self.close()
@@ -124,52 +126,82 @@ class Isolated(ModelAdapter):
 
 
 def checked(turn: Any, name: str) -> ModelTurn:
-    """``turn`` if it is a valid turn (cleaned of lone surrogates), else the failure."""
-    if not isinstance(turn, ModelTurn):
+    """``turn`` if it is a valid turn (cleaned of lone surrogates), else the failure. It runs
+    on every model turn of every grid, so the common case — a valid turn in ASCII — is kept to
+    a few inline checks (``type(...) is`` before ``isinstance``, which on a pydantic model goes
+    through ``ABCMeta``)."""
+    if type(turn) is not ModelTurn and not isinstance(turn, ModelTurn):
         raise AdapterFailure(f"adapter {name} returned a {type(turn).__name__}, not a ModelTurn")
     _check_usage(turn.usage, name)
     text, calls = turn.text, turn.tool_calls
-    if text is not None and not isinstance(text, str):
+    if text is not None and type(text) is not str and not isinstance(text, str):
         raise AdapterFailure(f"adapter {name} returned text of type {type(text).__name__}")
-    if not isinstance(calls, list) or not all(isinstance(c, ToolCall) for c in calls):
-        raise AdapterFailure(f"adapter {name} returned tool_calls that are not ToolCalls")
+    if type(calls) is not list and not isinstance(calls, list):
+        raise AdapterFailure(f"adapter {name} returned tool_calls of type {type(calls).__name__}")
+    dirty = text is not None and not text.isascii() and _lone(text)
+    for call in calls:
+        dirty = _check_call(call, name) or dirty
     if not calls and not (text and text.strip()):
         raise ModelError(f"{name} returned an empty turn (no text and no tool calls)")
-    if _dirty(text) or any(_dirty(c.id) or _dirty(c.name) or _dirty(c.arguments) for c in calls):
+    if dirty:
         return ModelTurn(text=clean(text), usage=turn.usage,
                          tool_calls=[ToolCall(id=clean(c.id), name=clean(c.name),
                                               arguments=clean(c.arguments)) for c in calls])
     return turn
 
 
+def _check_call(call: Any, name: str) -> bool:
+    """Refuse a call that is not a :class:`ToolCall`; whether it holds a lone surrogate."""
+    if type(call) is not ToolCall and not isinstance(call, ToolCall):
+        raise AdapterFailure(f"adapter {name} returned tool_calls that are not ToolCalls")
+    ident, tool, args = call.id, call.name, call.arguments
+    if not (isinstance(ident, str) and isinstance(tool, str)):
+        raise AdapterFailure(f"adapter {name} returned a tool call whose id or name is not text")
+    if not (ident.isascii() and tool.isascii()) and (_lone(ident) or _lone(tool)):
+        return True
+    return _dirty(args)
+
+
 def _check_usage(usage: Any, name: str) -> None:
-    if not isinstance(usage, Usage):
+    if type(usage) is not Usage and not isinstance(usage, Usage):
         raise AdapterFailure(f"adapter {name} returned usage of type {type(usage).__name__}")
-    for field in TOKEN_FIELDS:
-        value = getattr(usage, field)
+    i, o, c, cost = usage.input_tokens, usage.output_tokens, usage.cached_input_tokens, usage.cost_usd
+    if type(i) is int and type(o) is int and type(c) is int and i >= 0 and o >= 0 and c >= 0 and (
+            cost is None or (type(cost) in (int, float) and 0 <= cost < math.inf)):
+        return
+    for field, value in zip(TOKEN_FIELDS, (i, o, c), strict=True):
         if type(value) is not int or value < 0:
             raise AdapterFailure(f"adapter {name} reported {field}={value!r}; token counts "
                                  f"must be integers >= 0")
-    cost = usage.cost_usd
-    if cost is not None and (type(cost) not in (int, float) or not 0 <= cost < math.inf):
-        raise AdapterFailure(f"adapter {name} reported cost_usd={cost!r}; a cost must be a "
-                             f"finite amount >= 0, or None when unknown")
+    raise AdapterFailure(f"adapter {name} reported cost_usd={cost!r}; a cost must be a "
+                         f"finite amount >= 0, or None when unknown")
+
+
+def _lone(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _dirty(value: Any) -> bool:
-    """Whether ``value`` holds a lone surrogate anywhere (ASCII text is checked in O(1))."""
+    """Whether ``value`` holds a lone surrogate anywhere. Text that is ASCII (nearly all of
+    it) is cleared by one C-level check, and the leaves of a dict or list are checked inline."""
     if isinstance(value, str):
-        if value.isascii():
-            return False
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return True
-        return False
+        return not value.isascii() and _lone(value)
     if isinstance(value, dict):
-        return any(_dirty(k) or _dirty(v) for k, v in value.items())
+        for key, item in value.items():
+            if isinstance(key, str) and not key.isascii() and _lone(key):
+                return True
+            if isinstance(item, str):
+                if not item.isascii() and _lone(item):
+                    return True
+            elif isinstance(item, dict | list) and _dirty(item):
+                return True
+        return False
     if isinstance(value, list):
-        return any(_dirty(v) for v in value)
+        return any(_dirty(item) for item in value if isinstance(item, str | dict | list))
     return False
 
 

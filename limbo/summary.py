@@ -73,6 +73,8 @@ class Summary:
     total: Tally = field(default_factory=Tally)
     by_family: dict[str, Tally] = field(default_factory=lambda: defaultdict(Tally))
     by_model: dict[str, Tally] = field(default_factory=lambda: defaultdict(Tally))
+    families: dict[str, str] = field(default_factory=dict)
+    """Family of each fault seen (looked up once per fault, not once per episode)."""
 
     @classmethod
     def of(cls, records: Any) -> Summary:
@@ -84,7 +86,11 @@ class Summary:
 
     def add(self, cell: dict[str, Any], outcome: dict[str, Any]) -> None:
         self.total.add(outcome)
-        self.by_family[family_of(cell["fault"])].add(outcome)
+        fault = cell["fault"]
+        family = self.families.get(fault)
+        if family is None:
+            family = self.families[fault] = family_of(fault)
+        self.by_family[family].add(outcome)
         self.by_model[cell["model"]].add(outcome)
 
 
