@@ -103,11 +103,15 @@ def _chunks(cells: Iterator[Cell], size: int) -> Iterator[list[Cell]]:
 
 
 def _pull(conn: Connection) -> Iterator[Cell]:
+    """Cells from the parent, chunk by chunk. The next chunk is asked for as soon as one
+    arrives, so it waits in the pipe while this one runs (one chunk at most, far below the
+    pipe's buffer, so the parent never blocks sending it)."""
+    conn.send(("ready",))
     while True:
-        conn.send(("ready",))
         chunk = conn.recv()
         if chunk is None:
             return
+        conn.send(("ready",))
         yield from chunk
 
 
@@ -125,6 +129,7 @@ def _worker(conn: Connection, concurrency: int, timeout: float | None, close: li
 
     try:
         asyncio.run(stream(_pull(conn), concurrency, timeout, sink))
+        conn.send(("done",))
     except (BrokenPipeError, EOFError, ConnectionResetError):
         pass  # the parent is gone: nothing to report to
     except UsageError as exc:
@@ -163,8 +168,9 @@ class Pool:
         try:
             while live:
                 for conn in wait(list(live)):
-                    if not self._handle(conn, live, chunks, emit):
-                        live.pop(conn)
+                    while conn in live and conn.poll(0):  # all that has arrived, then wait
+                        if not self._handle(conn, live, chunks, emit):
+                            live.pop(conn)
         except KeyboardInterrupt:
             self._drain(live, emit)
             raise
@@ -173,7 +179,8 @@ class Pool:
 
     def _handle(self, conn: Any, live: dict[Connection, Any], chunks: Iterator[list[Cell]],
                 emit: Emit) -> bool:
-        """One message from a worker; False once that worker is finished."""
+        """One message from a worker; False once that worker is done. A worker that hangs up
+        without saying so has died, whatever it was doing."""
         try:
             message = conn.recv()
         except (EOFError, OSError):
@@ -185,9 +192,9 @@ class Pool:
         if kind == "rec":
             emit(*message[1:])
         elif kind == "ready":
-            chunk = next(chunks, None)
-            conn.send(chunk)
-            return chunk is not None
+            conn.send(next(chunks, None))
+        elif kind == "done":
+            return False
         elif kind == "usage":
             raise UsageError(message[1])
         elif kind == "crash":
