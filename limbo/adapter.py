@@ -152,7 +152,7 @@ def _value(text: str) -> Any:
 
 def parse_model(spec: str) -> tuple[str, str, dict[str, Any]]:
     """Split ``provider/model?k=v&...`` into its parts (values parsed as JSON when they can)."""
-    if not spec.isprintable() or not _utf8(spec):
+    if not spec.isprintable() or not is_utf8(spec):
         raise UsageError(f"model {spec!r} must be printable UTF-8 text")
     base, _, query = spec.partition("?")
     provider, sep, model = base.partition("/")
@@ -167,7 +167,8 @@ def parse_model(spec: str) -> tuple[str, str, dict[str, Any]]:
     return provider, model, {k: _value(v) for k, v in pairs}
 
 
-def _utf8(text: str) -> bool:
+def is_utf8(text: str) -> bool:
+    """Whether ``text`` can be written as UTF-8 (no lone surrogates)."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:

@@ -31,7 +31,16 @@ import math
 import traceback
 from typing import Any
 
-from limbo.adapter import EpisodeContext, Message, ModelAdapter, ModelTurn, ToolCall, ToolDef, Usage
+from limbo.adapter import (
+    EpisodeContext,
+    Message,
+    ModelAdapter,
+    ModelTurn,
+    ToolCall,
+    ToolDef,
+    Usage,
+    is_utf8,
+)
 from limbo.errors import InfraError, ModelError, UsageError
 
 ACLOSE_TIMEOUT_S = 30.0
@@ -178,11 +187,7 @@ def _check_usage(usage: Any, name: str) -> None:
 
 
 def _lone(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
+    return not is_utf8(text)
 
 
 def _dirty(value: Any) -> bool:
