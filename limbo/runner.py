@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -253,8 +254,6 @@ def _run(cells: Iterable[Cell], opts: RunOptions, manifest: dict[str, Any], the_
 
 def _workers(asked: int, todo: int, notice: Notice) -> int:
     """``--workers`` capped at the cells to run and at four per core."""
-    import os
-
     cap = 4 * (os.cpu_count() or 1)
     if asked > cap:
         notice(f"--workers {asked} capped at {cap} (four per core on this machine)")
