@@ -8,6 +8,7 @@ adding a factor level never changes an existing cell.
 
 from __future__ import annotations
 
+import re
 import tomllib
 from collections import Counter
 from collections.abc import Iterator
@@ -16,7 +17,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from limbo.cell import Cell
 from limbo.config import Limits, Timing
@@ -29,6 +30,10 @@ from limbo.services import CONTRACTS, Contract, operations
 from limbo.tasks import templates
 
 ALL = "all"
+MAX_CELLS = 1_000_000
+"""The most cells one grid may expand to: a run keeps each cell's id in memory (and a grid
+this size is weeks of model calls). A larger grid is refused before it starts."""
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 FACTORS = ("models", "harnesses", "conditions", "contracts", "faults", "services", "templates")
 
 
@@ -56,6 +61,7 @@ class Grid(BaseModel):
     limits: Limits = Limits()
     overrides: dict[str, Any] = {}
     """Command-line replacements, carried into included grids."""
+    _notices: list[str] = PrivateAttr(default_factory=list)
 
     @field_validator(*FACTORS)
     @classmethod
@@ -63,6 +69,19 @@ class Grid(BaseModel):
         if not value:
             raise ValueError("must list at least one level")
         return value
+
+    @field_validator("name")
+    @classmethod
+    def _plain_name(cls, value: str) -> str:
+        if not NAME.match(value):
+            raise ValueError(f"{value!r} is not a plain name (letters, digits, '.', '_', '-'; "
+                             f"at most 100; it names the run directory runs/<name>)")
+        return value
+
+    @property
+    def notices(self) -> list[str]:
+        """What was changed on the way in (repeated levels collapsed), to tell the user."""
+        return self._notices
 
 
 @dataclass
@@ -130,55 +149,136 @@ def included(grid: Grid) -> list[Grid]:
     return out
 
 
-def validated(raw: dict[str, Any], where: str) -> Grid:
-    """``raw`` as a :class:`Grid`; a one-line :class:`UsageError` naming the bad key."""
+def collapse(raw: dict[str, Any], where: str) -> tuple[dict[str, Any], list[str]]:
+    """``raw`` with every level listed more than once kept once (cells are unique by
+    construction), and a notice for each."""
+    notices, out = [], dict(raw)
+    for name in (*FACTORS, "include"):
+        levels = raw.get(name)
+        if not isinstance(levels, list):
+            continue
+        try:
+            counts = Counter(levels)
+        except TypeError:
+            continue  # not hashable: validation says what is wrong
+        for level, n in counts.items():
+            if n > 1:
+                notices.append(f"{where}: {name} lists {level!r} {n} times; it runs once")
+        out[name] = list(dict.fromkeys(levels))
+    return out, notices
+
+
+def validated(raw: dict[str, Any], where: str, notices: list[str] | None = None) -> Grid:
+    """``raw`` as a :class:`Grid` (repeated levels collapsed, with notices); a one-line
+    :class:`UsageError` naming the bad key."""
+    raw, found = collapse(raw, where)
     try:
-        return Grid.model_validate(raw)
+        grid = Grid.model_validate(raw)
     except ValidationError as exc:
         err = exc.errors(include_url=False)[0]
         # Union members show up in the location as "literal[...]"; they are noise to a user.
         loc = ".".join(str(p) for p in err["loc"] if "[" not in str(p))
         raise UsageError(f"{where}: {loc}: {err['msg']}") from None
+    grid.notices.extend([*(notices or []), *found])
+    return grid
+
+
+def count_cells(grid: Grid) -> int:
+    """How many cells ``grid`` expands to, without building one (for an ``include`` grid, the
+    sum over its grids: an upper bound, as shared cells run once)."""
+    if grid.include:
+        return sum(count_cells(sub) for sub in included(grid))
+    lv = resolved(grid)
+    faults, temps, ops = entries("fault"), templates(), operations()
+    cannot_run = _unavailable(lv["harnesses"])
+    per = (len(lv["models"]) * len(lv["conditions"]) * len(lv["contracts"]) * grid.instances
+           * sum(1 for h in lv["harnesses"] if h not in cannot_run))
+    total = 0
+    for t_name in lv["templates"]:
+        t = temps[t_name]
+        if t.service not in lv["services"]:
+            continue
+        focal = t.focal_writes if grid.focal_writes == ALL else t.focal_writes[:1]
+        for fault in lv["faults"]:
+            total += per * sum(1 for fw in focal if faults[fault].applies(ops[fw]))
+    return total
+
+
+def check_size(grid: Grid) -> int:
+    """The grid's size; a :class:`UsageError` past :data:`MAX_CELLS`."""
+    size = count_cells(grid)
+    if size > MAX_CELLS:
+        raise UsageError(f"grid {grid.name} expands to {size:,} cells, more than the {MAX_CELLS:,} "
+                         f"one run may hold; lower instances, narrow a factor, or split it into "
+                         f"several grids")
+    return size
 
 
 def expand(grid: Grid) -> Expansion:
-    """All runnable cells of ``grid``, in a deterministic order."""
+    """All runnable cells of ``grid``, in a deterministic order, in a list (use
+    :func:`iter_cells` or :class:`CellSource` to stream them instead)."""
+    check_size(grid)
+    out = Expansion()
+    out.cells.extend(iter_cells(grid, out.dropped))
+    return out
+
+
+def iter_cells(grid: Grid, dropped: Counter[str] | None = None) -> Iterator[Cell]:
+    """The runnable cells of ``grid`` one by one (memory does not grow with the grid, except
+    for the ids an ``include`` grid keeps to run shared cells once); ``dropped`` counts the
+    combinations that cannot run, by reason."""
+    dropped = Counter() if dropped is None else dropped
     if grid.include:
-        out = Expansion()
         seen: set[str] = set()
         for sub in included(grid):
-            part = expand(sub)
-            out.dropped.update(part.dropped)
-            for cell in part.cells:
+            for cell in iter_cells(sub, dropped):
                 if cell.episode_id not in seen:
                     seen.add(cell.episode_id)
-                    out.cells.append(cell)
-        return out
+                    yield cell
+        return
     lv = resolved(grid)
-    faults = entries("fault")
+    temps, faults, ops = templates(), entries("fault"), operations()
     cannot_run = _unavailable(lv["harnesses"])
-    ops = operations()
-    temps = templates()
-    out = Expansion()
     for t_name in lv["templates"]:
         t = temps[t_name]
         if t.service not in lv["services"]:
             continue
         focal = t.focal_writes if grid.focal_writes == ALL else t.focal_writes[:1]
         for cell in _cross(grid, lv, t_name, t.service, focal):
-            reason = cannot_run.get(str(cell["harness"]))
+            reason = _why_not(cell, faults, cannot_run, ops)
             if reason is not None:
-                out.dropped[f"harness {cell['harness']} is not available here: {reason}"] += 1
-                continue
-            fault = faults[cell["fault"]]
-            if not fault.applies(ops[str(cell["focal_write"])]):
-                where = ("a focal write that is not a batch write"
-                         if fault.batch_only else cell["focal_write"])
-                out.dropped[f"{cell['fault']} cannot act on {where}"] += 1
+                dropped[reason] += 1
                 continue
             seed = world_seed(grid.seed, cell)
-            out.cells.append(Cell(**cell, seed=seed, timing=grid.timing, limits=grid.limits))
-    return out
+            yield Cell(**cell, seed=seed, timing=grid.timing, limits=grid.limits)
+
+
+def _why_not(cell: dict[str, object], faults: dict[str, Any], cannot_run: dict[str, str],
+             ops: dict[str, Any]) -> str | None:
+    """Why ``cell`` cannot run here, or ``None``."""
+    reason = cannot_run.get(str(cell["harness"]))
+    if reason is not None:
+        return f"harness {cell['harness']} is not available here: {reason}"
+    fault = faults[str(cell["fault"])]
+    if fault.applies(ops[str(cell["focal_write"])]):
+        return None
+    where = "a focal write that is not a batch write" if fault.batch_only else cell["focal_write"]
+    return f"{cell['fault']} cannot act on {where}"
+
+
+class CellSource:
+    """The cells of a grid, expanded afresh on each iteration, so that a run can pass over
+    them twice (its plan, then the run) without holding them; :attr:`dropped` counts what
+    the last complete pass dropped."""
+
+    def __init__(self, grid: Grid) -> None:
+        self.grid = grid
+        self.dropped: Counter[str] = Counter()
+
+    def __iter__(self) -> Iterator[Cell]:
+        dropped: Counter[str] = Counter()
+        yield from iter_cells(self.grid, dropped)
+        self.dropped = dropped
 
 
 def _unavailable(harnesses: list[str]) -> dict[str, str]:
@@ -217,7 +317,12 @@ def load_grid(ref: str) -> Grid:
         raise UsageError(f"no grid {ref!r}: not a file, and not a built-in grid "
                          f"({', '.join(grids)})")
     try:
-        raw = tomllib.loads(path.read_text())
+        raw = tomllib.loads(path.read_bytes().decode("utf-8"))
+    except OSError as exc:
+        raise UsageError(f"cannot read grid file {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"grid file {path} is not UTF-8 text (byte {exc.start}); TOML files "
+                         f"are UTF-8") from None
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"grid file {path} is not valid TOML: {exc}") from None
     raw.setdefault("name", path.stem)

@@ -339,6 +339,8 @@ def make_policy(name: str, params: dict[str, Any]) -> Policy:
 class PolicyAdapter(ModelAdapter):
     """``policy/<name>``: a reference policy behind the model-adapter interface."""
 
+    trusted = True
+
     def __init__(self, model: str, **params: Any) -> None:
         self.policy = make_policy(model, params)
         super().__init__(model, **params)

@@ -45,10 +45,15 @@ class Message(BaseModel):
 
 
 class Usage(BaseModel):
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cached_input_tokens: int = 0
-    cost_usd: float | None = 0.0
+    """Tokens and cost of one model call: counts >= 0, a finite cost >= 0 (checked again at
+    the adapter boundary, :mod:`limbo.isolation`, for turns built without validation)."""
+
+    model_config = ConfigDict(allow_inf_nan=False)
+
+    input_tokens: int = Field(0, ge=0)
+    output_tokens: int = Field(0, ge=0)
+    cached_input_tokens: int = Field(0, ge=0)
+    cost_usd: float | None = Field(0.0, ge=0)
     """``None`` when the price is unknown (never treated as free)."""
 
 
@@ -92,6 +97,10 @@ class ModelAdapter:
     :func:`model_adapter` (which sets ``provider``)."""
 
     provider: ClassVar[str] = ""
+    trusted: ClassVar[bool] = False
+    """Set only by LIMBO's own scripted adapters (the reference policies), whose turns are
+    built from validated models by tested code: the adapter boundary skips its per-turn checks
+    for them (exceptions are still caught). Every other adapter's turns are checked."""
 
     def __init__(self, model: str, **params: Any) -> None:
         self.model = model
@@ -136,11 +145,28 @@ def _value(text: str) -> Any:
 
 def parse_model(spec: str) -> tuple[str, str, dict[str, Any]]:
     """Split ``provider/model?k=v&...`` into its parts (values parsed as JSON when they can)."""
+    if not spec.isprintable() or not is_utf8(spec):
+        raise UsageError(f"model {spec!r} must be printable UTF-8 text")
     base, _, query = spec.partition("?")
     provider, sep, model = base.partition("/")
     if not sep or not provider or not model:
         raise UsageError(f"model {spec!r} must look like provider/model (e.g. policy/verify)")
-    return provider, model, {k: _value(v) for k, v in parse_qsl(query, keep_blank_values=True)}
+    pairs = parse_qsl(query, keep_blank_values=True)
+    names = [k for k, _ in pairs]
+    for name in names:
+        if names.count(name) > 1:
+            raise UsageError(f"model {base}: parameter {name!r} is given {names.count(name)} "
+                             f"times; give it once")
+    return provider, model, {k: _value(v) for k, v in pairs}
+
+
+def is_utf8(text: str) -> bool:
+    """Whether ``text`` can be written as UTF-8 (no lone surrogates)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def make_adapter(spec: str, extra: dict[str, Any] | None = None) -> ModelAdapter:

@@ -10,9 +10,10 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from limbo.commands import check, compare, figures, mcp, report, tables, view
+from limbo.config import EPISODE_TIMEOUT_S
 from limbo.errors import UsageError
 
 FACTOR_FLAGS = {"model": "models", "harness": "harnesses", "condition": "conditions",
@@ -44,6 +45,7 @@ def _providers(args: argparse.Namespace) -> None:
     """Apply the cache and price options, here and (through the environment) in workers."""
     import os
 
+    from limbo.paths import check_dir
     from limbo.providers import cache, pricing
 
     if args.no_cache:
@@ -52,6 +54,8 @@ def _providers(args: argparse.Namespace) -> None:
     else:
         root = args.cache_dir or Path(os.environ.get(cache.ENV) or
                                       Path.home() / ".cache" / "limbo" / "responses")
+        if args.cache_dir is not None:
+            check_dir(root, "--cache-dir")
         cache.configure(root)
         os.environ[cache.ENV] = str(root)
     for path in args.prices:
@@ -60,9 +64,16 @@ def _providers(args: argparse.Namespace) -> None:
             p for p in (os.environ.get(pricing.ENV), str(path)) if p)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a mistake reported on one line (and where to find the usage)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see: {self.prog} --help)")
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="limbo", description="LIMBO: where does exactly-once live?")
-    sub = p.add_subparsers(dest="command", required=True)
+    p = _Parser(prog="limbo", description="LIMBO: where does exactly-once live?")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     run = sub.add_parser("run", help="expand and run grids (default: the `default` grid)")
     run.add_argument("grids", nargs="*", default=["default"])
     for flag in FACTOR_FLAGS:
@@ -78,6 +89,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--max-cost", type=float)
     run.add_argument("--plugin", action="append", default=[])
     run.add_argument("--dry-run", action="store_true")
+    run.add_argument("--episode-timeout", type=float, default=EPISODE_TIMEOUT_S,
+                     metavar="S", help="wall-clock limit of one episode, in seconds (default "
+                     f"{EPISODE_TIMEOUT_S:g}); an episode past it is recorded as timeout")
     _provider_flags(run)
     run.add_argument("--quiet", action="store_true", help="no progress, summary only")
     check.add_gate_flags(run)
@@ -97,6 +111,10 @@ def _parser() -> argparse.ArgumentParser:
     show = sub.add_parser("show", help="print a stored episode's timeline")
     show.add_argument("run_dir", type=Path, help="a run directory, or an Inspect log of a LIMBO task")
     show.add_argument("episode_id")
+    status = sub.add_parser("status", help="integrity of a run directory: cells done, missing, "
+                            "quarantined, errored; whether a writer holds it")
+    status.add_argument("run_dir", type=Path)
+    status.add_argument("--json", action="store_true", help="print the report as JSON")
     ls = sub.add_parser("list", help="what is registered")
     ls.add_argument("what", choices=["services", "faults", "conditions", "harnesses", "models",
                                      "grids", "templates"])
@@ -113,15 +131,22 @@ def _console() -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
     try:
+        args = _parser().parse_args(argv)
         return int(COMMANDS[args.command](args) or 0)
     except UsageError as exc:
-        print(f"limbo: error: {exc}", file=sys.stderr)
+        print(f"limbo: error: {_one_line(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("limbo: interrupted; re-run the same command to resume", file=sys.stderr)
         return 130
+
+
+def _one_line(text: str) -> str:
+    """An error message as one line, scrubbed of any credential we know of."""
+    from limbo.providers.secrets import scrub
+
+    return scrub(" ".join(text.split()))
 
 
 def _plugins(names: list[str]) -> None:
@@ -193,9 +218,21 @@ def cmd_show(args: argparse.Namespace) -> int:
     from limbo.store import find_record
     from limbo.timeline import render
 
+
     read = find if is_inspect_log(args.run_dir) else find_record
-    render(read(args.run_dir, args.episode_id), _console())
+    record = read(args.run_dir, args.episode_id)
+    try:
+        render(record, _console())
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise UsageError(f"episode {args.episode_id} in {args.run_dir} is a record LIMBO cannot "
+                         f"show ({type(exc).__name__}: {exc}); was it edited by hand?") from None
     return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from limbo.commands.status import status
+
+    return status(args.run_dir, args.json, _console())
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -214,7 +251,8 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
 COMMANDS = {"run": cmd_run, "episode": cmd_episode, "show": cmd_show, "list": cmd_list,
             "tables": tables.run, "figures": figures.run, "compare": compare.run,
-            "report": report.run, "view": view.run, "check": check.run, "mcp": cmd_mcp}
+            "report": report.run, "view": view.run, "check": check.run, "mcp": cmd_mcp,
+            "status": cmd_status}
 
 
 if __name__ == "__main__":

@@ -7,11 +7,15 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+EPISODE_TIMEOUT_S = 3600.0
+"""Default wall-clock limit of one episode (``--episode-timeout``): an hour, so that only a hang
+reaches it (forty turns of a real model at a minute each fit with room to spare)."""
+
 
 class Timing(BaseModel):
     """What each step costs in simulated seconds."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     think_s: float = Field(4.0, ge=0)
     """Think time of one model turn."""
@@ -28,7 +32,7 @@ class Timing(BaseModel):
 class Limits(BaseModel):
     """Caps that end an episode with a typed termination reason."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     model_turns: int = Field(40, gt=0)
     tool_calls: int = Field(60, gt=0)

@@ -1,25 +1,26 @@
 """Run one episode end to end and build its record (schema ``limbo.episode/1``).
 
-The record is a pure function of the cell, except for ``runtime``. Anything that goes wrong
-inside the sandbox ends the episode as ``infra_error`` with the reason recorded; a provider
-that fails after retries ends it as ``model_error``. Neither is ever raised past this module,
-so a grid goes on.
+The record is a pure function of the cell, except for ``runtime`` (and for an episode cut by
+its wall-clock limit). Anything that goes wrong inside the sandbox or its adapter ends the
+episode as ``infra_error`` with the reason recorded (see :mod:`limbo.isolation`); a provider
+that fails after retries ends it as ``model_error``; an episode past ``--episode-timeout`` ends
+as ``timeout``. None of them is raised past this module, so a grid goes on.
 """
 
 from __future__ import annotations
 
 import asyncio
-import traceback
 from collections.abc import Callable
 from typing import Any
 
 from limbo import __version__
 from limbo.adapter import EpisodeContext, ModelAdapter, make_adapter
 from limbo.cell import Cell
-from limbo.errors import ModelError, UsageError
+from limbo.errors import ModelError
 from limbo.grading import grade
-from limbo.harness import Harness
+from limbo.harness import Harness, LoopResult, Termination
 from limbo.hashing import digest
+from limbo.isolation import AdapterFailure, Isolated, escapes, where
 from limbo.registry import lookup
 from limbo.runtime import host_facts, stopwatch
 from limbo.tasks import fill
@@ -54,50 +55,101 @@ def _context(world: World) -> EpisodeContext:
                           vars=dict(world.vars), tool_specs=world.tools, read_lag=read_lag)
 
 
-def _reason(exc: BaseException) -> str:
-    """A bug, described by type, message and where it was raised (file name, not path, so
-    the text does not depend on where LIMBO is installed)."""
-    frame = traceback.extract_tb(exc.__traceback__)[-1]
-    return f"{type(exc).__name__}: {exc} @ {frame.filename.rsplit('/', 1)[-1]}:{frame.lineno}"
-
-
 async def arun_episode(cell: Cell, adapter: ModelAdapter | None = None,
+                       timeout: float | None = None,
                        make_harness: Callable[..., Harness] | None = None) -> dict[str, Any]:
-    """Run ``cell`` and return its record. Only a :class:`UsageError` escapes.
-    ``make_harness`` builds the harness instead of the one registered as ``cell.harness``
-    (``limbo mcp`` serves the episode to an outside client)."""
+    """Run ``cell`` and return its record, whatever the adapter, harness or plugins do: only a
+    :class:`UsageError` (the user must fix something), the user's Ctrl-C and the cancellation
+    of this episode's own task escape. ``timeout`` bounds the agent loop in wall-clock seconds
+    (termination ``timeout``). ``make_harness`` builds the harness instead of the one
+    registered as ``cell.harness`` (``limbo mcp`` serves the episode to an outside client)."""
     started = stopwatch()
-    condition = lookup("condition", cell.condition)()
-    harness_cls = make_harness or lookup("harness", cell.harness)
-    adapter = adapter or make_adapter(cell.model)
-    try:
-        world = World(cell)
-    except UsageError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - a sandbox bug must not end the grid
-        await adapter.aclose()
-        return _record(cell, _unbuilt_header(cell), _broken_outcome(_reason(exc)), started)
-    header = {"timing": cell.timing.model_dump(), "limits": cell.limits.model_dump(),
-              "prompts": condition.prompt_hashes(), "task_prompt": world.prompt(),
-              "intents": world.intents(), "version": __version__,
-              "plan_hash": digest(world.task.template.model_dump(mode="json"))}
-    harness: Harness = harness_cls(world, adapter, condition, _context(world))
-    try:
-        await harness.start()
-        loop = await harness.run()
-    except ModelError as exc:
-        loop = harness.stop("model_error", str(exc))
-    except UsageError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - a sandbox bug must not end the grid
-        loop = harness.stop("infra_error", _reason(exc))
-    finally:
-        await adapter.aclose()
+    built = await _build(cell, adapter, make_harness)
+    if isinstance(built, str):
+        return unbuilt_record(cell, built, started)
+    world, header, harness, isolated = built
+    loop = await _drive(harness, timeout)
+    problem = await isolated.close()
+    if problem is not None and loop.termination not in FAILED:
+        loop.termination, loop.reason = "infra_error", problem
     try:
         world.settle(cell.limits.settle_s)
     except Exception as exc:  # noqa: BLE001 - a fault's in-flight delivery failed
-        loop.termination, loop.reason = "infra_error", _reason(exc)
+        loop.termination, loop.reason = "infra_error", where(exc)
     return _record(cell, header, _outcome(world, loop, header), started, world, loop)
+
+
+FAILED = ("infra_error", "model_error", "timeout")
+
+
+async def _build(cell: Cell, adapter: ModelAdapter | None,
+                 make_harness: Callable[..., Harness] | None = None,
+                 ) -> tuple[World, dict[str, Any], Harness, Isolated] | str:
+    """The episode's parts, or why they could not be built (the adapter closed)."""
+    isolated: Isolated | None = None
+    try:
+        condition = lookup("condition", cell.condition)()
+        harness_cls = make_harness or lookup("harness", cell.harness)
+        isolated = Isolated(adapter) if adapter else Isolated(_make(cell.model),
+                                                              cell.model.split("?")[0])
+        world = World(cell)
+        header = {"timing": cell.timing.model_dump(), "limits": cell.limits.model_dump(),
+                  "prompts": condition.prompt_hashes(), "task_prompt": world.prompt(),
+                  "intents": world.intents(), "version": __version__,
+                  "plan_hash": digest(world.task.template.model_dump(mode="json"))}
+        harness: Harness = harness_cls(world, isolated, condition, _context(world))
+    except BaseException as exc:
+        if escapes(exc):
+            raise
+        if isolated is not None:
+            await isolated.close()
+        return exc.args[0] if isinstance(exc, AdapterFailure) else where(exc)
+    return world, header, harness, isolated
+
+
+def _make(spec: str) -> ModelAdapter:
+    try:
+        return make_adapter(spec)
+    except BaseException as exc:
+        if escapes(exc):
+            raise
+        raise AdapterFailure(f"adapter {spec} could not be created: {where(exc)}") from None
+
+
+async def _drive(harness: Harness, timeout: float | None) -> LoopResult:
+    """Start and run the harness; how it ended, as a :class:`LoopResult`."""
+    try:
+        async with asyncio.timeout(timeout) as limit:
+            await harness.start()
+            return await harness.run()
+    except TimeoutError as exc:
+        if limit.expired():
+            return _stop(harness, "timeout", f"the episode ran past --episode-timeout "
+                                             f"{timeout:g}s (wall clock)")
+        return _stop(harness, "infra_error", where(exc))
+    except ModelError as exc:
+        return _stop(harness, "model_error", str(exc))
+    except AdapterFailure as exc:
+        return _stop(harness, "infra_error", str(exc))
+    except BaseException as exc:
+        if escapes(exc):
+            raise
+        return _stop(harness, "infra_error", where(exc))
+
+
+def _stop(harness: Harness, reason: Termination, detail: str) -> LoopResult:
+    """``harness.stop``, or a bare result when the harness cannot even stop."""
+    try:
+        return harness.stop(reason, detail)
+    except Exception as exc:  # noqa: BLE001 - a broken harness still ends in a record
+        return LoopResult(termination="infra_error", reason=f"{detail}; then stop() raised "
+                                                            f"{where(exc)}")
+
+
+def unbuilt_record(cell: Cell, reason: str, started: float | None = None) -> dict[str, Any]:
+    """The record of an episode that could not run at all (``infra_error``, with ``reason``)."""
+    return _record(cell, _unbuilt_header(cell), _broken_outcome(reason),
+                   stopwatch() if started is None else started)
 
 
 def _record(cell: Cell, header: dict[str, Any], outcome: dict[str, Any], started: float,
@@ -149,6 +201,7 @@ def regrade(record: dict[str, Any]) -> dict[str, Any]:
                  record["outcome"]["focal_write_class"])
 
 
-def run_episode(cell: Cell, adapter: ModelAdapter | None = None) -> dict[str, Any]:
+def run_episode(cell: Cell, adapter: ModelAdapter | None = None,
+                timeout: float | None = None) -> dict[str, Any]:
     """Synchronous wrapper of :func:`arun_episode`."""
-    return asyncio.run(arun_episode(cell, adapter))
+    return asyncio.run(arun_episode(cell, adapter, timeout))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 import re
 import sys
 from collections.abc import Callable
@@ -23,7 +24,7 @@ from importlib import resources
 from importlib.metadata import entry_points
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Any, Literal, TypeVar, get_args
+from typing import Any, Literal, NoReturn, TypeVar, get_args
 
 from limbo.errors import UsageError
 from limbo.hashing import digest
@@ -167,28 +168,48 @@ def lookup(kind: Kind, name: str) -> Any:
 
 
 def load_plugin(spec: str) -> None:
-    """Import a plugin given as a dotted module name or a path to a ``.py`` file."""
+    """Import a plugin given as a dotted module name or a path to a ``.py`` file; whatever the
+    plugin does wrong (a syntax error, an exception, ``SystemExit`` at import) is one
+    :class:`UsageError` naming it."""
+    for kind in _BUILTINS:  # built-ins first, so a plugin that reuses a name is the one refused
+        _load(kind)  # type: ignore[arg-type]
     path = Path(spec)
-    if spec.endswith(".py") or path.exists():
-        if not path.is_file():
-            raise UsageError(f"plugin file {spec!r} does not exist")
-        mod_name = f"limbo_plugin_{path.stem}_{digest(str(path.resolve()), 8)}"
-        if mod_name in sys.modules:  # already loaded (a repeated flag, a forked worker)
-            return
-        module_spec = importlib.util.spec_from_file_location(mod_name, path)
-        assert module_spec is not None and module_spec.loader is not None
-        module = importlib.util.module_from_spec(module_spec)
-        sys.modules[mod_name] = module
-        try:
-            module_spec.loader.exec_module(module)
-        except UsageError:
-            del sys.modules[mod_name]
-            raise
-        except Exception as exc:  # noqa: BLE001 - the user's file, reported in one line
-            del sys.modules[mod_name]
-            raise UsageError(f"plugin {spec} failed to load: {type(exc).__name__}: {exc}") from None
+    if spec.endswith(".py") or os.sep in spec or path.exists():
+        _load_file(spec, path)
         return
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*", spec):
+        raise UsageError(f"plugin {spec!r} is neither a .py file nor a dotted module name")
     try:
         importlib.import_module(spec)
     except ImportError as exc:
         raise UsageError(f"cannot import plugin {spec!r}: {exc}") from None
+    except BaseException as exc:  # noqa: BLE001 - whatever the plugin raised is one line
+        _reraise_plugin(spec, exc)
+
+
+def _load_file(spec: str, path: Path) -> None:
+    if not path.is_file():
+        what = "is not a file" if path.exists() else "does not exist"
+        raise UsageError(f"plugin file {spec!r} {what}")
+    if path.suffix != ".py":
+        raise UsageError(f"plugin file {spec!r} must be a Python file ending in .py")
+    stem = path.stem if path.stem.isidentifier() and path.stem.isascii() else "file"
+    mod_name = f"limbo_plugin_{stem}_{digest(os.fsencode(path.resolve()).hex(), 8)}"
+    if mod_name in sys.modules:  # already loaded (a repeated flag, a forked worker)
+        return
+    module_spec = importlib.util.spec_from_file_location(mod_name, path)
+    if module_spec is None or module_spec.loader is None:
+        raise UsageError(f"plugin file {spec!r} cannot be loaded as a Python module")
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[mod_name] = module
+    try:
+        module_spec.loader.exec_module(module)
+    except BaseException as exc:  # noqa: BLE001 - whatever the plugin raised is one line
+        del sys.modules[mod_name]
+        _reraise_plugin(spec, exc)
+
+
+def _reraise_plugin(spec: str, exc: BaseException) -> NoReturn:
+    if isinstance(exc, (UsageError, KeyboardInterrupt)):
+        raise exc
+    raise UsageError(f"plugin {spec} failed to load: {type(exc).__name__}: {exc}") from None

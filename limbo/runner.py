@@ -1,16 +1,22 @@
 """Run many cells into a run directory: resumable, sharded, parallel, budgeted.
 
-Each cell runs exactly once per run directory: ids already recorded are skipped, so the same
-command re-run after a kill picks up where it stopped. Reference-policy grids are CPU-bound and
-use process workers; model grids are I/O-bound and use asyncio concurrency. Records are written
-as they arrive and never accumulated in memory.
+Each cell runs exactly once per run directory: the run takes the directory's writer lock for its
+shard (:mod:`limbo.runlock`), checks that the directory holds the same grid (the fingerprint in
+its manifests, :mod:`limbo.plan`), moves lines that are not valid records aside
+(:func:`limbo.store.quarantine`), and runs the cells not yet recorded. The same command re-run
+after a kill picks up where it stopped. Records are written as each episode ends
+(:mod:`limbo.executor`) and never accumulated in memory.
+
+The manifest's ``status`` says how the last pass ended: ``running`` (or a writer died — see
+``limbo status``), ``complete``, ``stopped`` (the budget), ``interrupted`` (Ctrl-C) or
+``failed`` (a full disk, a worker that died, a bug), with ``stop_reason``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import multiprocessing
-import sys
+import contextlib
+import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,22 +24,32 @@ from typing import Any
 
 from limbo import __version__
 from limbo.cell import Cell
-from limbo.episode import arun_episode
-from limbo.hashing import digest
+from limbo.config import EPISODE_TIMEOUT_S
+from limbo.errors import UsageError
+from limbo.executor import Pool, encoded, stream
+from limbo.plan import Plan, plan
+from limbo.providers.secrets import scrubber
+from limbo.runlock import WriterLock
 from limbo.runtime import host_facts, now_iso, stopwatch
 from limbo.store import (
-    Writer,
-    done_ids,
-    dumps,
+    BadLine,
+    RecordWriter,
+    Reserve,
+    Scan,
+    StoreError,
     episodes_file,
     iter_records,
     manifest_file,
+    manifests,
+    quarantine,
     read_manifest,
+    scan,
+    temp_name,
     write_manifest,
 )
 from limbo.summary import Summary
 
-CHUNK = 64
+Notice = Callable[[str], None]
 
 
 @dataclass
@@ -45,64 +61,7 @@ class RunOptions:
     shard: tuple[int, int] | None = None
     max_cost: float | None = None
     plugins: list[str] = field(default_factory=list)
-
-
-def in_shard(episode_id: str, shard: tuple[int, int] | None) -> bool:
-    """Deterministic partition of cells over ``N`` shards by their id."""
-    if shard is None:
-        return True
-    index, count = shard
-    return int(digest(episode_id, 8), 16) % count == index - 1
-
-
-def _light(record: dict[str, Any]) -> tuple[str, dict[str, Any], dict[str, Any]]:
-    return dumps(record), record["cell"], record["outcome"]
-
-
-async def _run_many(cells: list[Cell], concurrency: int) -> list[tuple[str, dict, dict]]:
-    sem = asyncio.Semaphore(max(1, concurrency))
-
-    async def one(cell: Cell) -> tuple[str, dict, dict]:
-        async with sem:
-            return _light(await arun_episode(cell))
-
-    return list(await asyncio.gather(*(one(c) for c in cells)))
-
-
-def _worker(payload: tuple[list[Cell], list[str]]) -> list[tuple[str, dict, dict]]:
-    cells, plugins = payload
-    from limbo.registry import load_plugin
-
-    for plugin in plugins:
-        load_plugin(plugin)
-    return asyncio.run(_run_many(cells, 1))
-
-
-def _chunks(cells: list[Cell], size: int) -> Iterator[list[Cell]]:
-    for i in range(0, len(cells), size):
-        yield cells[i:i + size]
-
-
-def _results(todo: list[Cell], opts: RunOptions,
-             over_budget: Callable[[int], bool]) -> Iterable[tuple[str, dict, dict]]:
-    if opts.max_cost is not None:
-        # Spend-bounded: never more than `concurrency` episodes in flight, and the budget is
-        # checked before each group starts, so a stop never discards paid-for episodes.
-        for chunk in _chunks(todo, max(1, opts.concurrency)):
-            if over_budget(len(chunk)):
-                return
-            yield from asyncio.run(_run_many(chunk, opts.concurrency))
-        return
-    if opts.workers <= 1:
-        for chunk in _chunks(todo, max(CHUNK, opts.concurrency)):
-            yield from asyncio.run(_run_many(chunk, opts.concurrency))
-        return
-    method = "fork" if sys.platform == "linux" else "spawn"
-    ctx = multiprocessing.get_context(method)
-    with ctx.Pool(opts.workers) as pool:
-        payloads = ((chunk, opts.plugins) for chunk in _chunks(todo, CHUNK))
-        for batch in pool.imap(_worker, payloads):
-            yield from batch
+    episode_timeout: float | None = EPISODE_TIMEOUT_S
 
 
 @dataclass
@@ -110,53 +69,222 @@ class RunResult:
     summary: Summary
     ran: int
     skipped: int
-    torn_bytes: int
+    """Cells of this shard already recorded before this pass."""
+    left: int
+    """Cells of this shard still to run after this pass (``--limit``, the budget, a stop)."""
     stopped: str | None
     wall_s: float
 
 
-def run_cells(cells: list[Cell], opts: RunOptions, manifest: dict[str, Any],
-              on_result: Callable[[int, int, Summary], None] | None = None) -> RunResult:
-    """Run every cell of ``cells`` not yet recorded in ``opts.out``."""
-    started = stopwatch()
-    opts.out.mkdir(parents=True, exist_ok=True)
-    writer = Writer(episodes_file(opts.out, opts.shard))
-    mine = [c for c in cells if in_shard(c.episode_id, opts.shard)]
-    done = done_ids(opts.out)
-    todo = [c for c in mine if c.episode_id not in done]
-    if opts.limit is not None:
-        todo = todo[:opts.limit]
-    mpath = manifest_file(opts.out, opts.shard)
-    first = (read_manifest(mpath) or {}).get("started_at")
-    base = {**manifest, "version": __version__, "started_at": first or now_iso(),
-            "resumed_at": now_iso() if first else None, **host_facts(), "cells": len(mine),
-            "already_done": len(mine) - len(todo), "status": "running"}
-    write_manifest(mpath, base)
-    summary, ran, stopped = Summary(), 0, None
+class RunDir:
+    """An open run directory: this writer's lock, the records scan, its records file."""
 
-    def over_budget(starting: int) -> bool:
-        spent = summary.total.cost
-        return spent + starting * spent / max(ran, 1) > float(opts.max_cost or 0)
+    def __init__(self, out: Path, shard: tuple[int, int] | None) -> None:
+        self.out, self.shard = out, shard
+        self.lock = WriterLock(out, shard)
+        self.records = episodes_file(out, shard)
+        self.manifest = manifest_file(out, shard)
+        self.reserve: Reserve | None = None
+        self.writer: RecordWriter | None = None
+        self.scan = Scan()
 
+    def open(self, the_plan: Plan, name: str, notice: Notice) -> None:
+        _make_dir(self.out)
+        for path in (self.records, self.manifest):
+            if path.exists() and not path.is_file():
+                raise UsageError(f"{path} is not a regular file; move it out of the run directory")
+        self.lock.acquire()
+        try:
+            _same_grid(self.out, the_plan, name)
+            for path in (temp_name(self.records), temp_name(self.manifest)):
+                path.unlink(missing_ok=True)  # left by a writer of this claim that was killed
+            self.scan = scan(self.out, live=self._live)
+            self._repair(notice)
+            self.reserve = Reserve(self.out, self.lock.claim.tag)
+            self.writer = RecordWriter(self.records)
+        except BaseException:
+            self.close()
+            raise
+
+    def _owns(self, path: Path) -> bool:
+        """Whether no other writer can be appending to ``path`` while we hold our claim."""
+        return self.shard is None or path == self.records
+
+    def _live(self, path: Path) -> bool:
+        return not self._owns(path)
+
+    def _repair(self, notice: Notice) -> None:
+        mine = [b for b in self.scan.bad if self._owns(b.path)]
+        quarantine(self.out, mine)
+        told = [_told(b) for b in mine]
+        told += [f"{b.describe()}: not counted as done; the writer of that shard will "
+                 f"quarantine it (see limbo status)" for b in self.scan.bad if not self._owns(b.path)]
+        for text in told[:MAX_NOTICES]:
+            notice(text)
+        if len(told) > MAX_NOTICES:
+            notice(f"... and {len(told) - MAX_NOTICES} more such lines (see quarantine.jsonl "
+                   f"and limbo status)")
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None
+        if self.reserve is not None:
+            self.reserve.release()
+            self.reserve = None
+        self.lock.release()
+
+
+MAX_NOTICES = 20
+
+
+def _told(bad: BadLine) -> str:
+    if bad.torn:
+        return (f"repaired a torn last line ({len(bad.raw)} bytes) left by an interrupted run "
+                f"in {bad.path.name}; moved to quarantine.jsonl")
+    return f"quarantined {bad.describe()} → quarantine.jsonl; its cell runs again"
+
+
+def _make_dir(out: Path) -> None:
     try:
-        for line, cell, outcome in _results(todo, opts, over_budget):
-            writer.write_line(line)
-            summary.add(cell, outcome)
-            ran += 1
-            if on_result is not None:
-                on_result(ran, len(todo), summary)
-    except BaseException as exc:
-        write_manifest(mpath, {**base, "status": "failed", "ended_at": now_iso(), "ran": ran,
-                                  "stop_reason": f"{type(exc).__name__}: {exc}"})
-        raise
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot create --out {out}: {exc.strerror}") from None
+
+
+def _same_grid(out: Path, the_plan: Plan, name: str) -> None:
+    for file, manifest in manifests(out).items():
+        theirs = manifest.get("fingerprint")
+        if theirs is not None and theirs != the_plan.fingerprint:
+            grid = (manifest.get("grid") or {}).get("name", "?")
+            raise UsageError(
+                f"{out} holds another grid: {grid!r} ({manifest.get('grid_cells', '?')} cells, "
+                f"fingerprint {str(theirs)[:16]}…, from {file}); this run is grid {name!r} "
+                f"({the_plan.total} cells, fingerprint {the_plan.fingerprint[:16]}…). Use "
+                f"another --out, or the same grid and flags as before")
+
+
+def _todo(cells: Iterable[Cell], ids: set[str]) -> Iterator[Cell]:
+    """The cells whose ids are in ``ids``, each once."""
+    for cell in cells:
+        if cell.episode_id in ids:
+            ids.discard(cell.episode_id)
+            yield cell
+
+
+class _Tally:
+    """Writes each record and keeps the counts, the summary and the budget."""
+
+    def __init__(self, writer: RecordWriter, total: int, max_cost: float | None,
+                 on_result: Callable[[int, int, Summary], None] | None) -> None:
+        self.writer, self.total, self.max_cost, self.on_result = writer, total, max_cost, on_result
+        self.summary, self.ran = Summary(), 0
+        self.scrub = scrubber()
+
+    def emit(self, line: bytes, cell: dict[str, Any], outcome: dict[str, Any]) -> None:
+        self.writer.write(line)
+        self.summary.add(cell, outcome)
+        self.ran += 1
+        if self.on_result is not None:
+            self.on_result(self.ran, self.total, self.summary)
+
+    def sink(self, cell: Cell, record: dict[str, Any]) -> None:
+        self.emit(encoded(record, cell, self.scrub), record["cell"], record["outcome"])
+
+    def may_start(self, running: int) -> bool:
+        """Under ``--max-cost``: start another episode only if, at the mean cost so far, it
+        and those in flight fit in what is left — so a stop never discards a paid episode."""
+        if self.max_cost is None:
+            return True
+        spent = self.summary.total.cost
+        return spent + (running + 1) * spent / max(self.ran, 1) <= self.max_cost
+
+
+def _execute(todo: Iterator[Cell], opts: RunOptions, tally: _Tally, keep_fds: list[int]) -> None:
+    if opts.workers <= 1 or opts.max_cost is not None:
+        asyncio.run(stream(todo, opts.concurrency, opts.episode_timeout, tally.sink,
+                           tally.may_start))
+        return
+    pool = Pool(opts.workers, opts.concurrency, opts.episode_timeout, keep_fds, tally.scrub)
+    pool.run(todo, tally.emit)
+
+
+def run_cells(cells: Iterable[Cell], opts: RunOptions, manifest: dict[str, Any],
+              on_result: Callable[[int, int, Summary], None] | None = None,
+              notice: Notice = lambda text: None, the_plan: Plan | None = None) -> RunResult:
+    """Run every cell of ``cells`` (iterable more than once) not yet recorded in ``opts.out``."""
+    started = stopwatch()
+    the_plan = the_plan or plan(cells, opts.shard)
+    run = RunDir(opts.out, opts.shard)
+    run.open(the_plan, (manifest.get("grid") or {}).get("name", "?"), notice)
+    try:
+        return _run(cells, opts, manifest, the_plan, run, on_result, notice, started)
     finally:
-        writer.close()
-    if ran < len(todo) and opts.max_cost is not None:
-        stopped = f"--max-cost {opts.max_cost} would be exceeded by the next episode"
-    status = "stopped" if stopped else "complete"
-    write_manifest(mpath, {**base, "status": status, "stop_reason": stopped,
-                              "ended_at": now_iso(), "ran": ran, "torn_bytes": writer.torn})
-    if len(mine) > len(todo):  # a resumed run: summarise everything recorded, not this pass
+        run.close()
+
+
+def _run(cells: Iterable[Cell], opts: RunOptions, manifest: dict[str, Any], the_plan: Plan,
+         run: RunDir, on_result: Callable[[int, int, Summary], None] | None, notice: Notice,
+         started: float) -> RunResult:
+    assert run.writer is not None
+    pending = [i for i in the_plan.mine if i not in run.scan.ids]
+    todo = pending if opts.limit is None else pending[:opts.limit]
+    skipped = len(the_plan.mine) - len(pending)
+    opts.workers = _workers(opts.workers, len(todo), notice)
+    base = _manifest(run, manifest, the_plan, skipped, len(todo))
+    write_manifest(run.manifest, base, scrubber())
+    tally = _Tally(run.writer, len(todo), opts.max_cost, on_result)
+    fds = [run.writer.fd, *([run.lock.fd] if run.lock.fd is not None else [])]
+    status, reason = "complete", None
+    try:
+        _execute(_todo(cells, set(todo)), opts, tally, fds)
+    except BaseException as exc:
+        _fail(run, base, tally, exc)
+        raise
+    if tally.ran < len(todo) and opts.max_cost is not None:
+        status, reason = "stopped", f"--max-cost {opts.max_cost} would be exceeded by the next episode"
+    write_manifest(run.manifest, {**base, "status": status, "stop_reason": reason,
+                                  "ended_at": now_iso(), "ran": tally.ran}, scrubber())
+    summary = tally.summary
+    if skipped:  # a resumed run: summarise everything recorded, not this pass
         summary = Summary.of(iter_records(opts.out))
-    return RunResult(summary, ran, len(mine) - len(todo), writer.torn, stopped,
+    return RunResult(summary, tally.ran, skipped, len(pending) - tally.ran, reason,
                      stopwatch() - started)
+
+
+def _workers(asked: int, todo: int, notice: Notice) -> int:
+    """``--workers`` capped at the cells to run and at four per core."""
+    cap = 4 * (os.cpu_count() or 1)
+    if asked > cap:
+        notice(f"--workers {asked} capped at {cap} (four per core on this machine)")
+        asked = cap
+    if 1 < todo < asked:
+        notice(f"--workers {asked} capped at {todo} (the cells to run)")
+        asked = todo
+    return asked
+
+
+def _manifest(run: RunDir, manifest: dict[str, Any], the_plan: Plan, skipped: int,
+              todo: int) -> dict[str, Any]:
+    first: dict[str, Any] = {}
+    if run.manifest.exists():
+        first = read_manifest(run.manifest)
+    return {**manifest, "version": __version__, "fingerprint": the_plan.fingerprint,
+            "grid_cells": the_plan.total, "shard": list(run.shard) if run.shard else None,
+            "started_at": first.get("started_at") or now_iso(),
+            "resumed_at": now_iso() if first.get("started_at") else None, **host_facts(),
+            "cells": len(the_plan.mine), "already_done": skipped, "to_run": todo,
+            "quarantined": len(run.scan.bad), "status": "running", "stop_reason": None,
+            "ended_at": None, "ran": 0}
+
+
+def _fail(run: RunDir, base: dict[str, Any], tally: _Tally, exc: BaseException) -> None:
+    """Say in the manifest how the run ended; on a full disk, first free the reserve."""
+    if run.reserve is not None and isinstance(exc, StoreError):
+        run.reserve.release()
+    status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
+    reason = "interrupted (Ctrl-C)" if status == "interrupted" else f"{type(exc).__name__}: {exc}"
+    with contextlib.suppress(StoreError):
+        write_manifest(run.manifest, {**base, "status": status, "stop_reason": reason,
+                                      "ended_at": now_iso(), "ran": tally.ran}, scrubber())
+

@@ -1,22 +1,50 @@
-"""The run directory: ``episodes*.jsonl`` (one record per line) and ``manifest.json``.
+"""The run directory as a store: records, quarantine and manifests.
 
-Records are appended and flushed one by one, so a killed run loses at most the episode in
-progress. A torn last line (a write cut by a kill) is detected on opening, reported, and cut
-off before anything new is appended; readers skip it. With ``--shard I/N`` each shard writes
-its own file and loading reads them all.
+Layout of ``RUN_DIR`` (one concept per file; only the record files match ``episodes*.jsonl``):
+
+- ``episodes.jsonl`` or, with ``--shard I/N``, ``episodes.shard-I-of-N.jsonl`` — one record per
+  line, appended with one ``write`` as each episode ends, so a killed run loses only the
+  episodes in flight. Readers take a record's id from the first complete, valid line that has
+  it; later copies are duplicates.
+- ``quarantine.jsonl`` — lines moved out of a records file because they do not hold a valid
+  record (torn by a kill, not UTF-8, not JSON, not a record, a duplicate), each with the file,
+  the line number, the reason and the raw bytes. Their cells run again.
+- ``manifest.json`` / ``manifest.shard-I-of-N.json`` — the grid's identity (a fingerprint of its
+  cells), counts and the run's status (see :mod:`limbo.runner`).
+- ``.writer.*.lock``, ``.writers.lock`` — who writes (see :mod:`limbo.runlock`);
+  ``.reserve.*`` — space held back so that a full disk can still be reported in the manifest.
+
+A writer repairs (quarantines) only the records files no other writer can be appending to: its
+own shard's file, or every file when it holds the whole directory. Bad lines elsewhere are
+skipped by readers (never counted as done) and reported by ``limbo status``.
 """
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import json
 import os
-from collections.abc import Iterator
+import re
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from limbo.errors import UsageError
+from limbo.runtime import now_iso
 
 EPISODES_GLOB = "episodes*.jsonl"
+QUARANTINE = "quarantine.jsonl"
+SCHEMA_PREFIX = "limbo.episode/"
+_SHARD_FILE = re.compile(r"^episodes\.shard-(\d+)-of-(\d+)\.jsonl$")
+_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,200}$")
+RESERVE_BYTES = 256 * 1024
+
+
+class StoreError(UsageError):
+    """Writing the run directory failed (a full disk, an I/O error): one line for the user."""
 
 
 def episodes_file(run_dir: Path, shard: tuple[int, int] | None) -> Path:
@@ -25,56 +53,150 @@ def episodes_file(run_dir: Path, shard: tuple[int, int] | None) -> Path:
     return run_dir / f"episodes.shard-{shard[0]}-of-{shard[1]}.jsonl"
 
 
+def shard_of(path: Path) -> tuple[int, int] | None:
+    """The shard a records file belongs to; ``None`` for ``episodes.jsonl`` or any other name."""
+    found = _SHARD_FILE.match(path.name)
+    return (int(found.group(1)), int(found.group(2))) if found else None
+
+
+def record_files(run_dir: Path) -> list[Path]:
+    return sorted(p for p in run_dir.glob(EPISODES_GLOB) if p.is_file())
+
+
+# ------------------------------------------------------------------ one line
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def parse_line(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
+    """A complete line as a record, or ``None`` and why it is not one."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return None, f"not UTF-8 (byte {exc.start})"
+    try:
+        record = json.loads(text, parse_constant=_no_constant)
+    except json.JSONDecodeError as exc:
+        return None, f"not JSON ({exc.msg} at column {exc.colno})"
+    except (ValueError, RecursionError) as exc:
+        return None, f"not strict JSON ({exc})"
+    problem = _shape_problem(record)
+    return (record, None) if problem is None else (None, problem)
+
+
+def _shape_problem(record: Any) -> str | None:
+    if not isinstance(record, dict):
+        return f"a JSON {type(record).__name__}, not a record"
+    schema = record.get("schema")
+    if not isinstance(schema, str) or not schema.startswith(SCHEMA_PREFIX):
+        return f"no {SCHEMA_PREFIX}N schema"
+    episode = record.get("episode_id")
+    if not isinstance(episode, str) or not _ID.match(episode):
+        return "no valid episode_id"
+    for name, kind in (("cell", dict), ("outcome", dict), ("events", list)):
+        if not isinstance(record.get(name), kind):
+            return f"no {name} {kind.__name__}"
+    if not isinstance(record["outcome"].get("termination"), str):
+        return "no outcome.termination"
+    return None
+
+
+def encode(record: dict[str, Any], scrub: Callable[[str], str] | None = None) -> bytes:
+    """One record as one strict JSON line of valid UTF-8 (key order as built; deterministic).
+    Raises :class:`ValueError` for a record that would not read back (NaN, lone surrogates)."""
+    text = json.dumps(record, ensure_ascii=False, separators=(", ", ": "), allow_nan=False)
+    if scrub is not None:
+        text = scrub(text)
+    try:
+        return text.encode("utf-8") + b"\n"
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"the record holds a lone surrogate ({exc.reason})") from None
+
+
+def dumps(record: dict[str, Any]) -> str:
+    """One record as one JSON line, without the newline (see :func:`encode`)."""
+    return encode(record).decode("utf-8")[:-1]
+
+
+# ------------------------------------------------------------------ scanning
+
+
+@dataclass
+class BadLine:
+    path: Path
+    line: int
+    reason: str
+    raw: bytes
+    torn: bool = False
+
+    def describe(self) -> str:
+        return f"{self.path.name} line {self.line}: {self.reason}"
+
+
+@dataclass
+class FileStats:
+    records: int = 0
+    bad: int = 0
+
+
+@dataclass
+class Scan:
+    """What the records files hold: the ids done (first valid copy), every line that is not a
+    valid new record, and per-termination counts."""
+
+    ids: set[str] = field(default_factory=set)
+    bad: list[BadLine] = field(default_factory=list)
+    terminations: Counter[str] = field(default_factory=Counter)
+    files: dict[str, FileStats] = field(default_factory=dict)
+
+
 def _lines(path: Path) -> Iterator[tuple[int, bytes]]:
-    offset = 0
     with path.open("rb") as fh:
-        for line in fh:
-            yield offset, line
-            offset += len(line)
+        yield from enumerate(fh, start=1)
 
 
-def repair(path: Path) -> int:
-    """Cut a torn last line off ``path``; returns how many bytes were removed."""
-    if not path.exists():
-        return 0
-    size = path.stat().st_size
-    good = 0
-    for offset, line in _lines(path):
-        if not line.endswith(b"\n"):
-            break
-        try:
-            json.loads(line)
-        except json.JSONDecodeError:
-            break
-        good = offset + len(line)
-    if good < size:
-        with path.open("rb+") as fh:
-            fh.truncate(good)
-    return size - good
+def scan(run_dir: Path, live: Callable[[Path], bool] = lambda p: False) -> Scan:
+    """Read every records file. A file for which ``live`` says another writer may be appending
+    right now has its unterminated last line ignored (it is being written), not reported."""
+    out = Scan()
+    first: dict[str, str] = {}
+    for path in record_files(run_dir):
+        stats = out.files.setdefault(path.name, FileStats())
+        for number, raw in _lines(path):
+            if not raw.endswith(b"\n"):
+                if not live(path):
+                    out.bad.append(BadLine(path, number, "torn last line (an interrupted write)",
+                                           raw, torn=True))
+                    stats.bad += 1
+                continue
+            record, problem = parse_line(raw)
+            if record is not None and record["episode_id"] in out.ids:
+                problem = f"duplicate of {first[record['episode_id']]}"
+            if problem is not None:
+                out.bad.append(BadLine(path, number, problem, raw))
+                stats.bad += 1
+                continue
+            assert record is not None
+            out.ids.add(record["episode_id"])
+            first[record["episode_id"]] = f"{path.name} line {number}"
+            out.terminations[record["outcome"]["termination"]] += 1
+            stats.records += 1
+    return out
 
 
 def iter_records(run_dir: Path) -> Iterator[dict[str, Any]]:
-    """Every complete record of every episodes file in ``run_dir`` (torn lines skipped)."""
-    for path in sorted(run_dir.glob(EPISODES_GLOB)):
-        for _, line in _lines(path):
-            if not line.endswith(b"\n"):
+    """Every valid record of every records file, each episode once (bad lines skipped)."""
+    seen: set[str] = set()
+    for path in record_files(run_dir):
+        for _, raw in _lines(path):
+            if not raw.endswith(b"\n"):
                 continue
-            try:
-                yield json.loads(line)
-            except json.JSONDecodeError:
-                continue
-
-
-def done_ids(run_dir: Path) -> set[str]:
-    """Episode ids already recorded in any file of ``run_dir``."""
-    ids: set[str] = set()
-    for path in sorted(run_dir.glob(EPISODES_GLOB)):
-        for _, line in _lines(path):
-            if line.endswith(b"\n") and line.startswith(b'{"schema"'):
-                start = line.find(b'"episode_id": "')
-                if start >= 0:
-                    ids.add(line[start + 15:line.find(b'"', start + 15)].decode())
-    return ids
+            record, _problem = parse_line(raw)
+            if record is not None and record["episode_id"] not in seen:
+                seen.add(record["episode_id"])
+                yield record
 
 
 def find_record(run_dir: Path, episode_id: str) -> dict[str, Any]:
@@ -82,31 +204,117 @@ def find_record(run_dir: Path, episode_id: str) -> dict[str, Any]:
     if not run_dir.is_dir():
         raise UsageError(f"no run directory {run_dir}")
     for record in iter_records(run_dir):
-        if record.get("episode_id") == episode_id:
+        if record["episode_id"] == episode_id:
             return record
     raise UsageError(f"episode {episode_id} is not in {run_dir}")
 
 
-class Writer:
-    """Appends records to one episodes file, flushing after each."""
+# ------------------------------------------------------------------ quarantine
+
+
+def quarantine(run_dir: Path, bad: list[BadLine]) -> None:
+    """Move ``bad`` lines out of their files into ``quarantine.jsonl``: first the quarantine
+    entries are written and synced, then each file is rewritten without them (temporary file +
+    rename), so a kill at any point loses nothing — at worst a line is quarantined twice."""
+    if not bad:
+        return
+    entries = b"".join(_entry(b) for b in bad)
+    target = run_dir / QUARANTINE
+    try:
+        with target.open("ab") as fh:
+            fh.write(entries)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except OSError as exc:
+        raise StoreError(f"cannot write {target} to quarantine {len(bad)} bad line(s): "
+                         f"{exc.strerror}") from None
+    by_file: dict[Path, set[int]] = {}
+    for b in bad:
+        by_file.setdefault(b.path, set()).add(b.line)
+    for path, numbers in by_file.items():
+        _rewrite_without(path, numbers)
+
+
+def _entry(b: BadLine) -> bytes:
+    entry = {"file": b.path.name, "line": b.line, "reason": b.reason, "quarantined_at": now_iso(),
+             "raw_base64": base64.b64encode(b.raw).decode("ascii"),
+             "preview": b.raw[:200].decode("utf-8", "replace")}
+    return json.dumps(entry, ensure_ascii=True).encode("ascii") + b"\n"
+
+
+def _rewrite_without(path: Path, numbers: set[int]) -> None:
+    tmp = temp_name(path)
+    try:
+        with tmp.open("wb") as out:
+            for number, raw in _lines(path):
+                if number not in numbers:
+                    out.write(raw)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise StoreError(f"cannot rewrite {path} to quarantine bad lines: {exc.strerror}") from None
+
+
+def temp_name(path: Path) -> Path:
+    """The temporary sibling of ``path`` (hidden, and never matching ``episodes*.jsonl``). One
+    writer per file means one fixed name suffices, and a stale one is simply replaced."""
+    return path.with_name(f".{path.name}.tmp")
+
+
+# ------------------------------------------------------------------ appending
+
+
+class RecordWriter:
+    """Appends records to one file, one ``write`` per record. A write that fails (a full
+    disk) is cut back off the file, so the file never ends in half a record we wrote."""
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.torn = repair(path)
         self.path = path
-        self._fh: TextIO = path.open("a", encoding="utf-8")
+        try:
+            self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            raise StoreError(f"cannot open {path} for writing: {exc.strerror}") from None
+        self.size = os.fstat(self.fd).st_size
 
-    def write_line(self, line: str) -> None:
-        self._fh.write(line + "\n")
-        self._fh.flush()
+    def write(self, line: bytes) -> None:
+        done = 0
+        try:
+            while done < len(line):
+                done += os.write(self.fd, line[done:])
+        except BaseException as exc:  # a full disk, or Ctrl-C between two partial writes
+            with contextlib.suppress(OSError):
+                os.ftruncate(self.fd, self.size)
+            if isinstance(exc, OSError):
+                raise StoreError(f"cannot write {self.path}: {exc.strerror}") from None
+            raise
+        self.size += done
 
     def close(self) -> None:
-        self._fh.close()
+        with contextlib.suppress(OSError):
+            os.fsync(self.fd)
+        os.close(self.fd)
 
 
-def dumps(record: dict[str, Any]) -> str:
-    """One record as one JSON line (key order as built; deterministic)."""
-    return json.dumps(record, ensure_ascii=False, separators=(", ", ": "))
+class Reserve:
+    """A little disk space held back: released when a write fails for lack of space, so that
+    the manifest can still say the run failed."""
+
+    def __init__(self, run_dir: Path, tag: str) -> None:
+        self.path = run_dir / f".reserve.{tag}"
+        try:
+            with self.path.open("wb") as fh:
+                fh.write(b"\0" * RESERVE_BYTES)
+        except OSError as exc:
+            self.release()
+            raise StoreError(f"cannot write in {run_dir}: {exc.strerror}") from None
+
+    def release(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+
+# ------------------------------------------------------------------ manifests
 
 
 def manifest_file(run_dir: Path, shard: tuple[int, int] | None) -> Path:
@@ -116,16 +324,37 @@ def manifest_file(run_dir: Path, shard: tuple[int, int] | None) -> Path:
     return run_dir / f"manifest.shard-{shard[0]}-of-{shard[1]}.json"
 
 
-def read_manifest(path: Path) -> dict[str, Any] | None:
+def manifests(run_dir: Path) -> dict[str, dict[str, Any]]:
+    """Every manifest in ``run_dir`` by file name; :class:`UsageError` for one that is not a
+    readable JSON object (it names what to move away)."""
+    found = {}
+    for path in sorted(run_dir.glob("manifest*.json")):
+        found[path.name] = read_manifest(path)
+    return found
+
+
+def read_manifest(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        raise UsageError(f"{path} is not a file; move it out of the run directory")
     try:
-        return json.loads(path.read_text())  # type: ignore[no-any-return]
-    except (OSError, json.JSONDecodeError):
-        return None
+        value = json.loads(path.read_bytes())
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{path} is not a readable manifest ({exc}); move it out of the run "
+                         f"directory") from None
+    if not isinstance(value, dict):
+        raise UsageError(f"{path} is not a manifest (a JSON {type(value).__name__}); move it away")
+    return value
 
 
-def write_manifest(path: Path, manifest: dict[str, Any]) -> None:
-    """Write a manifest atomically (a reader never sees half of it; writers never share a
-    temporary file)."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
-    os.replace(tmp, path)
+def write_manifest(path: Path, manifest: dict[str, Any],
+                   scrub: Callable[[str], str] = lambda s: s) -> None:
+    """Write a manifest atomically (a reader never sees half of it); a failed write leaves no
+    temporary file."""
+    tmp = temp_name(path)
+    try:
+        tmp.write_text(scrub(json.dumps(manifest, indent=2, ensure_ascii=False)) + "\n",
+                       encoding="utf-8", errors="backslashreplace")
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise StoreError(f"cannot write {path}: {exc.strerror}") from None

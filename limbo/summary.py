@@ -1,8 +1,8 @@
 """Running tallies of a grid and the summary table printed at the end of ``limbo run``.
 
-Rates are conditional on the fault having fired; episodes that ended in ``infra_error`` or
-``model_error`` (the sandbox or the provider failed, not the agent) are counted in every row
-and excluded from the rates, never dropped silently.
+Rates are conditional on the fault having fired; episodes that ended in ``infra_error``,
+``model_error`` or ``timeout`` (the sandbox, the provider or the machine failed, not the agent)
+are counted in every row and excluded from the rates, never dropped silently.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from limbo.registry import entries
+
+FAILED = ("infra_error", "model_error", "timeout")
 
 
 @dataclass
@@ -25,6 +27,7 @@ class Tally:
     overclaim: int = 0
     infra: int = 0
     model_error: int = 0
+    timeout: int = 0
     cost: float = 0.0
     cost_unknown: int = 0
 
@@ -36,9 +39,10 @@ class Tally:
         else:
             self.cost += cost
         term = outcome["termination"]
-        if term in ("infra_error", "model_error"):  # the sandbox or the provider failed
+        if term in FAILED:  # the sandbox, the adapter, the provider or the machine failed
             self.infra += term == "infra_error"
             self.model_error += term == "model_error"
+            self.timeout += term == "timeout"
             return
         if not outcome["fault_fired"]:
             return
@@ -48,6 +52,10 @@ class Tally:
         self.task_success += outcome["task_success"]
         self.exactly_once += outcome["exactly_once"]
         self.overclaim += outcome["overclaim"]
+
+    @property
+    def errors(self) -> int:
+        return self.infra + self.model_error + self.timeout
 
     def rate(self, name: str) -> float | None:
         return getattr(self, name) / self.rated if self.rated else None
@@ -65,6 +73,8 @@ class Summary:
     total: Tally = field(default_factory=Tally)
     by_family: dict[str, Tally] = field(default_factory=lambda: defaultdict(Tally))
     by_model: dict[str, Tally] = field(default_factory=lambda: defaultdict(Tally))
+    families: dict[str, str] = field(default_factory=dict)
+    """Family of each fault seen (looked up once per fault, not once per episode)."""
 
     @classmethod
     def of(cls, records: Any) -> Summary:
@@ -76,7 +86,11 @@ class Summary:
 
     def add(self, cell: dict[str, Any], outcome: dict[str, Any]) -> None:
         self.total.add(outcome)
-        self.by_family[family_of(cell["fault"])].add(outcome)
+        fault = cell["fault"]
+        family = self.families.get(fault)
+        if family is None:
+            family = self.families[fault] = family_of(fault)
+        self.by_family[family].add(outcome)
         self.by_model[cell["model"]].add(outcome)
 
 
@@ -90,7 +104,7 @@ def rows(tallies: dict[str, Tally]) -> list[list[str]]:
         t = tallies[name]
         out.append([name, str(t.episodes), str(t.fired), _pct(t.rate("duplicate")),
                     _pct(t.rate("task_success")), _pct(t.rate("exactly_once")),
-                    _pct(t.rate("overclaim")), str(t.infra + t.model_error)])
+                    _pct(t.rate("overclaim")), str(t.errors)])
     return out
 
 
@@ -111,5 +125,5 @@ def render(summary: Summary, console: Any) -> None:
         t = summary.total
         table.add_row("all", str(t.episodes), str(t.fired), _pct(t.rate("duplicate")),
                       _pct(t.rate("task_success")), _pct(t.rate("exactly_once")),
-                      _pct(t.rate("overclaim")), str(t.infra + t.model_error), style="bold")
+                      _pct(t.rate("overclaim")), str(t.errors), style="bold")
         console.print(table)

@@ -6,16 +6,21 @@ All checks happen before the run directory is touched, so bad input writes nothi
 from __future__ import annotations
 
 import argparse
+import math
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from limbo.commands import check
 from limbo.errors import UsageError
-from limbo.experiments.grid import Expansion, Grid, expand, load_grid, resolved, validated
+from limbo.experiments.grid import CellSource, Grid, check_size, load_grid, resolved, validated
+from limbo.paths import check_dir
+from limbo.plan import in_shard, plan
 from limbo.providers.secrets import scrub
-from limbo.runner import RunOptions, in_shard, run_cells
+from limbo.runner import RunOptions, run_cells
+from limbo.store import scan
 from limbo.summary import Summary, render
 
 FACTORS = {"model": "models", "harness": "harnesses", "condition": "conditions",
@@ -40,10 +45,14 @@ def _apply_flags(grid: Grid, args: argparse.Namespace) -> Grid:
     from limbo.cli import with_params
 
     changes: dict[str, Any] = {}
+    notices = list(grid.notices)
     for flag, field in FACTORS.items():
         values = getattr(args, flag)
         if values:
-            changes[field] = values
+            for value, n in Counter(values).items():
+                if n > 1:
+                    notices.append(f"--{flag} {value} is given {n} times; it runs once")
+            changes[field] = list(dict.fromkeys(values))
     if args.model_param:
         changes["models"] = [with_params(m, args.model_param)
                              for m in changes.get("models", grid.models)]
@@ -55,22 +64,55 @@ def _apply_flags(grid: Grid, args: argparse.Namespace) -> Grid:
         changes["instances"] = args.instances
     if not changes:
         return grid
-    return validated({**grid.model_dump(), **changes, "overrides": changes}, "command line")
+    return validated({**grid.model_dump(), **changes, "overrides": changes}, "command line",
+                     notices)
 
 
 def check_models(models: list[str], max_cost: float | None, reach: bool = False) -> None:
     """Every model can be built (provider known, SDK and key present), priced when a budget is
     set, and — when ``reach`` — its endpoint answers."""
-    from limbo.adapter import make_adapter, parse_model
+    from limbo.adapter import parse_model
 
     for spec in models:
-        adapter = make_adapter(spec)
-        if reach:
-            adapter.preflight()
+        adapter = _built(spec, reach)
         _, model, params = parse_model(spec)
-        if max_cost is not None and type(adapter).price_per_mtok(model, params) is None:
+        if max_cost is not None and _price(adapter, spec, model, params) is None:
             raise UsageError(f"--max-cost: no price known for {spec}; add it to a price file "
                              f"or run without --max-cost")
+
+
+def _built(spec: str, reach: bool) -> Any:
+    """An adapter for ``spec``, checked the way a run will use it; any failure of the user's
+    adapter class (its constructor or preflight raising) is one line naming it."""
+    import inspect
+
+    from limbo.adapter import ModelAdapter, make_adapter
+    from limbo.isolation import escapes, where
+
+    try:
+        adapter = make_adapter(spec)
+        generate = getattr(type(adapter), "generate", None)
+        if generate is ModelAdapter.generate or not inspect.iscoroutinefunction(generate):
+            raise UsageError(f"model {spec}: the adapter {type(adapter).__name__} must define "
+                             f"`async def generate(self, messages, tools, ctx)`")
+        if reach:
+            adapter.preflight()
+        return adapter
+    except BaseException as exc:
+        if escapes(exc):
+            raise
+        raise UsageError(f"model {spec}: the adapter failed before the run: {where(exc)}") from None
+
+
+def _price(adapter: Any, spec: str, model: str, params: dict[str, Any]) -> Any:
+    from limbo.isolation import where
+
+    try:
+        return type(adapter).price_per_mtok(model, params)
+    except UsageError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the user's adapter, reported in one line
+        raise UsageError(f"model {spec}: price_per_mtok raised {where(exc)}") from None
 
 
 def _git_commit() -> str | None:
@@ -82,23 +124,42 @@ def _git_commit() -> str | None:
     return out.stdout.strip() or None
 
 
-def _validate(args: argparse.Namespace) -> list[tuple[Grid, Expansion]]:
-    if args.max_cost is not None and not 0 <= args.max_cost < float("inf"):
+def _check_numbers(args: argparse.Namespace) -> None:
+    if args.max_cost is not None and not 0 <= args.max_cost < math.inf:
         raise UsageError(f"--max-cost must be a finite amount of USD >= 0, got {args.max_cost}")
-    if args.out is not None and args.out.exists() and not args.out.is_dir():
-        raise UsageError(f"--out {args.out} is a file; name a directory")
     if args.limit is not None and args.limit < 0:
         raise UsageError(f"--limit must be at least 0, got {args.limit}")
     for name in ("workers", "concurrency"):
         if getattr(args, name) < 1:
             raise UsageError(f"--{name} must be at least 1")
-    plans = []
-    for ref in args.grids:
+    if args.concurrency > MAX_CONCURRENCY:
+        raise UsageError(f"--concurrency {args.concurrency} is more than {MAX_CONCURRENCY} "
+                         f"episodes in flight at once; choose 1..{MAX_CONCURRENCY}")
+    timeout = args.episode_timeout
+    if not 0 < timeout < math.inf:
+        raise UsageError(f"--episode-timeout must be a finite number of seconds > 0, got {timeout}")
+
+
+MAX_CONCURRENCY = 10_000
+
+
+def _validate(args: argparse.Namespace) -> list[Grid]:
+    _check_numbers(args)
+    if args.out is not None:
+        check_dir(args.out, "--out")
+    refs = list(dict.fromkeys(args.grids))
+    if args.out is not None and len(refs) > 1:
+        raise UsageError(f"--out names one run directory, and {len(refs)} grids need one each: "
+                         f"drop --out (each grid goes to runs/<name>), or write one grid that "
+                         f"includes them (include = [...])")
+    grids = []
+    for ref in refs:
         grid = _apply_flags(load_grid(ref), args)
         resolved(grid)
+        check_size(grid)
         check_models(grid.models, args.max_cost, reach=not args.dry_run)
-        plans.append((grid, expand(grid)))
-    return plans
+        grids.append(grid)
+    return grids
 
 
 # Rough sizes of one model call in an episode, for the dry-run estimate only: the tool
@@ -108,30 +169,36 @@ EST_TURNS, EST_INPUT_TOKENS, EST_OUTPUT_TOKENS = 6, 3000, 150
 
 def _estimate(model: str) -> float | None:
     """Estimated USD per episode of ``model``; ``None`` when its price is unknown."""
-    from limbo.adapter import make_adapter, parse_model
+    from limbo.adapter import parse_model
 
     _, name, params = parse_model(model)
-    price = type(make_adapter(model)).price_per_mtok(name, params)
+    price = _price(_built(model, False), model, name, params)
     if price is None:
         return None
     per_call = EST_INPUT_TOKENS * price["input"] + EST_OUTPUT_TOKENS * price["output"]
     return EST_TURNS * per_call / 1e6
 
 
-def _dry_run(grid: Grid, exp: Expansion, shard: tuple[int, int] | None, console: Any) -> None:
-    cells = [c for c in exp.cells if in_shard(c.episode_id, shard)]
-    console.print(f"grid {grid.name}: {len(cells)} episodes"
+def _dry_run(grid: Grid, shard: tuple[int, int] | None, console: Any) -> None:
+    """Count the cells as they stream by: nothing is kept but a count per model."""
+    source = CellSource(grid)
+    counts: Counter[str] = Counter(c.model for c in source if in_shard(c.episode_id, shard))
+    _dropped(source, console)
+    total = sum(counts.values())
+    console.print(f"grid {grid.name}: {total} episodes"
                   + (f" (shard {shard[0]}/{shard[1]})" if shard else ""), highlight=False)
-    counts: dict[str, int] = {}
-    for cell in cells:
-        counts[cell.model] = counts.get(cell.model, 0) + 1
     for model, n in counts.items():
         usd = _estimate(model)
         cost = "price unknown" if usd is None else f"~${n * usd:.2f}"
         console.print(f"  {model}: {n} episodes, expected model calls ~{n * EST_TURNS}, {cost}",
                       highlight=False)
-    console.print(f"expected model calls: ~{len(cells) * EST_TURNS} (about {EST_TURNS} per "
+    console.print(f"expected model calls: ~{total * EST_TURNS} (about {EST_TURNS} per "
                   f"episode)", highlight=False)
+
+
+def _dropped(source: CellSource, console: Any) -> None:
+    for reason, count in sorted(source.dropped.items()):
+        console.print(f"dropped {count} cells: {reason}", highlight=False)
 
 
 class _Progress:
@@ -185,33 +252,51 @@ class _Progress:
 
 def run(args: argparse.Namespace, console: Any) -> int:
     shard = parse_shard(args.shard) if args.shard else None
-    plans = _validate(args)
+    grids = _validate(args)
     gate, outs = check.gate_options(args), []
-    for grid, exp in plans:
-        for reason, count in sorted(exp.dropped.items()):
-            console.print(f"dropped {count} cells: {reason}", highlight=False)
+    for grid in grids:
+        for text in grid.notices:
+            console.print(f"note: {text}", highlight=False, markup=False, soft_wrap=True)
         if args.dry_run:
-            _dry_run(grid, exp, shard, console)
+            _dry_run(grid, shard, console)
             continue
         out = args.out or Path("runs") / grid.name
+        check_dir(out, "--out")
         outs.append(out)
-        opts = RunOptions(out=out, workers=args.workers, concurrency=args.concurrency,
-                          limit=args.limit, shard=shard, max_cost=args.max_cost,
-                          plugins=list(args.plugin))
-        manifest = {"grid": grid.model_dump(mode="json"), "levels": resolved(grid),
-                    "dropped": dict(exp.dropped), "shard": list(shard) if shard else None,
-                    "git_commit": _git_commit(), "argv": [scrub(a) for a in sys.argv[1:]]}
-        progress = _Progress(console, len(exp.cells), args.quiet)
-        try:
-            result = run_cells(exp.cells, opts, manifest, progress)
-        finally:
-            progress.close()
-        if result.torn_bytes:
-            console.print(f"repaired a torn last line ({result.torn_bytes} bytes) left by an "
-                          f"interrupted run", highlight=False)
-        console.print(f"grid {grid.name}: ran {result.ran} episodes, {result.skipped} already "
-                      f"done, in {result.wall_s:.1f}s → {out}", highlight=False)
-        if result.stopped:
-            console.print(f"stopped: {result.stopped}", highlight=False)
-        render(result.summary, console)
+        _run_grid(grid, out, shard, args, console)
     return check.gate_runs(outs, gate, args.junit, console.file) if gate and outs else 0
+
+
+def _run_grid(grid: Grid, out: Path, shard: tuple[int, int] | None, args: argparse.Namespace,
+              console: Any) -> None:
+    source = CellSource(grid)
+    the_plan = plan(source, shard)
+    _dropped(source, console)
+    if args.limit == 0:
+        done = len(set(the_plan.mine) & scan(out).ids) if out.is_dir() else 0
+        console.print(f"grid {grid.name}: --limit 0, so nothing ran; {len(the_plan.mine) - done} "
+                      f"of {len(the_plan.mine)} episodes are left to run in {out}",
+                      highlight=False, markup=False)
+        return
+    opts = RunOptions(out=out, workers=args.workers, concurrency=args.concurrency,
+                      limit=args.limit, shard=shard, max_cost=args.max_cost,
+                      plugins=list(args.plugin), episode_timeout=args.episode_timeout)
+    manifest = {"grid": grid.model_dump(mode="json"), "levels": resolved(grid),
+                "dropped": dict(source.dropped), "git_commit": _git_commit(),
+                "argv": [scrub(a) for a in sys.argv[1:]]}
+    progress = _Progress(console, len(the_plan.mine), args.quiet)
+
+    def notice(text: str) -> None:
+        console.print(text, highlight=False, markup=False, soft_wrap=True)
+
+    try:
+        result = run_cells(source, opts, manifest, progress, notice, the_plan)
+    finally:
+        progress.close()
+    left = f", {result.left} left to run" if result.left else ""
+    console.print(f"grid {grid.name}: ran {result.ran} episodes, {result.skipped} already "
+                  f"done{left}, in {result.wall_s:.1f}s → {out}", highlight=False, markup=False,
+                  soft_wrap=True)
+    if result.stopped:
+        console.print(f"stopped: {result.stopped}", highlight=False)
+    render(result.summary, console)

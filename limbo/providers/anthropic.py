@@ -15,7 +15,7 @@ from typing import Any
 
 from limbo.adapter import Message, ToolDef, model_adapter
 from limbo.providers import messages_api
-from limbo.providers.base import IncompleteStream, ProviderAdapter
+from limbo.providers.base import IncompleteStream, ProviderAdapter, body, parsing
 from limbo.providers.wire import Reply
 
 
@@ -34,14 +34,15 @@ class AnthropicAdapter(ProviderAdapter):
         return self.sdk.AsyncAnthropic(**kwargs)
 
     async def _call(self, messages: list[Message], tools: list[ToolDef]) -> Reply:
-        body = messages_api.request(messages, tools, self.model, self.params)
-        if not self.stream:
-            message = await self.client().messages.create(**body)
-            return messages_api.reply(message.to_dict())
-        acc = messages_api.Accumulator()
-        stream = await self.client().messages.create(**body, stream=True)
-        async for event in stream:
-            acc.add(event.to_dict())
-        if not acc.done:
-            raise IncompleteStream("no message_stop event")
-        return acc.reply()
+        request = messages_api.request(messages, tools, self.model, self.params)
+        with parsing():
+            if not self.stream:
+                message = await self.client().messages.create(**request)
+                return messages_api.reply(body(message))
+            acc = messages_api.Accumulator()
+            stream = await self.client().messages.create(**request, stream=True)
+            async for event in stream:
+                acc.add(body(event))
+            if not acc.done:
+                raise IncompleteStream("no message_stop event")
+            return acc.reply()

@@ -12,16 +12,19 @@ part of a cache key, and any error text that reaches a record or a log is scrubb
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import os
 import socket
+from collections.abc import Iterator
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 from limbo.adapter import EpisodeContext, Message, ModelAdapter, ModelTurn, ToolDef
 from limbo.errors import ModelError, UsageError
 from limbo.providers.cache import ResponseCache, default_cache
+from limbo.providers.params import check_params
 from limbo.providers.pricing import cost, price_for
 from limbo.providers.retry import Retryable, RetryPolicy, describe, retry_after, with_retries
 from limbo.providers.secrets import MASK, MIN_LEN, scrub, watch
@@ -43,6 +46,53 @@ _DEFAULT: Any = object()
 
 class IncompleteStream(Exception):
     """A stream ended without its terminal event (a truncated response): retryable."""
+
+
+class UnparseableReply(Exception):
+    """A reply we cannot read — a body that is not JSON (an HTML error page with status 200, a
+    ``null``, a non-JSON stream line), not the provider's format, or impossible usage: retried
+    like a transport error, then ``model_error``."""
+
+
+class EmptyReply(UnparseableReply):
+    """A reply with neither text nor tool calls (``{}``): the model said nothing, which is not
+    the agent finishing."""
+
+
+@contextlib.contextmanager
+def parsing() -> Iterator[None]:
+    """Reading a reply: what goes wrong while decoding or walking it is the reply's fault."""
+    try:
+        yield
+    except (AttributeError, KeyError, IndexError, TypeError, ValueError, ArithmeticError,
+            RecursionError) as exc:
+        if isinstance(exc, UnparseableReply):
+            raise
+        raise UnparseableReply(f"unreadable reply ({type(exc).__name__}: {str(exc)[:200]})") from None
+
+
+def body(response: Any) -> dict[str, Any]:
+    """An SDK response object as a dict; :class:`UnparseableReply` when the body was not a JSON
+    object (the SDKs hand back the raw text, ``None`` or a list then)."""
+    to_dict = getattr(response, "to_dict", None)
+    if to_dict is None:
+        kind = "null" if response is None else f"a {type(response).__name__}"
+        raise UnparseableReply(f"unreadable reply (the body is {kind}, not a JSON object)")
+    data = to_dict(warnings=False)
+    if not isinstance(data, dict):
+        raise UnparseableReply("unreadable reply (not a JSON object)")
+    return data
+
+
+def checked(reply: Reply) -> Reply:
+    """``reply`` if its token counts are counts and it says something."""
+    for name in ("input", "cached", "cache_write", "output"):
+        value = getattr(reply.tokens, name)
+        if type(value) is not int or value < 0:
+            raise UnparseableReply(f"unreadable reply (usage: {name} tokens = {value!r})")
+    if not reply.tool_calls and not (reply.text or "").strip():
+        raise EmptyReply("empty reply (no text and no tool calls)")
+    return reply
 
 
 class StreamFailure(Exception):
@@ -67,15 +117,11 @@ class ProviderAdapter(ModelAdapter):
             raise UsageError(f"do not put an API key in the model spec (it is recorded with every "
                              f"episode); set ${self.key_env} or name another variable with "
                              f"api_key_env=NAME")
-        base_url = urlsplit(str(params.get("base_url") or ""))
-        if base_url.username or base_url.password:
-            raise UsageError("do not put credentials in base_url (the model spec is recorded "
-                             f"with every episode); set ${self.key_env} or name another "
-                             "variable with api_key_env=NAME")
         unknown = sorted(set(params) - self.params_allowed)
         if unknown:
             raise UsageError(f"{self.provider}/{model}: unknown parameter(s) {', '.join(unknown)}; "
                              f"known: {', '.join(sorted(self.params_allowed))}")
+        check_params(f"{self.provider}/{model}", params)
         super().__init__(model, **params)
         self.sdk = self._import_sdk()
         self._key = self._resolve_key()
@@ -185,7 +231,7 @@ class ProviderAdapter(ModelAdapter):
                             ctx: EpisodeContext) -> Reply:
         async def attempt() -> Reply:
             self.calls += 1
-            return await self._call(messages, tools)
+            return checked(await self._call(messages, tools))
 
         def rng() -> Rng:
             if self._rng is None:
@@ -209,14 +255,17 @@ class ProviderAdapter(ModelAdapter):
 
     def _is_provider_error(self, exc: BaseException) -> bool:
         return isinstance(exc, (self.sdk.APIError, StreamFailure, IncompleteStream,
-                                *transport_errors()))
+                                UnparseableReply, *transport_errors()))
 
     def classify(self, exc: BaseException) -> Retryable | None:
-        """Retryable: 408/409/429/5xx, timeouts, connection errors, truncated streams, and
-        overload/server errors reported inside a stream."""
+        """Retryable: 408/409/429/5xx, timeouts, connection errors, truncated streams, replies
+        that cannot be read or say nothing, and overload/server errors reported inside a
+        stream."""
         sdk = self.sdk
         if isinstance(exc, IncompleteStream):
             return Retryable(f"truncated stream: {exc}")
+        if isinstance(exc, UnparseableReply):
+            return Retryable(str(exc))
         if isinstance(exc, sdk.APITimeoutError):
             return Retryable("request timed out")
         if isinstance(exc, sdk.APIConnectionError):

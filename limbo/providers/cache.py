@@ -18,6 +18,7 @@ The cache is off unless configured: :func:`configure` (what a command-line cache
 from __future__ import annotations
 
 import json
+import logging
 import os
 import tempfile
 from pathlib import Path
@@ -25,6 +26,9 @@ from typing import Any
 
 from limbo.adapter import Message, ModelTurn, ToolDef
 from limbo.hashing import canonical_json, digest
+from limbo.providers.secrets import scrub
+
+log = logging.getLogger("limbo.providers")
 
 ENV = "LIMBO_CACHE_DIR"
 KEY_VERSION = 1
@@ -53,25 +57,32 @@ class ResponseCache:
     def get(self, key: str) -> ModelTurn | None:
         path = self._path(key)
         try:
-            data = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError):
+            turn = ModelTurn.model_validate(json.loads(path.read_bytes())["turn"])
+        except (OSError, ValueError, KeyError, TypeError):  # absent, or not a turn: a miss
             self.misses += 1
             return None
         self.hits += 1
-        return ModelTurn.model_validate(data["turn"])
+        return turn
 
     def put(self, key: str, model: str, turn: ModelTurn) -> None:
+        """Store ``turn`` (scrubbed of credentials). The cache is an optimisation: a write that
+        fails (a full disk) is logged and skipped, never a reason to fail the episode."""
         path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        body = canonical_json({"key": key, "model": model, "turn": turn.model_dump(mode="json")})
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+        body = scrub(canonical_json({"key": key, "model": model,
+                                     "turn": turn.model_dump(mode="json")}))
+        tmp = None
         try:
-            with os.fdopen(fd, "w") as fh:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+            with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as fh:
                 fh.write(body)
             os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        except OSError as exc:
+            log.warning("response cache: cannot write %s (%s); going on without it", path,
+                        exc.strerror)
+        finally:
+            if tmp is not None:
+                Path(tmp).unlink(missing_ok=True)
 
     def __len__(self) -> int:
         return sum(1 for _ in self.root.glob("*/*.json"))

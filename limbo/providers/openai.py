@@ -17,7 +17,14 @@ from typing import Any
 from limbo.adapter import Message, ToolDef, model_adapter
 from limbo.errors import UsageError
 from limbo.providers import chat_api, responses_api
-from limbo.providers.base import COMMON_PARAMS, IncompleteStream, ProviderAdapter, StreamFailure
+from limbo.providers.base import (
+    COMMON_PARAMS,
+    IncompleteStream,
+    ProviderAdapter,
+    StreamFailure,
+    body,
+    parsing,
+)
 from limbo.providers.wire import Reply
 
 APIS = ("responses", "chat")
@@ -53,34 +60,36 @@ class OpenAIAdapter(ProviderAdapter):
         return await self._responses(messages, tools)
 
     async def _responses(self, messages: list[Message], tools: list[ToolDef]) -> Reply:
-        body = responses_api.request(messages, tools, self.model, self.params)
-        if not self.stream:
-            response = await self.client().responses.create(**body)
-            return responses_api.reply(response.to_dict())
-        final: dict[str, Any] | None = None
-        stream = await self.client().responses.create(**body, stream=True)
-        async for event in stream:
-            data = event.to_dict()
-            kind = data.get("type")
-            if kind in ("response.completed", "response.incomplete"):
-                final = data.get("response") or {}
-            elif kind in ("response.failed", "error"):
-                err = (data.get("response") or {}).get("error") or data
-                raise StreamFailure(err.get("code"), str(err.get("message", "")))
-        if final is None:
-            raise IncompleteStream("no response.completed event")
-        return responses_api.reply(final)
+        request = responses_api.request(messages, tools, self.model, self.params)
+        with parsing():
+            if not self.stream:
+                response = await self.client().responses.create(**request)
+                return responses_api.reply(body(response))
+            final: dict[str, Any] | None = None
+            stream = await self.client().responses.create(**request, stream=True)
+            async for event in stream:
+                data = body(event)
+                kind = data.get("type")
+                if kind in ("response.completed", "response.incomplete"):
+                    final = data.get("response") or {}
+                elif kind in ("response.failed", "error"):
+                    err = (data.get("response") or {}).get("error") or data
+                    raise StreamFailure(err.get("code"), str(err.get("message", "")))
+            if final is None:
+                raise IncompleteStream("no response.completed event")
+            return responses_api.reply(final)
 
     async def _chat(self, messages: list[Message], tools: list[ToolDef]) -> Reply:
-        body = chat_api.request(messages, tools, self.model, self.params)
-        if not self.stream:
-            completion = await self.client().chat.completions.create(**body)
-            return chat_api.reply(completion.to_dict())
-        acc = chat_api.Accumulator()
-        stream = await self.client().chat.completions.create(
-            **body, stream=True, stream_options={"include_usage": True})
-        async for chunk in stream:
-            acc.add(chunk.to_dict())
-        if not acc.done:
-            raise IncompleteStream("no chunk with a finish_reason")
-        return acc.reply()
+        request = chat_api.request(messages, tools, self.model, self.params)
+        with parsing():
+            if not self.stream:
+                completion = await self.client().chat.completions.create(**request)
+                return chat_api.reply(body(completion))
+            acc = chat_api.Accumulator()
+            stream = await self.client().chat.completions.create(
+                **request, stream=True, stream_options={"include_usage": True})
+            async for chunk in stream:
+                acc.add(body(chunk))
+            if not acc.done:
+                raise IncompleteStream("no chunk with a finish_reason")
+            return acc.reply()

@@ -8,6 +8,7 @@ An unknown model costs ``None``: unknown, which the tables must show as unknown,
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import tomllib
@@ -51,18 +52,30 @@ def add_price_file(path: str | os.PathLike[str]) -> None:
 
 def _read(path: Path) -> dict[str, Price]:
     try:
-        data = tomllib.loads(path.read_text())
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise UsageError(f"cannot read price file {str(path)!r}: {exc}") from None
+        data = tomllib.loads(path.read_bytes().decode("utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else exc
+        raise UsageError(f"cannot read price file {str(path)!r}: {reason}") from None
     return {name: _price(name, entry, path) for name, entry in data.items()}
 
 
 def _price(name: str, entry: Any, path: Path) -> Price:
+    """One entry: USD per million tokens, each a finite amount >= 0 (a negative or NaN price
+    would let a run spend past ``--max-cost``)."""
+    expected = "expected input, output and optionally cached_input, cache_write"
+    if not isinstance(entry, dict):
+        raise UsageError(f"price file {str(path)!r}: entry {name!r} is not a table; {expected}")
+    values = {}
+    for key, value in entry.items():
+        if isinstance(value, bool) or not isinstance(value, int | float) \
+                or not 0 <= value < math.inf:
+            raise UsageError(f"price file {str(path)!r}: bad entry {name!r}: {key} must be a "
+                             f"finite amount of USD >= 0, got {value!r}")
+        values[key] = float(value)
     try:
-        return Price(**{k: float(v) for k, v in entry.items()})
-    except (TypeError, ValueError, AttributeError) as exc:
-        raise UsageError(f"price file {str(path)!r}: bad entry {name!r} ({exc}); expected "
-                         "input, output and optionally cached_input, cache_write") from None
+        return Price(**values)
+    except TypeError as exc:
+        raise UsageError(f"price file {str(path)!r}: bad entry {name!r} ({exc}); {expected}") from None
 
 
 @cache

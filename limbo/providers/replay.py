@@ -35,6 +35,7 @@ from limbo.cell import Cell, episode_id
 from limbo.config import Limits, Timing
 from limbo.errors import ModelError, UsageError
 from limbo.hashing import canonical_json
+from limbo.store import iter_records, record_files
 
 SHOW = 600
 _loaded: dict[tuple[str, float], list[dict[str, Any]]] = {}
@@ -69,22 +70,16 @@ class RecordedTurn:
 
 
 def load_records(run_dir: str | Path) -> list[dict[str, Any]]:
-    """Every record in ``RUN_DIR/episodes*.jsonl`` (a torn last line is skipped)."""
+    """Every valid record in ``RUN_DIR/episodes*.jsonl`` (lines that are not records — torn,
+    corrupt, duplicates — are skipped; ``limbo status`` reports them)."""
     root = Path(run_dir)
-    files = sorted(root.glob("episodes*.jsonl"))
+    files = record_files(root) if root.is_dir() else []
     if not files:
         raise UsageError(f"no episodes*.jsonl in {str(root)!r}")
     stamp = (str(root.resolve()), max(f.stat().st_mtime for f in files))
     if stamp not in _loaded:
-        records = []
-        for f in files:
-            for line in f.read_text().splitlines():
-                try:
-                    records.append(json.loads(line))
-                except json.JSONDecodeError:
-                    continue
         _loaded.clear()
-        _loaded[stamp] = records
+        _loaded[stamp] = list(iter_records(root))
     return _loaded[stamp]
 
 

@@ -1,0 +1,117 @@
+"""``limbo status RUN_DIR``: the integrity check to run before trusting a run.
+
+It reads the directory without changing it: the manifests (grid identity, shards, how each
+last pass ended), the records files (every line parsed: cells done, errored, duplicates, lines
+that are not records), the quarantine, and the writer locks (whether a writer holds the
+directory now). Exit status 0 means every cell of the grid is recorded exactly once, nothing is
+waiting for quarantine and no writer is running; 1 means something is missing or wrong, and
+the report says what.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from limbo.errors import UsageError
+from limbo.plan import in_shard
+from limbo.runlock import active_claims, describe_holder
+from limbo.store import QUARANTINE, Scan, manifests, record_files, scan, shard_of
+
+ERRORED = ("infra_error", "model_error", "timeout")
+
+
+def report(run_dir: Path) -> dict[str, Any]:
+    """Everything ``limbo status`` says, as data."""
+    if not run_dir.is_dir():
+        raise UsageError(f"no run directory {run_dir}")
+    found = manifests(run_dir)
+    if not found and not record_files(run_dir):
+        raise UsageError(f"{run_dir} is not a run directory (no manifest*.json, no "
+                         f"episodes*.jsonl)")
+    writers = active_claims(run_dir)
+    live = {c.shard for c, _ in writers}
+    result = scan(run_dir, live=lambda p: shard_of(p) in live and (
+        shard_of(p) is not None or p.name == "episodes.jsonl"))
+    grids = {m.get("fingerprint"): m for m in found.values() if m.get("fingerprint")}
+    total = max((int(m.get("grid_cells") or 0) for m in grids.values()), default=None)
+    return {
+        "run_dir": str(run_dir),
+        "grids": [{"name": (m.get("grid") or {}).get("name"), "fingerprint": f,
+                   "cells": m.get("grid_cells")} for f, m in grids.items()],
+        "writers": [describe_holder(note) for _, note in writers],
+        "cells": total, "done": len(result.ids),
+        "missing": None if total is None else max(0, total - len(result.ids)),
+        "errored": {t: result.terminations[t] for t in ERRORED if result.terminations[t]},
+        "bad_lines": [b.describe() for b in result.bad],
+        "quarantined": _count_lines(run_dir / QUARANTINE),
+        "files": {name: vars(stats) for name, stats in result.files.items()},
+        "passes": [_pass(name, m, result) for name, m in found.items()],
+    }
+
+
+def _count_lines(path: Path) -> int:
+    if not path.is_file():
+        return 0
+    with path.open("rb") as fh:
+        return sum(1 for _ in fh)
+
+
+def _pass(name: str, manifest: dict[str, Any], result: Scan) -> dict[str, Any]:
+    raw = manifest.get("shard")
+    shard = (int(raw[0]), int(raw[1])) if isinstance(raw, list) and len(raw) == 2 else None
+    done = sum(1 for i in result.ids if in_shard(i, shard))
+    return {"manifest": name, "shard": f"{shard[0]}/{shard[1]}" if shard else None,
+            "cells": manifest.get("cells"), "done": done, "status": manifest.get("status"),
+            "stop_reason": manifest.get("stop_reason"), "ran": manifest.get("ran")}
+
+
+def verdict(info: dict[str, Any]) -> tuple[bool, str]:
+    """Whether the run can be trusted as complete, and why not."""
+    problems = []
+    if len(info["grids"]) > 1:
+        problems.append(f"{len(info['grids'])} different grids wrote here")
+    if info["writers"]:
+        problems.append("a writer is running")
+    if info["bad_lines"]:
+        problems.append(f"{len(info['bad_lines'])} line(s) in the records files are not valid "
+                        f"records (the next run of their shard quarantines them)")
+    if info["missing"]:
+        problems.append(f"{info['missing']} cell(s) missing (re-run the same command to resume)")
+    if info["cells"] is None:
+        problems.append("no manifest says how many cells the grid has")
+    if problems:
+        return False, "; ".join(problems)
+    return True, "every cell of the grid is recorded exactly once"
+
+
+def _lines(info: dict[str, Any]) -> list[str]:
+    out = [f"run directory: {info['run_dir']}"]
+    for g in info["grids"]:
+        out.append(f"grid: {g['name']} ({g['cells']} cells, fingerprint {g['fingerprint']})")
+    out.append("writer: " + ("; ".join(info["writers"]) if info["writers"] else "none running"))
+    errored = ", ".join(f"{k} {v}" for k, v in info["errored"].items()) or "none"
+    out.append(f"episodes: {info['done']} done, {info['missing'] if info['missing'] is not None else '?'} "
+               f"missing, errored: {errored}")
+    out.append(f"quarantine: {info['quarantined']} line(s) in {QUARANTINE}; "
+               f"{len(info['bad_lines'])} bad line(s) still in the records files")
+    out += [f"  {line}" for line in info["bad_lines"][:20]]
+    for p in info["passes"]:
+        what = f"shard {p['shard']}" if p["shard"] else "whole grid"
+        reason = f" ({p['stop_reason']})" if p["stop_reason"] else ""
+        out.append(f"{what}: {p['done']} of {p['cells']} done; last pass {p['status']}{reason}")
+    return out
+
+
+def status(run_dir: Path, as_json: bool, console: Any) -> int:
+    info = report(run_dir)
+    ok, why = verdict(info)
+    if as_json:
+        print(json.dumps({**info, "ok": ok, "verdict": why}, indent=2, ensure_ascii=False))
+    else:
+        for line in _lines(info):
+            console.print(line, highlight=False, markup=False, soft_wrap=True)
+        console.print(f"verdict: {'OK' if ok else 'NOT OK'} — {why}", highlight=False,
+                      markup=False, soft_wrap=True)
+    return 0 if ok else 1
