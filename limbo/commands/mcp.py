@@ -74,25 +74,51 @@ def _cell(args: argparse.Namespace) -> Any:
 def run(args: argparse.Namespace) -> int:
     from limbo.episode import arun_episode
     from limbo.harnesses.mcp_serve import ExternalAgent, ServedEpisode
-    from limbo.runtime import now_iso
-    from limbo.store import Writer, dumps, episodes_file, manifest_file, write_manifest
+    from limbo.paths import check_dir
+    from limbo.runlock import WriterLock
 
     cell = _cell(args)
-    if args.out.exists() and not args.out.is_dir():
-        raise UsageError(f"--out {args.out} is not a directory")
-    serve = functools.partial(ServedEpisode, transport=args.transport, port=args.port,
-                              hold_s=args.hold_timeouts or None)
-    record = asyncio.run(arun_episode(cell, ExternalAgent(cell.model), make_harness=serve))
-    writer = Writer(episodes_file(args.out, None))
+    check_dir(args.out, "--out")
     try:
-        writer.write_line(dumps(record))
+        args.out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot create --out {args.out}: {exc.strerror}") from None
+    lock = WriterLock(args.out, None)  # one writer, as for `limbo run`, for the whole episode
+    lock.acquire()
+    try:
+        _refuse_recorded(args.out, cell.episode_id)
+        serve = functools.partial(ServedEpisode, transport=args.transport, port=args.port,
+                                  hold_s=args.hold_timeouts or None)
+        record = asyncio.run(arun_episode(cell, ExternalAgent(cell.model), make_harness=serve))
+        _append(args.out, record, cell, args.transport)
     finally:
-        writer.close()
-    write_manifest(manifest_file(args.out, None), {
-        "command": "limbo mcp", "cell": cell.public(), "transport": args.transport,
-        "ended_at": now_iso(), "last_episode": cell.episode_id})
+        lock.release()
     out = record["outcome"]
     print(f"limbo mcp: episode {cell.episode_id} recorded in {args.out}: termination "
           f"{out['termination']}, task_success {out['task_success']}, duplicate "
           f"{out['duplicate']}", file=sys.stderr)
     return 0
+
+
+def _refuse_recorded(out: Path, episode_id: str) -> None:
+    """An episode is recorded once per run directory: a second record of the same cell would
+    count it twice."""
+    from limbo.store import scan
+
+    if episode_id in scan(out).ids:
+        raise UsageError(f"{out} already holds episode {episode_id} (the same cell); use "
+                         f"another --out, or another --seed or --instance")
+
+
+def _append(out: Path, record: dict[str, Any], cell: Any, transport: str) -> None:
+    from limbo.runtime import now_iso
+    from limbo.store import RecordWriter, encode, episodes_file, manifest_file, write_manifest
+
+    writer = RecordWriter(episodes_file(out, None))
+    try:
+        writer.write(encode(record))
+    finally:
+        writer.close()
+    write_manifest(manifest_file(out, None), {
+        "command": "limbo mcp", "cell": cell.public(), "transport": transport,
+        "ended_at": now_iso(), "last_episode": cell.episode_id})

@@ -20,7 +20,7 @@ from typing import Any
 from limbo.errors import UsageError
 from limbo.inspect.adapter import require_inspect
 from limbo.inspect.cells import RECORD_KEY
-from limbo.store import Writer, dumps, episodes_file, write_manifest
+from limbo.store import RecordWriter, dumps, episodes_file, write_manifest
 
 SKIPPED_FIELDS = frozenset({"messages", "events", "store", "attachments"})
 """Sample fields a record does not need: not decoded (for ``.eval`` logs)."""
@@ -102,11 +102,12 @@ def write_run(path: Path, run_dir: Path) -> int:
     target = episodes_file(run_dir, None)
     if target.exists() and target.stat().st_size:
         raise UsageError(f"{target} already holds records; write to an empty directory")
-    writer = Writer(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    writer = RecordWriter(target)
     try:
         count = 0
-        for line in extracted.data.decode("utf-8").splitlines():
-            writer.write_line(line)
+        for line in extracted.data.splitlines():
+            writer.write(line + b"\n")
             count += 1
     finally:
         writer.close()
