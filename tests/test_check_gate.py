@@ -44,6 +44,9 @@ def test_blind_fails_the_gate_where_a_read_back_resolves(blind: Path, tmp_path: 
     assert code == 1
     dups = duplicates(blind, RESOLVES)
     assert len(dups) == 12  # 2 templates x 2 focal writes x 3 faults, blind re-issues each
+    printed = capsys.readouterr().out
+    assert printed.count("duplicate: limbo show") == 5  # the terminal shows a few, JUnit all
+    assert f"... and 7 more failing episodes (listed in {junit})" in printed
     xml = JUnitXml.fromfile(str(junit))
     cases = [case for suite in xml for case in suite]
     failed = [c for c in cases if any(isinstance(r, Failure) for r in c.result)]

@@ -61,6 +61,16 @@ def gate_options(args: argparse.Namespace) -> Any:
         families=tuple(families(args.family)))
 
 
+SHOWN = 5
+"""Failing episodes printed per check; the JUnit file lists them all."""
+
+
+def _more(count: int, what: str, junit: Path | None, out: Any) -> None:
+    if count > SHOWN:
+        where = f"listed in {junit}" if junit else "add --junit FILE to list them all"
+        print(f"       ... and {count - SHOWN} more {what} ({where})", file=out)
+
+
 def gate_runs(runs: list[Path], thresholds: Any, junit: Path | None, out: Any = None) -> int:
     """Gate the episodes of ``runs``; print one line per check and write the JUnit file.
     The exit code: 0 when every check holds, 1 otherwise."""
@@ -76,11 +86,13 @@ def gate_runs(runs: list[Path], thresholds: Any, junit: Path | None, out: Any = 
     for check in verdict.checks:
         mark = "FAIL" if check.failed else "ok  "
         print(f"{mark} {check.name} [{check.arm}]: {check.message}", file=out)
-        for episode in check.episodes:
+        for episode in check.episodes[:SHOWN]:
             print(f"       {episode.why}: {episode.show}", file=out)
+        _more(len(check.episodes), "failing episodes", junit, out)
     errors = {e.episode_id: e for c in verdict.checks for e in c.errors}
-    for episode in errors.values():
+    for episode in list(errors.values())[:SHOWN]:
         print(f"ERR  {episode.episode_id} ended in {episode.why}: {episode.show}", file=out)
+    _more(len(errors), "errored episodes", junit, out)
     if junit is not None:
         junit_xml.write(verdict, junit)
     failed = sum(c.failed for c in verdict.checks)
