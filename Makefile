@@ -41,6 +41,7 @@ harnesses: $(BIN)/limbo-test-ready
 
 test: harnesses chromium
 	$(BIN)/ruff check .
+	$(BIN)/python tools/typecheck.py
 	$(BIN)/pytest
 
 bench: $(BIN)/limbo-run-ready

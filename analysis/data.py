@@ -11,9 +11,9 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Iterator
-from dataclasses import astuple, dataclass, field
-from typing import Any
+from collections.abc import Callable, Hashable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -22,6 +22,8 @@ from limbo.analysis.loader import Loaded, modes_of
 from limbo.analysis.recovery import Recovery, classify, tool_kinds
 from limbo.analysis.stats import Rate, equal_weights, kish_rate
 from limbo.analysis.table import Behind
+
+T = TypeVar("T")
 
 WEIGHTINGS = ("template", "instance", "none")
 """Equal weight per task template (default), per task instance, or per episode."""
@@ -105,11 +107,12 @@ class Data:
     _delays: dict[Any, float] = field(default_factory=dict)
     _memo: dict[Any, Any] = field(default_factory=dict)
 
-    def cached(self, key: Any, compute: Any) -> Any:
+    def cached(self, key: Hashable, compute: Callable[[], T]) -> T:
         """``compute()`` once per ``key`` (a fit two tables share, e.g. Table 4 and H2)."""
         if key not in self._memo:
             self._memo[key] = compute()
-        return self._memo[key]
+        value: T = self._memo[key]  # stored by the same key's compute, so of its type
+        return value
 
     @property
     def frame(self) -> pd.DataFrame:
@@ -123,7 +126,8 @@ class Data:
         """Kish-weighted rate of ``outcome`` over ``rows``, weights computed within them; it
         remembers the rows, so a table entry made from it links to its episodes."""
         r = kish_rate(rows[outcome].to_numpy(), self.weights(rows))
-        return TracedRate(*astuple(r), behind=Behind(rows.index, outcome))
+        return TracedRate(r.successes, r.n, r.rate, r.n_eff, r.lo, r.hi,
+                          behind=Behind(rows.index, outcome))
 
     def weights(self, rows: pd.DataFrame) -> np.ndarray | None:
         if self.weighting == "none" or rows.empty:

@@ -15,6 +15,7 @@ from pathlib import Path
 import matplotlib
 import numpy as np
 import pandas as pd
+from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
@@ -48,13 +49,13 @@ class Drawn:
 
 
 def _new(width: float, height: float, panels: int = 1, columns: int | None = None,
-         **shared: bool) -> tuple[Figure, list]:
+         sharex: bool = False, sharey: bool = False) -> tuple[Figure, list[Axes]]:
     """A figure on the Agg canvas with ``panels`` axes in rows of ``columns``."""
     fig = Figure(figsize=(width, height), dpi=110, layout="constrained")
     FigureCanvasAgg(fig)
     columns = columns or panels
     rows = -(-panels // columns)
-    axes = list(fig.subplots(rows, columns, squeeze=False, **shared).flat)
+    axes = list(fig.subplots(rows, columns, squeeze=False, sharex=sharex, sharey=sharey).flat)
     for ax in axes[panels:]:
         ax.set_visible(False)
     return fig, axes[:panels]
@@ -92,8 +93,8 @@ def figure2(data: Data) -> Drawn:
     for j, end in zip(starts, [*starts[1:], len(modes)], strict=True):
         if j:
             ax.axvline(j - 0.5, color="black", linewidth=1.5)
-        name = {"-": "no equivalent", "server_error": "server error"}.get(
-            groups.get(modes[j], "-"), groups.get(modes[j], "-"))
+        group = str(groups.get(modes[j], "-"))
+        name = {"-": "no equivalent", "server_error": "server error"}.get(group, group)
         ax.text((j + end - 1) / 2, -0.7, name, ha="center", va="bottom", fontsize=8,
                 style="italic")
     ax.set_title("Figure 2: duplicate rate (%) by model and fault mode (E1); columns grouped "
@@ -101,7 +102,7 @@ def figure2(data: Data) -> Drawn:
     return Drawn(2, fig)
 
 
-def _bars(ax, frame: pd.DataFrame, groups: list[str], series: list[str]) -> None:
+def _bars(ax: Axes, frame: pd.DataFrame, groups: list[str], series: list[str]) -> None:
     """Grouped bars with 95% intervals; ``frame`` has group, series, rate, lo, hi."""
     width = 0.8 / max(len(series), 1)
     for k, name in enumerate(series):
@@ -150,7 +151,7 @@ def _wait_points(data: Data, rows: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(points, columns=["contract", "condition", "time", "eos"])
 
 
-def _wait_panel(data: Data, ax, rows: pd.DataFrame, title: str) -> None:
+def _wait_panel(data: Data, ax: Axes, rows: pd.DataFrame, title: str) -> None:
     """One line per contract through the wait conditions (labelled with Δ), and a marker per
     other condition: grey under the native contract, white with keys everywhere."""
     frame = _wait_points(data, rows)
@@ -222,7 +223,7 @@ def figure5(data: Data) -> Drawn:
     return Drawn(5, fig)
 
 
-def _behaviour_panel(ax, frame: pd.DataFrame, models: list[str], title: str) -> None:
+def _behaviour_panel(ax: Axes, frame: pd.DataFrame, models: list[str], title: str) -> None:
     left = np.zeros(len(models))
     for k, behaviour in enumerate(BEHAVIOURS):
         share = np.array([frame.get(behaviour, {}).get(m, 0.0) for m in models])
@@ -266,7 +267,7 @@ def render_safely(data: Data, out: Path) -> list[tuple[int, list[Path], str]]:
 
     A figure that fails says so ("could not be drawn: ...") and the others are still drawn."""
     out.mkdir(parents=True, exist_ok=True)
-    done = []
+    done: list[tuple[int, list[Path], str]] = []
     for number, draw in FIGURES.items():
         try:
             drawn = draw(data)

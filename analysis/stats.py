@@ -64,7 +64,8 @@ def equal_weights(groups: Sequence[Any] | Array) -> Array:
         codes = groups.cat.codes.to_numpy()
     else:
         codes = pd.factorize(np.asarray(groups, dtype=object))[0]
-    return 1.0 / np.bincount(codes)[codes]
+    weights: Array = 1.0 / np.bincount(codes)[codes]
+    return weights
 
 
 def kish_rate(y: Sequence[bool] | Array, weights: Array | None = None,
@@ -330,7 +331,8 @@ def _codes(groups: Sequence[Any] | Array) -> tuple[Array, int]:
 def _bernoulli(y: Array, n: Array, eta: Array) -> Array:
     """Bernoulli log-likelihood of each row (y successes of n at logit eta), without the
     binomial coefficient — collapsed rows then give the row-level likelihood."""
-    return y * special.log_expit(eta) + (n - y) * special.log_expit(-eta)
+    llf: Array = y * special.log_expit(eta) + (n - y) * special.log_expit(-eta)
+    return llf
 
 
 def _cluster_modes(y: Array, n: Array, eta: Array, codes: Array, g: int,
@@ -539,7 +541,7 @@ def shapley_r2(cells: Any, factors: Sequence[str], y: str = "y", n: str = "n") -
     ll0 = float(special.xlogy(ys.sum(), pbar) + special.xlogy(ns.sum() - ys.sum(), 1 - pbar))
     if ll0 == 0:
         return nan_result
-    r2 = {(): 0.0}
+    r2: dict[tuple[str, ...], float] = {(): 0.0}
     for size in range(1, len(factors) + 1):
         for subset in itertools.combinations(factors, size):
             r2[subset] = 1 - bernoulli_llf(ys, ns, _design(cells, subset)) / ll0

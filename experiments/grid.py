@@ -50,7 +50,7 @@ class Grid(BaseModel):
     models: list[str] = ["policy/verify"]
     harnesses: list[str] = ["minimal"]
     conditions: list[str] = ["vanilla"]
-    contracts: list[Contract | Literal["all"]] = ["native"]
+    contracts: list[Contract | Literal["all"]] = [Contract.NATIVE]
     faults: list[str] = ["none"]
     services: list[str] = [ALL]
     templates: list[str] = [ALL]
@@ -108,8 +108,8 @@ def resolved(grid: Grid) -> dict[str, list[str]]:
     if grid.include:
         merged: dict[str, list[str]] = {}
         for sub in included(grid):
-            for name, levels in resolved(sub).items():
-                merged[name] = list(dict.fromkeys([*merged.get(name, []), *levels]))
+            for name, more in resolved(sub).items():
+                merged[name] = list(dict.fromkeys([*merged.get(name, []), *more]))
         return merged
     temps = templates()
     levels = {
@@ -244,13 +244,13 @@ def iter_cells(grid: Grid, dropped: Counter[str] | None = None) -> Iterator[Cell
         if t.service not in lv["services"]:
             continue
         focal = t.focal_writes if grid.focal_writes == ALL else t.focal_writes[:1]
-        for cell in _cross(grid, lv, t_name, t.service, focal):
-            reason = _why_not(cell, faults, cannot_run, ops)
+        for combo in _cross(grid, lv, t_name, t.service, focal):
+            reason = _why_not(combo, faults, cannot_run, ops)
             if reason is not None:
                 dropped[reason] += 1
                 continue
-            seed = world_seed(grid.seed, cell)
-            yield Cell(**cell, seed=seed, timing=grid.timing, limits=grid.limits)
+            seed = world_seed(grid.seed, combo)
+            yield Cell(**combo, seed=seed, timing=grid.timing, limits=grid.limits)
 
 
 def _why_not(cell: dict[str, object], faults: dict[str, Any], cannot_run: dict[str, str],

@@ -61,6 +61,11 @@ class ServedEpisode:
                                     on_end=self._on_end)
         self._done = asyncio.Event()
 
+    @classmethod
+    def availability(cls) -> tuple[bool, str]:
+        """Always runnable: the agent is whatever MCP client connects (``limbo mcp``)."""
+        return True, "serves the episode to an external MCP client"
+
     async def start(self) -> None:
         """Nothing to start before serving."""
 

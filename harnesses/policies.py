@@ -93,7 +93,7 @@ def _fact_item(result: Result) -> dict[str, Any] | None:
     return items[0] if check.get("visible") and items else None
 
 
-class _Known(dict):  # type: ignore[type-arg]
+class _Known(dict[str, Any]):
     """The plan's variables; one a policy could not learn (a scaffold said the write is done
     but no read showed its id) is written as unknown rather than crashing the script."""
 
@@ -121,7 +121,11 @@ def _facts(result: Result) -> tuple[bool | None, list[int] | None]:
     return None, None
 
 
-def _verify(run: Run, step: Step, tool: str, args: dict[str, Any], wait_lag: bool) -> Generator:
+Verified = tuple[bool, list[int] | None, bool, dict[str, Any] | None]
+
+
+def _verify(run: Run, step: Step, tool: str, args: dict[str, Any],
+            wait_lag: bool) -> Generator[Call, Result, Verified]:
     """Read the effect back. Returns (visible, missing_units, conclusive, item)."""
     plan = resolve(run.ctx.tool_specs[tool].op, args)
     if plan is None or plan.lag is None:
@@ -140,7 +144,7 @@ def _verify(run: Run, step: Step, tool: str, args: dict[str, Any], wait_lag: boo
     return seen.visible, None, conclusive, (seen.items[0] if seen.items else None)
 
 
-def _write(run: Run, step: Step, args: dict[str, Any]) -> Generator:
+def _write(run: Run, step: Step, args: dict[str, Any]) -> Generator[Call, Result, bool]:
     """Carry out one write step with the policy's recovery behaviour. Returns success."""
     tool = step.tool
     spec = run.ctx.tool_specs[tool]
@@ -157,9 +161,9 @@ def _write(run: Run, step: Step, args: dict[str, Any]) -> Generator:
         kind = error_kind(result)
         if kind is None:
             if run.b.check_success and attempts == 1:
-                visible, _, conclusive, _ = yield from _verify(run, step, tool, plain,
-                                                               wait_lag=True)
-                if not visible and conclusive:  # no read path: a success cannot be checked
+                shown, _, conclusive, _ = yield from _verify(run, step, tool, plain,
+                                                             wait_lag=True)
+                if not shown and conclusive:  # no read path: a success cannot be checked
                     continue
             run.env.update({n: dig(result, p) for n, p in step.save.items()})
             return True

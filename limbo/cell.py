@@ -28,7 +28,7 @@ class Cell(BaseModel):
     model: str = "policy/verify"
     harness: str = "minimal"
     condition: str = "vanilla"
-    contract: Contract = "native"
+    contract: Contract = Contract.NATIVE
     fault: str = "none"
     service: str
     template: str

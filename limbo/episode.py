@@ -29,7 +29,7 @@ from limbo.world import World
 SCHEMA = "limbo.episode/1"
 
 
-class _Lenient(dict):  # type: ignore[type-arg]
+class _Lenient(dict[str, Any]):
     def __missing__(self, key: str) -> str:
         return "?"
 

@@ -172,7 +172,7 @@ def load_plugin(spec: str) -> None:
     plugin does wrong (a syntax error, an exception, ``SystemExit`` at import) is one
     :class:`UsageError` naming it."""
     for kind in _BUILTINS:  # built-ins first, so a plugin that reuses a name is the one refused
-        _load(kind)  # type: ignore[arg-type]
+        _load(kind)
     path = Path(spec)
     if spec.endswith(".py") or os.sep in spec or path.exists():
         _load_file(spec, path)

@@ -3,7 +3,7 @@ runs are irreversible. Run lists are strongly consistent."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from limbo.results import Result, error, ok
 from limbo.services.base import OpContext, ReadBack, Service, Table, View, read, service, write
@@ -44,6 +44,6 @@ class Deploy(Service):
         return ok(run=_show(row, view))
 
 
-def _show(row: dict, view: View) -> dict:
+def _show(row: dict[str, Any], view: View) -> dict[str, Any]:
     status = "succeeded" if view.horizon - row["_started"] >= RUN_SECONDS else "running"
     return {**{k: v for k, v in row.items() if not k.startswith("_")}, "status": status}

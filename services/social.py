@@ -7,7 +7,7 @@ offers no read path at all (free API tiers cannot read timelines).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from limbo.results import Result, error, ok
 from limbo.services.base import (
@@ -26,7 +26,7 @@ Platform = Literal["mastodon", "weibo", "linkedin", "x"]
 LIST_LAG: dict[str, float | None] = {"mastodon": 0.0, "linkedin": 0.0, "weibo": 180.0, "x": None}
 
 
-def _posts_lag(args: dict) -> float | None:
+def _posts_lag(args: dict[str, Any]) -> float | None:
     return LIST_LAG[args["platform"]]
 
 

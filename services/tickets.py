@@ -3,7 +3,7 @@ list and a search index that lags two minutes (as ticket systems' search indexes
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from limbo.results import Result, error, ok
 from limbo.services.base import OpContext, ReadBack, Service, Table, View, read, service, write
@@ -75,12 +75,12 @@ class Tickets(Service):
     @read(lag=120.0, note="The search index lags: new tickets and comments take up to 120 s to appear.")
     def search(self, view: View, query: str) -> Result:
         """Search tickets by text in title, body or comments."""
-        def hit(r: dict) -> bool:
+        def hit(r: dict[str, Any]) -> bool:
             texts = [r["title"], r["body"], *(c["body"] for c in r["comments"])]
             return any(query.lower() in t.lower() for t in texts)
 
         return ok(items=[_public(r) for _, r in self.tickets.scan(view) if hit(r)][::-1])
 
 
-def _public(row: dict) -> dict:
+def _public(row: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in row.items() if not k.startswith("_")}

@@ -70,19 +70,23 @@ def _text(value: Any) -> str:
     return str(value)
 
 
+def _mapping(value: object) -> dict[str, Any]:
+    """A manifest field that should be a table; anything else (a hand-edited file) is empty."""
+    return value if isinstance(value, dict) else {}
+
+
 def _manifest_html(path: Path, manifest: dict[str, Any] | str) -> str:
     head = f"<h3><code>{escape(str(path))}</code></h3>"
     if isinstance(manifest, str):
         return f"{head}<p class='warn'>{escape(manifest)}</p>"
-    grid = manifest.get("grid") if isinstance(manifest.get("grid"), dict) else {}
+    grid = _mapping(manifest.get("grid"))
     facts = [("grid", grid.get("name")), ("description", grid.get("description")),
              ("seed", grid.get("seed")), ("instances", grid.get("instances"))]
     facts += [(k, manifest.get(k)) for k in MANIFEST_FIELDS]
     argv = manifest.get("argv")
     if isinstance(argv, list):
         facts.append(("command", "limbo " + " ".join(map(str, argv))))
-    levels = manifest.get("levels") if isinstance(manifest.get("levels"), dict) else {}
-    dropped = manifest.get("dropped") if isinstance(manifest.get("dropped"), dict) else {}
+    levels, dropped = _mapping(manifest.get("levels")), _mapping(manifest.get("dropped"))
     return (head + _dl(facts) + "<details><summary>factor levels</summary>"
             + _dl(sorted(levels.items())) + "</details>"
             + (f"<p>Cells left out: {escape(_text(dropped))}</p>" if dropped else ""))

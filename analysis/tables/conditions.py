@@ -7,7 +7,7 @@ import pandas as pd
 from limbo.analysis import table as t
 from limbo.analysis.data import E2, Data, ordered
 from limbo.analysis.loader import CELL_FIELDS, modes_of
-from limbo.analysis.pairing import pair
+from limbo.analysis.pairing import Pairs, pair
 from limbo.analysis.stats import discordant, holm, mcnemar_exact
 from limbo.analysis.tables.common import excluded, rate_of, weighting_note
 
@@ -86,7 +86,7 @@ def _mean(data: Data, rows: pd.DataFrame | None, column: str, digits: int) -> t.
     return t.number(data.mean(rows, column), len(rows), digits)
 
 
-def paired_condition(rows: pd.DataFrame, a: str, b: str):
+def paired_condition(rows: pd.DataFrame, a: str, b: str) -> Pairs:
     """Episodes of condition ``a`` and ``b`` paired on every other cell field."""
     key = [f for f in CELL_FIELDS if f != "condition"]
     return pair(rows[rows["condition"] == a], rows[rows["condition"] == b], key)

@@ -30,7 +30,7 @@ def add_gate_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--junit", type=Path, metavar="FILE", help="write the verdict as JUnit XML")
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("check", help="CI gate: exit 1 when a duplicate or EOS threshold is "
                                      "crossed; JUnit XML with --junit")
     p.add_argument("runs", nargs="+", type=Path, metavar="RUN_DIR",

@@ -6,12 +6,16 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from limbo.commands.tables import add_plugin
 from limbo.errors import UsageError
 
+if TYPE_CHECKING:
+    import pandas as pd
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("compare", help="paired differences between two runs (or two levels of "
                                        "a factor) with exact McNemar p per fault family")
     p.add_argument("run_a", type=Path, metavar="RUN_A")
@@ -24,7 +28,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_plugin(p)
 
 
-def _load(path: Path, side: str):
+def _load(path: Path, side: str) -> pd.DataFrame:
     from limbo.analysis.loader import load
 
     loaded = load([path])

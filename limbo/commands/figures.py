@@ -10,7 +10,7 @@ from limbo.commands.tables import add_common, load_data
 from limbo.errors import UsageError
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("figures", help="regenerate the paper's figures from episode logs")
     p.add_argument("runs", nargs="+", type=Path, metavar="RUN_DIR",
                    help="run directories and/or episodes*.jsonl files (any mix)")

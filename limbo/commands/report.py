@@ -9,7 +9,7 @@ from pathlib import Path
 from limbo.commands.tables import add_common
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("report", help="write an HTML report (tables, figures, every episode) "
                                       "that opens from disk")
     p.add_argument("runs", nargs="+", type=Path, metavar="RUN_DIR",

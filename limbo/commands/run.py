@@ -11,7 +11,7 @@ import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from limbo.commands import check
 from limbo.errors import UsageError
@@ -22,6 +22,9 @@ from limbo.providers.secrets import scrub
 from limbo.runner import RunOptions, run_cells
 from limbo.store import scan
 from limbo.summary import Summary, render
+
+if TYPE_CHECKING:
+    from limbo.adapter import ModelAdapter
 
 FACTORS = {"model": "models", "harness": "harnesses", "condition": "conditions",
            "contract": "contracts", "fault": "faults", "service": "services",
@@ -81,7 +84,7 @@ def check_models(models: list[str], max_cost: float | None, reach: bool = False)
                              f"or run without --max-cost")
 
 
-def _built(spec: str, reach: bool) -> Any:
+def _built(spec: str, reach: bool) -> ModelAdapter:
     """An adapter for ``spec``, checked the way a run will use it; any failure of the user's
     adapter class (its constructor or preflight raising) is one line naming it."""
     import inspect
@@ -104,7 +107,8 @@ def _built(spec: str, reach: bool) -> Any:
         raise UsageError(f"model {spec}: the adapter failed before the run: {where(exc)}") from None
 
 
-def _price(adapter: Any, spec: str, model: str, params: dict[str, Any]) -> Any:
+def _price(adapter: ModelAdapter, spec: str, model: str,
+           params: dict[str, Any]) -> dict[str, float] | None:
     from limbo.isolation import where
 
     try:

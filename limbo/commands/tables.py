@@ -10,14 +10,18 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from limbo.errors import UsageError
+
+if TYPE_CHECKING:
+    from limbo.analysis.data import Data
 
 FORMATS = ("md", "csv", "tex")
 SUFFIX = {"md": "md", "csv": "csv", "tex": "tex"}
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("tables", help="regenerate the paper's tables from episode logs")
     p.add_argument("runs", nargs="+", type=Path, metavar="RUN_DIR",
                    help="run directories and/or episodes*.jsonl files (any mix)")
@@ -41,7 +45,7 @@ def add_common(p: argparse.ArgumentParser) -> None:
     add_plugin(p)
 
 
-def load_data(args: argparse.Namespace, command: str):
+def load_data(args: argparse.Namespace, command: str) -> Data:
     """Check the extra, load plugins and the runs, report input problems; the Data."""
     from limbo.analysis.deps import require
 

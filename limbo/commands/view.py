@@ -10,7 +10,7 @@ from limbo.commands.tables import add_common
 from limbo.errors import UsageError
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("view", help="serve the HTML report on 127.0.0.1; new episodes of a "
                                     "run still being written appear without a restart")
     p.add_argument("runs", nargs="+", type=Path, metavar="RUN_DIR",

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from limbo.adapter import (
     EpisodeContext,
@@ -186,7 +186,7 @@ class ReplayAdapter(ModelAdapter):
         self._next += 1
         return ModelTurn(text=turn.text, tool_calls=turn.calls, usage=turn.usage)
 
-    def _diverge(self, turn: int, detail: str, **info: Any) -> None:
+    def _diverge(self, turn: int, detail: str, **info: Any) -> NoReturn:
         raise ReplayDivergence(turn, detail, **info)
 
     def _check(self, messages: list[Message]) -> None:
@@ -209,10 +209,11 @@ class ReplayAdapter(ModelAdapter):
 
     def _compare(self, prev: RecordedTurn, m: Message) -> None:
         tool = m.name or next((c.name for c in prev.calls if c.id == m.tool_call_id), None)
-        if m.tool_call_id not in prev.results:
-            self._diverge(prev.n, f"a result for {tool} ({m.tool_call_id}) that was not recorded",
-                          call_id=m.tool_call_id, tool=tool, replayed=m.content)
-        recorded = prev.results[m.tool_call_id]
+        cid = m.tool_call_id
+        if cid is None or cid not in prev.results:
+            self._diverge(prev.n, f"a result for {tool} ({cid}) that was not recorded",
+                          call_id=cid, tool=tool, replayed=m.content)
+        recorded = prev.results[cid]
         try:
             replayed = json.loads(m.content)
         except json.JSONDecodeError:

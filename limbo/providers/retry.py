@@ -51,7 +51,7 @@ class RetryPolicy:
         ``min(cap, base * 2^(retry-1))`` scaled by a jitter factor in [0.5, 1]."""
         if retry_after is not None:
             return max(0.0, min(retry_after, self.max_retry_after_s))
-        return min(self.cap_s, self.base_s * 2 ** (retry - 1)) * (0.5 + 0.5 * rng.random())
+        return min(self.cap_s, self.base_s * 2.0 ** (retry - 1)) * (0.5 + 0.5 * rng.random())
 
 
 def retry_after(headers: Mapping[str, str] | None) -> float | None:

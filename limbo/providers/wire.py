@@ -71,8 +71,9 @@ def args_object(arguments: dict[str, Any] | str) -> dict[str, Any]:
 def from_object(value: Any) -> dict[str, Any] | str:
     """Inverse of :func:`args_object` (also accepts raw text from a non-conforming server)."""
     if isinstance(value, dict):
-        if set(value) == {UNPARSED} and isinstance(value[UNPARSED], str):
-            return value[UNPARSED]
+        text = value.get(UNPARSED)
+        if set(value) == {UNPARSED} and isinstance(text, str):
+            return text
         return value
     if isinstance(value, str):
         return parse_args(value)
