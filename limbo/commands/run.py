@@ -14,8 +14,25 @@ from pathlib import Path
 from typing import Any
 
 from limbo.commands import check
+from limbo.commands.common import (
+    add_plugin_flag,
+    add_provider_flags,
+    apply_providers,
+    console,
+    load_plugins,
+    with_params,
+)
+from limbo.config import EPISODE_TIMEOUT_S
 from limbo.errors import UsageError
-from limbo.experiments.grid import CellSource, Grid, check_size, load_grid, resolved, validated
+from limbo.experiments.grid import (
+    FACTOR_FIELDS,
+    CellSource,
+    Grid,
+    check_size,
+    load_grid,
+    resolved,
+    validated,
+)
 from limbo.paths import check_dir
 from limbo.plan import in_shard, plan
 from limbo.providers.secrets import scrub
@@ -23,10 +40,43 @@ from limbo.runner import RunOptions, run_cells
 from limbo.store import scan
 from limbo.summary import Summary, render
 
-FACTORS = {"model": "models", "harness": "harnesses", "condition": "conditions",
-           "contract": "contracts", "fault": "faults", "service": "services",
-           "template": "templates"}
 PROGRESS_EVERY_S = 5.0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register ``limbo run`` on the CLI's subparsers."""
+    p = sub.add_parser("run", help="expand and run grids (default: the `default` grid)")
+    p.add_argument("grids", nargs="*", default=["default"], metavar="GRID",
+                   help="built-in grid names or TOML files (default: default)")
+    for flag, field in FACTOR_FIELDS.items():
+        p.add_argument(f"--{flag}", action="append", metavar=flag.upper(),
+                       help=f"replace the grid's {field} (repeatable)")
+    p.add_argument("--instances", type=int, help="instances per template (replaces the grid's)")
+    p.add_argument("--out", type=Path, help="the run directory (default: runs/<grid>); a re-run "
+                   "into it resumes, running only the cells not yet recorded")
+    p.add_argument("--concurrency", type=int, default=1, metavar="N",
+                   help="episodes in flight at once in each worker (default 1)")
+    p.add_argument("--workers", type=int, default=1, metavar="N",
+                   help="worker processes (default 1)")
+    p.add_argument("--limit", type=int, metavar="N",
+                   help="run at most N episodes of those left, then stop (0: count them only)")
+    p.add_argument("--shard", type=str, metavar="I/N",
+                   help="run only shard I of N (cells split by episode id; each shard has its "
+                        "own records file and manifest)")
+    p.add_argument("--seed", type=int, metavar="S", help="the grid seed (replaces the grid's); "
+                   "each cell's world seed derives from it and the task")
+    p.add_argument("--max-cost", type=float, metavar="USD",
+                   help="a model budget: start an episode only while, at the mean cost per "
+                        "episode so far, it stays within USD")
+    add_plugin_flag(p)
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the cells and an estimate of model calls and cost; run nothing")
+    p.add_argument("--episode-timeout", type=float, default=EPISODE_TIMEOUT_S, metavar="S",
+                   help=f"wall-clock limit of one episode, in seconds (default "
+                        f"{EPISODE_TIMEOUT_S:g}); an episode past it is recorded as timeout")
+    add_provider_flags(p)
+    p.add_argument("--quiet", action="store_true", help="no progress, summary only")
+    check.add_gate_flags(p)
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -42,11 +92,9 @@ def parse_shard(text: str) -> tuple[int, int]:
 
 
 def _apply_flags(grid: Grid, args: argparse.Namespace) -> Grid:
-    from limbo.cli import with_params
-
     changes: dict[str, Any] = {}
     notices = list(grid.notices)
-    for flag, field in FACTORS.items():
+    for flag, field in FACTOR_FIELDS.items():
         values = getattr(args, flag)
         if values:
             for value, n in Counter(values).items():
@@ -250,7 +298,14 @@ class _Progress:
             self.bar.stop()
 
 
-def run(args: argparse.Namespace, console: Any) -> int:
+def run(args: argparse.Namespace) -> int:
+    load_plugins(args)
+    apply_providers(args)
+    return run_grids(args, console())
+
+
+def run_grids(args: argparse.Namespace, console: Any) -> int:
+    """Validate everything, then run (or, with ``--dry-run``, count) each grid."""
     shard = parse_shard(args.shard) if args.shard else None
     grids = _validate(args)
     gate, outs = check.gate_options(args), []

@@ -11,6 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from limbo.commands.common import add_plugin_flag
 from limbo.errors import UsageError
 
 FORMATS = ("md", "csv", "tex")
@@ -28,17 +29,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_common(p)
 
 
-def add_plugin(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--plugin", action="append", default=[],
-                   help="a plugin to load first (e.g. one that registers a fault)")
-
-
 def add_common(p: argparse.ArgumentParser) -> None:
     """Options the tables and the figures share."""
     p.add_argument("--weights", default="template", choices=("template", "instance", "none"),
                    help="Kish weights within each reported cell: equal per task template "
                         "(default), per task instance, or none")
-    add_plugin(p)
+    add_plugin_flag(p)
 
 
 def load_data(args: argparse.Namespace, command: str):
