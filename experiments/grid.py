@@ -56,7 +56,7 @@ class Grid(BaseModel):
     models: list[str] = ["policy/verify"]
     harnesses: list[str] = ["minimal"]
     conditions: list[str] = ["vanilla"]
-    contracts: list[Contract | Literal["all"]] = ["native"]
+    contracts: list[Contract | Literal["all"]] = [Contract.NATIVE]
     faults: list[str] = ["none"]
     services: list[str] = [ALL]
     templates: list[str] = [ALL]
