@@ -125,6 +125,7 @@ def _refuse_recorded(out: Path, episode_id: str) -> None:
 
 
 def _append(out: Path, record: dict[str, Any], cell: Any, transport: str) -> None:
+    from limbo.provenance import provenance
     from limbo.runtime import now_iso
     from limbo.store import RecordWriter, encode, episodes_file, manifest_file, write_manifest
 
@@ -135,4 +136,4 @@ def _append(out: Path, record: dict[str, Any], cell: Any, transport: str) -> Non
         writer.close()
     write_manifest(manifest_file(out, None), {
         "command": "limbo mcp", "cell": cell.public(), "transport": transport,
-        "ended_at": now_iso(), "last_episode": cell.episode_id})
+        "ended_at": now_iso(), "last_episode": cell.episode_id, **provenance()})

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
@@ -35,6 +34,7 @@ from limbo.experiments.grid import (
 )
 from limbo.paths import check_dir
 from limbo.plan import in_shard, plan
+from limbo.provenance import provenance
 from limbo.providers.secrets import scrub
 from limbo.runner import RunOptions, run_cells
 from limbo.store import scan
@@ -161,15 +161,6 @@ def _price(adapter: Any, spec: str, model: str, params: dict[str, Any]) -> Any:
         raise
     except Exception as exc:  # noqa: BLE001 - the user's adapter, reported in one line
         raise UsageError(f"model {spec}: price_per_mtok raised {where(exc)}") from None
-
-
-def _git_commit() -> str | None:
-    try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                             cwd=Path(__file__).resolve().parent, timeout=5, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None
 
 
 def _check_numbers(args: argparse.Namespace) -> None:
@@ -337,7 +328,7 @@ def _run_grid(grid: Grid, out: Path, shard: tuple[int, int] | None, args: argpar
                       limit=args.limit, shard=shard, max_cost=args.max_cost,
                       plugins=list(args.plugin), episode_timeout=args.episode_timeout)
     manifest = {"grid": grid.model_dump(mode="json"), "levels": resolved(grid),
-                "dropped": dict(source.dropped), "git_commit": _git_commit(),
+                "dropped": dict(source.dropped), **provenance(),
                 "argv": [scrub(a) for a in sys.argv[1:]]}
     progress = _Progress(console, len(the_plan.mine), args.quiet)
 
