@@ -101,17 +101,27 @@ def test_the_flags_of_a_grid_cell_with_the_grids_seed_run_that_cell(
     assert again["cell"]["seed"] == seven[again["episode_id"]].seed
 
 
-def test_a_cell_of_a_grid_with_its_own_timing_reruns_with_that_timing(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    grid = tmp_path / "slow.toml"
-    grid.write_text('models = ["policy/wait-verify"]\nfaults = ["timeout_late"]\n'
-                    'templates = ["charge_invoice"]\nfocal_writes = "first"\n'
-                    '[timing]\nthink_s = 9.0\n[limits]\nmodel_turns = 12\n')
-    out = tmp_path / "run"
-    assert main(["run", str(grid), "--out", str(out), "--quiet"]) == 0
-    (episode_id, line), = stored(out).items()
-    code, text, _ = limbo(capsys, "episode", "--from", str(out), episode_id, "--json")
-    assert code == 0 and without_runtime(text) == without_runtime(line)
+def test_a_cell_of_an_included_grid_with_its_own_timing_reruns_with_that_timing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("slow.toml").write_text('models = ["policy/wait-verify"]\nfaults = ["timeout_late"]\n'
+                                 'templates = ["charge_invoice"]\nfocal_writes = "first"\n'
+                                 '[timing]\nthink_s = 9.0\n[limits]\nmodel_turns = 12\n')
+    Path("fast.toml").write_text('models = ["policy/verify"]\nfaults = ["timeout_late"]\n'
+                                 'templates = ["charge_invoice"]\nfocal_writes = "first"\n')
+    Path("both.toml").write_text('include = ["slow.toml", "fast.toml"]\n')
+    assert main(["run", "both.toml", "--out", "run", "--quiet"]) == 0
+    lines = stored(Path("run"))
+    slow = [i for i, line in lines.items() if b'"policy/wait-verify"' in line]
+    assert len(lines) > len(slow) == 1
+    for episode_id in (slow[0], next(i for i in lines if i != slow[0])):
+        code, text, _ = limbo(capsys, "episode", "--from", "run", episode_id, "--json")
+        assert code == 0 and without_runtime(text) == without_runtime(lines[episode_id])
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    _one_line(capsys, "cannot recover the timing and limits of its grid (no grid 'slow.toml'",
+              "--from", str(tmp_path / "run"), slow[0])
 
 
 def _one_line(capsys: pytest.CaptureFixture[str], needle: str, *args: str) -> None:

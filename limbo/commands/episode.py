@@ -111,22 +111,28 @@ def stored_cell(args: argparse.Namespace) -> Any:
     run_dir, episode_id = Path(args.source[0]), args.source[1]
     record = stored_record(run_dir, episode_id)
     where = f"episode {episode_id} in {run_dir}"
-    for timing, limits in _settings(run_dir):
+    settings, problem = _settings(run_dir)
+    for timing, limits in settings:
         cell = _cell({**record["cell"], "timing": timing, "limits": limits},
                      lambda loc: f"{where}: cell.{loc}")
         if cell.episode_id == episode_id:
             return cell
+    if problem is not None:
+        raise UsageError(f"{where}: cannot recover the timing and limits of its grid "
+                         f"({problem}); run from the directory the run started in")
     raise UsageError(f"{where}: its cell does not hash to its id under the timing and limits "
                      f"of the run's grid; was the record or the manifest edited by hand?")
 
 
-def _settings(run_dir: Path) -> list[tuple[Any, Any]]:
-    """The (timing, limits) pairs a cell of ``run_dir`` may have run under: the defaults, and
-    those of each manifest's grid and of the grids it includes."""
+def _settings(run_dir: Path) -> tuple[list[tuple[Any, Any]], str | None]:
+    """The (timing, limits) pairs a cell of ``run_dir`` may have run under — the defaults, and
+    those of each manifest's grid and of the grids it includes — and why a grid could not be
+    loaded, if one could not (an include named by a relative path, say)."""
     from limbo.experiments.grid import Grid, included, validated
     from limbo.store import manifests
 
     found: list[tuple[Any, Any]] = [(None, None)]
+    problem = None
     for name, manifest in manifests(run_dir).items():
         raw = manifest.get("grid")
         if not isinstance(raw, dict):
@@ -134,10 +140,11 @@ def _settings(run_dir: Path) -> list[tuple[Any, Any]]:
         try:
             grid = validated(raw, f"{run_dir / name}")
             grids: list[Grid] = [grid, *included(grid)]
-        except UsageError:
-            continue  # a grid that no longer loads: its cells cannot be rebuilt, said below
+        except UsageError as exc:
+            problem = problem or str(exc)
+            continue
         found += [(g.timing, g.limits) for g in grids]
-    return found
+    return found, problem
 
 
 def _cell(raw: dict[str, Any], name: Callable[[str], str]) -> Any:
