@@ -81,6 +81,7 @@ def run(args: argparse.Namespace) -> int:
 
 def flag_cell(args: argparse.Namespace) -> Any:
     """The cell the flags name, seeded as a grid with seed ``--seed`` seeds it."""
+    from limbo.cell import Cell
     from limbo.experiments.grid import world_seed
     from limbo.tasks import template
 
@@ -94,7 +95,8 @@ def flag_cell(args: argparse.Namespace) -> Any:
     raw = {name: getattr(args, name) for name in ("model", "harness", "condition", "contract",
                                                    "fault") if getattr(args, name) is not None}
     if args.model_param:
-        raw["model"] = with_params(raw.get("model", "policy/verify"), args.model_param)
+        model = raw.get("model", Cell.model_fields["model"].default)
+        raw["model"] = with_params(model, args.model_param)
     seed = world_seed(0 if args.seed is None else args.seed, task)
     return _cell({**raw, **task, "service": t.service, "seed": seed},
                  lambda loc: "--" + loc.replace("_", "-"))
