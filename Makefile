@@ -8,10 +8,12 @@ export LIMBO_HARNESS_DIR ?= $(HARNESSES)
 
 .PHONY: run test harnesses lint bench clean chromium
 
+# `limbo run` needs the core dependencies only (simpy, pydantic, rich): no extra. The tables,
+# figures and report need the `analysis` extra, which `make test` installs.
 $(BIN)/limbo-run-ready: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[analysis]'
+	$(BIN)/pip install -q -e .
 	touch $@
 
 $(BIN)/limbo-test-ready: pyproject.toml

@@ -33,21 +33,21 @@ CONDITION_ORDER = ("vanilla", "aware", "reflect", "sdk-retry", "rules", "vbr", "
 LOST_ACK_500_PARTIAL = ("timeout_post", "http500_post", "partial_batch")
 
 
-GRID_FACTORS = {"harness": "harnesses", "condition": "conditions", "contract": "contracts",
-                "fault": "faults"}
+GRID_FACTORS = ("harness", "condition", "contract", "fault")
+"""The factors whose levels come from the grids (not from what the runs happened to use)."""
 
 
 @functools.cache
 def grid_levels(grids: tuple[str, ...]) -> tuple[tuple[str, frozenset[str]], ...]:
     """The harness, condition, contract and fault levels the built-in ``grids`` cross
     (models, templates and instances are whatever the runs used)."""
-    from limbo.experiments.grid import load_grid, resolved
+    from limbo.experiments.grid import FACTOR_FIELDS, load_grid, resolved
 
     levels: dict[str, set[str]] = {column: set() for column in GRID_FACTORS}
     for name in grids:
         found = resolved(load_grid(name))
-        for column, field_name in GRID_FACTORS.items():
-            levels[column] |= set(found[field_name])
+        for column in GRID_FACTORS:
+            levels[column] |= set(found[FACTOR_FIELDS[column]])
     return tuple((column, frozenset(values)) for column, values in levels.items())
 
 

@@ -34,7 +34,13 @@ MAX_CELLS = 1_000_000
 """The most cells one grid may expand to: a run keeps each cell's id in memory (and a grid
 this size is weeks of model calls). A larger grid is refused before it starts."""
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
-FACTORS = ("models", "harnesses", "conditions", "contracts", "faults", "services", "templates")
+FACTOR_FIELDS = {"model": "models", "harness": "harnesses", "condition": "conditions",
+                 "contract": "contracts", "fault": "faults", "service": "services",
+                 "template": "templates"}
+"""Every factor, as the cell's field (also the command-line flag, ``--fault``) and the grid's
+list of its levels (``faults``). The one map of factor names: the CLI, Inspect task parameters
+and the analysis derive theirs from it."""
+FACTORS = tuple(FACTOR_FIELDS.values())
 
 
 class Grid(BaseModel):
@@ -97,7 +103,7 @@ def _levels(name: str, given: list[str], choices: list[str]) -> list[str]:
         return choices
     unknown = [g for g in given if g not in choices]
     if unknown:
-        singular = {"harnesses": "harness"}.get(name, name[:-1])
+        singular = {field: flag for flag, field in FACTOR_FIELDS.items()}[name]
         raise UsageError(f"unknown {singular} {unknown[0]!r} in grid; choose from: "
                          f"{', '.join(choices)}")
     return given

@@ -64,7 +64,7 @@ def test_rerun_into_the_same_directory_runs_nothing_new(tmp_path: Path) -> None:
     (["episode", "--model", "x"], "must look like provider/model"),
     (["show", "/nonexistent/run", "ep-1"], "no run directory"),
     (["run", "--contract", "nope"], "command line: contracts.0: Input should be"),
-    (["episode", "--contract", "nope"], "command line: contracts.0: Input should be"),
+    (["episode", "--contract", "nope"], "--contract: Input should be 'native' or 'keys-everywhere'"),
     (["episode", "--instance", "-1"], "--instance: Input should be greater than or equal to 0"),
     (["run", "--max-cost", "-1"], "--max-cost must be a finite amount of USD >= 0"),
     (["run", "--max-cost", "nan"], "--max-cost must be a finite amount of USD >= 0"),

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import tomllib
 import zipfile
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 MAPPED = {"services": "limbo.services", "faults": "limbo.faults", "harnesses": "limbo.harnesses",
@@ -33,11 +36,22 @@ def test_package_dir_maps_every_folder_into_limbo() -> None:
     assert mapping == {v: k for k, v in MAPPED.items() if k != "limbo"}
 
 
-def test_wheel_installs_only_limbo_and_works_outside_the_repo(tmp_path: Path) -> None:
-    wheels = tmp_path / "wheels"
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel of this tree, built once for the module."""
+    wheels = tmp_path_factory.mktemp("wheels")
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
                     "-q", "-w", str(wheels), str(ROOT)], check=True, capture_output=True)
-    (wheel,) = wheels.glob("*.whl")
+    (built,) = wheels.glob("*.whl")
+    return built
+
+
+def install(wheel: Path, target: Path) -> None:
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target",
+                    str(target), str(wheel)], check=True, capture_output=True)
+
+
+def test_wheel_installs_only_limbo_and_works_outside_the_repo(wheel: Path, tmp_path: Path) -> None:
     names = {n.split("/")[0] for n in zipfile.ZipFile(wheel).namelist()}
     assert {n for n in names if not n.endswith(".dist-info")} == {"limbo"}
     members = zipfile.ZipFile(wheel).namelist()
@@ -46,8 +60,7 @@ def test_wheel_installs_only_limbo_and_works_outside_the_repo(tmp_path: Path) ->
     assert "limbo/experiments/grids/default.toml" in members
     assert "limbo/analysis/report/static/episode.js" in members
     target = tmp_path / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target",
-                    str(target), str(wheel)], check=True, capture_output=True)
+    install(wheel, target)
     probe = ("import limbo, limbo.services.billing, limbo.faults;"
              "from limbo.cell import Cell; from limbo.episode import run_episode;"
              "r = run_episode(Cell(service='billing', template='charge_invoice',"
@@ -57,6 +70,28 @@ def test_wheel_installs_only_limbo_and_works_outside_the_repo(tmp_path: Path) ->
     out = subprocess.run([sys.executable, "-P", "-c", probe], cwd=tmp_path, env=env,
                          capture_output=True, text=True, check=True).stdout
     assert out.startswith(str(target)) and out.strip().endswith("True")
+
+
+def test_a_wheel_records_the_commit_it_was_built_from(wheel: Path, tmp_path: Path) -> None:
+    """Installed into a virtualenv inside another git repository and run from there, a wheel
+    reports the commit (and dirty flag) baked in when it was built from this tree."""
+    from limbo.provenance import git_state
+
+    built_from = git_state(ROOT)
+    assert built_from is not None  # the tests run in a checkout
+    project = tmp_path / "project"
+    install(wheel, project / "venv" / "site")
+    env = {**os.environ, "PYTHONPATH": str(project / "venv" / "site"),
+           "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.org"}
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "another project"]):
+        subprocess.run(["git", *args], cwd=project, env=env, check=True, capture_output=True)
+    probe = "import json, limbo.provenance as p; print(p.__file__, json.dumps(p.provenance()))"
+    out = subprocess.run([sys.executable, "-P", "-c", probe], cwd=project, env=env,
+                         capture_output=True, text=True, check=True).stdout
+    where, found = out.split(" ", 1)
+    assert where.startswith(str(project / "venv" / "site"))
+    assert json.loads(found) == {**built_from, "git_source": "build"}
 
 
 def test_bare_folder_imports_are_banned_by_the_linter() -> None:

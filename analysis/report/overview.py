@@ -23,8 +23,9 @@ from limbo.analysis.table import Table
 
 MAX_ERROR_GROUPS = 50
 """Reasons listed on the overview; the rest are one link away (errors are often all alike)."""
-MANIFEST_FIELDS = ("version", "git_commit", "started_at", "resumed_at", "ended_at", "status",
-                   "stop_reason", "cells", "already_done", "ran", "shard", "host", "python")
+MANIFEST_FIELDS = ("version", "git_commit", "git_dirty", "started_at", "resumed_at", "ended_at",
+                   "status", "stop_reason", "cells", "already_done", "ran", "shard", "host",
+                   "python")
 
 
 @dataclass

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from limbo.commands.common import add_plugin_flag
 from limbo.errors import UsageError
 
 EXIT_FAILED = 1
@@ -36,8 +37,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("runs", nargs="+", type=Path, metavar="RUN_DIR",
                    help="run directories, episodes*.jsonl files or Inspect logs (any mix)")
     add_gate_flags(p)
-    p.add_argument("--plugin", action="append", default=[],
-                   help="a plugin to load first (e.g. one that registers a fault)")
+    add_plugin_flag(p)
 
 
 def gate_options(args: argparse.Namespace) -> Any:

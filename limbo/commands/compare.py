@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from limbo.commands.tables import add_plugin
+from limbo.commands.common import add_plugin_flag
 from limbo.errors import UsageError
 
 if TYPE_CHECKING:
@@ -18,14 +18,16 @@ if TYPE_CHECKING:
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("compare", help="paired differences between two runs (or two levels of "
                                        "a factor) with exact McNemar p per fault family")
-    p.add_argument("run_a", type=Path, metavar="RUN_A")
+    p.add_argument("run_a", type=Path, metavar="RUN_A",
+                   help="a run directory, episodes*.jsonl file or Inspect log")
     p.add_argument("run_b", type=Path, metavar="RUN_B", nargs="?",
                    help="omit to compare two levels of --by within RUN_A")
     p.add_argument("--by", metavar="FACTOR[=A,B]",
                    help="the cell field that differs (default: inferred); with one run, the "
                         "factor whose two levels are compared")
-    p.add_argument("--format", default="md", choices=("md", "csv"))
-    add_plugin(p)
+    p.add_argument("--format", default="md", choices=("md", "csv"),
+                   help="markdown tables (default) or CSV")
+    add_plugin_flag(p)
 
 
 def _load(path: Path, side: str) -> pd.DataFrame:

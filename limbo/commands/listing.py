@@ -5,8 +5,10 @@ like a built-in."""
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Iterator
 
+from limbo.commands.common import add_plugin_flag, load_plugins
 from limbo.registry import entries
 
 
@@ -87,8 +89,22 @@ def _harnesses() -> Iterator[str]:
 
 
 LISTINGS = {"services": _services, "faults": _faults, "conditions": _conditions,
-            "models": _models, "grids": _grids, "templates": _templates, "harnesses": _harnesses}
+            "harnesses": _harnesses, "models": _models, "grids": _grids, "templates": _templates}
 
 
 def listing(what: str) -> Iterator[str]:
     return LISTINGS[what]()
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register ``limbo list`` on the CLI's subparsers."""
+    p = sub.add_parser("list", help="what is registered (plugins included)")
+    p.add_argument("what", choices=list(LISTINGS), help="which kind of thing to list")
+    add_plugin_flag(p)
+
+
+def run(args: argparse.Namespace) -> int:
+    load_plugins(args)
+    for line in listing(args.what):
+        print(line)
+    return 0

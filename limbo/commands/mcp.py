@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from limbo.commands.common import add_plugin_flag, load_plugins
 from limbo.errors import UsageError
 
 HARNESS = "mcp"
@@ -26,27 +27,38 @@ def add_parser(sub: Any) -> None:
     from limbo.services import CONTRACTS
 
     p = sub.add_parser("mcp", help="serve one episode as an MCP server for any MCP client")
-    p.add_argument("--transport", choices=["stdio", "http"], default="stdio")
+    p.add_argument("--transport", choices=["stdio", "http"], default="stdio",
+                   help="stdio (the client starts `limbo mcp`) or streamable HTTP on 127.0.0.1 "
+                        "(default stdio)")
     p.add_argument("--port", type=int, default=0, help="HTTP port on 127.0.0.1 (0: any free)")
-    p.add_argument("--template", default="charge_invoice")
-    p.add_argument("--focal-write")
-    p.add_argument("--instance", type=int, default=0)
-    p.add_argument("--fault", default="none")
-    p.add_argument("--contract", choices=list(CONTRACTS), default="native")
-    p.add_argument("--condition", default="vanilla")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--template", default="charge_invoice",
+                   help="the task template, which names the service (default charge_invoice)")
+    p.add_argument("--focal-write", help="the write the fault acts on (default: the template's "
+                                         "first)")
+    p.add_argument("--instance", type=int, default=0, help="the task instance (default 0)")
+    p.add_argument("--fault", default="none", help="the fault mode at the focal write "
+                                                    "(default none)")
+    p.add_argument("--contract", choices=list(CONTRACTS), default="native",
+                   help="the tool contract (default native)")
+    p.add_argument("--condition", default="vanilla",
+                   help="the recovery condition (default vanilla)")
+    p.add_argument("--seed", type=int, default=0, metavar="S",
+                   help="the grid seed, as in `limbo run --seed` (default 0); the world seed "
+                        "derives from it and the task")
     p.add_argument("--model", default="external/mcp-client",
                    help="a label for the client's model in the record")
     p.add_argument("--hold-timeouts", type=float, default=0.0, metavar="S",
                    help="hold a timed-out call S seconds of wall time before answering")
-    p.add_argument("--out", type=Path, default=Path("runs/mcp"))
-    p.add_argument("--plugin", action="append", default=[])
+    p.add_argument("--out", type=Path, default=Path("runs/mcp"),
+                   help="the run directory the episode's record is appended to (default runs/mcp)")
+    add_plugin_flag(p)
 
 
 def _cell(args: argparse.Namespace) -> Any:
     from pydantic import ValidationError
 
     from limbo.cell import Cell
+    from limbo.experiments.grid import world_seed
     from limbo.registry import lookup
     from limbo.tasks import template
     from limbo.tools import toolset
@@ -62,10 +74,11 @@ def _cell(args: argparse.Namespace) -> Any:
         raise UsageError(f"fault {args.fault} cannot act on {focal} (batch writes only)")
     if not 0 <= args.hold_timeouts <= 600:
         raise UsageError("--hold-timeouts must be between 0 and 600 seconds")
+    task = {"template": t.id, "focal_write": focal, "instance": args.instance}
     try:
         return Cell(model=args.model, harness=HARNESS, condition=args.condition,
-                    contract=args.contract, fault=args.fault, service=t.service, template=t.id,
-                    instance=args.instance, focal_write=focal, seed=args.seed)
+                    contract=args.contract, fault=args.fault, service=t.service, **task,
+                    seed=world_seed(args.seed, task))
     except ValidationError as exc:
         err = exc.errors(include_url=False)[0]
         raise UsageError(f"--{'-'.join(map(str, err['loc']))}: {err['msg']}") from None
@@ -77,6 +90,7 @@ def run(args: argparse.Namespace) -> int:
     from limbo.paths import check_dir
     from limbo.runlock import WriterLock
 
+    load_plugins(args)
     cell = _cell(args)
     check_dir(args.out, "--out")
     try:
@@ -111,6 +125,7 @@ def _refuse_recorded(out: Path, episode_id: str) -> None:
 
 
 def _append(out: Path, record: dict[str, Any], cell: Any, transport: str) -> None:
+    from limbo.provenance import provenance
     from limbo.runtime import now_iso
     from limbo.store import RecordWriter, encode, episodes_file, manifest_file, write_manifest
 
@@ -121,4 +136,4 @@ def _append(out: Path, record: dict[str, Any], cell: Any, transport: str) -> Non
         writer.close()
     write_manifest(manifest_file(out, None), {
         "command": "limbo mcp", "cell": cell.public(), "transport": transport,
-        "ended_at": now_iso(), "last_episode": cell.episode_id})
+        "ended_at": now_iso(), "last_episode": cell.episode_id, **provenance()})

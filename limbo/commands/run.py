@@ -7,17 +7,34 @@ from __future__ import annotations
 
 import argparse
 import math
-import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from limbo.commands import check
+from limbo.commands.common import (
+    add_plugin_flag,
+    add_provider_flags,
+    apply_providers,
+    console,
+    load_plugins,
+    with_params,
+)
+from limbo.config import EPISODE_TIMEOUT_S
 from limbo.errors import UsageError
-from limbo.experiments.grid import CellSource, Grid, check_size, load_grid, resolved, validated
+from limbo.experiments.grid import (
+    FACTOR_FIELDS,
+    CellSource,
+    Grid,
+    check_size,
+    load_grid,
+    resolved,
+    validated,
+)
 from limbo.paths import check_dir
 from limbo.plan import in_shard, plan
+from limbo.provenance import provenance
 from limbo.providers.secrets import scrub
 from limbo.runner import RunOptions, run_cells
 from limbo.store import scan
@@ -26,10 +43,43 @@ from limbo.summary import Summary, render
 if TYPE_CHECKING:
     from limbo.adapter import ModelAdapter
 
-FACTORS = {"model": "models", "harness": "harnesses", "condition": "conditions",
-           "contract": "contracts", "fault": "faults", "service": "services",
-           "template": "templates"}
 PROGRESS_EVERY_S = 5.0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register ``limbo run`` on the CLI's subparsers."""
+    p = sub.add_parser("run", help="expand and run grids (default: the `default` grid)")
+    p.add_argument("grids", nargs="*", default=["default"], metavar="GRID",
+                   help="built-in grid names or TOML files (default: default)")
+    for flag, field in FACTOR_FIELDS.items():
+        p.add_argument(f"--{flag}", action="append", metavar=flag.upper(),
+                       help=f"replace the grid's {field} (repeatable)")
+    p.add_argument("--instances", type=int, help="instances per template (replaces the grid's)")
+    p.add_argument("--out", type=Path, help="the run directory (default: runs/<grid>); a re-run "
+                   "into it resumes, running only the cells not yet recorded")
+    p.add_argument("--concurrency", type=int, default=1, metavar="N",
+                   help="episodes in flight at once in each worker (default 1)")
+    p.add_argument("--workers", type=int, default=1, metavar="N",
+                   help="worker processes (default 1)")
+    p.add_argument("--limit", type=int, metavar="N",
+                   help="run at most N episodes of those left, then stop (0: count them only)")
+    p.add_argument("--shard", type=str, metavar="I/N",
+                   help="run only shard I of N (cells split by episode id; each shard has its "
+                        "own records file and manifest)")
+    p.add_argument("--seed", type=int, metavar="S", help="the grid seed (replaces the grid's); "
+                   "each cell's world seed derives from it and the task")
+    p.add_argument("--max-cost", type=float, metavar="USD",
+                   help="a model budget: start an episode only while, at the mean cost per "
+                        "episode so far, it stays within USD")
+    add_plugin_flag(p)
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the cells and an estimate of model calls and cost; run nothing")
+    p.add_argument("--episode-timeout", type=float, default=EPISODE_TIMEOUT_S, metavar="S",
+                   help=f"wall-clock limit of one episode, in seconds (default "
+                        f"{EPISODE_TIMEOUT_S:g}); an episode past it is recorded as timeout")
+    add_provider_flags(p)
+    p.add_argument("--quiet", action="store_true", help="no progress, summary only")
+    check.add_gate_flags(p)
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -45,11 +95,9 @@ def parse_shard(text: str) -> tuple[int, int]:
 
 
 def _apply_flags(grid: Grid, args: argparse.Namespace) -> Grid:
-    from limbo.cli import with_params
-
     changes: dict[str, Any] = {}
     notices = list(grid.notices)
-    for flag, field in FACTORS.items():
+    for flag, field in FACTOR_FIELDS.items():
         values = getattr(args, flag)
         if values:
             for value, n in Counter(values).items():
@@ -117,15 +165,6 @@ def _price(adapter: ModelAdapter, spec: str, model: str,
         raise
     except Exception as exc:  # noqa: BLE001 - the user's adapter, reported in one line
         raise UsageError(f"model {spec}: price_per_mtok raised {where(exc)}") from None
-
-
-def _git_commit() -> str | None:
-    try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                             cwd=Path(__file__).resolve().parent, timeout=5, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None
 
 
 def _check_numbers(args: argparse.Namespace) -> None:
@@ -254,7 +293,14 @@ class _Progress:
             self.bar.stop()
 
 
-def run(args: argparse.Namespace, console: Any) -> int:
+def run(args: argparse.Namespace) -> int:
+    load_plugins(args)
+    apply_providers(args)
+    return run_grids(args, console())
+
+
+def run_grids(args: argparse.Namespace, console: Any) -> int:
+    """Validate everything, then run (or, with ``--dry-run``, count) each grid."""
     shard = parse_shard(args.shard) if args.shard else None
     grids = _validate(args)
     gate, outs = check.gate_options(args), []
@@ -286,7 +332,7 @@ def _run_grid(grid: Grid, out: Path, shard: tuple[int, int] | None, args: argpar
                       limit=args.limit, shard=shard, max_cost=args.max_cost,
                       plugins=list(args.plugin), episode_timeout=args.episode_timeout)
     manifest = {"grid": grid.model_dump(mode="json"), "levels": resolved(grid),
-                "dropped": dict(source.dropped), "git_commit": _git_commit(),
+                "dropped": dict(source.dropped), **provenance(),
                 "argv": [scrub(a) for a in sys.argv[1:]]}
     progress = _Progress(console, len(the_plan.mine), args.quiet)
 

@@ -10,16 +10,30 @@ the report says what.
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 from typing import Any
 
+from limbo.commands.common import console
 from limbo.errors import UsageError
 from limbo.plan import in_shard
 from limbo.runlock import active_claims, describe_holder
 from limbo.store import QUARANTINE, Scan, manifests, record_files, scan, shard_of
 
 ERRORED = ("infra_error", "model_error", "timeout")
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register ``limbo status`` on the CLI's subparsers."""
+    p = sub.add_parser("status", help="integrity of a run directory: cells done, missing, "
+                       "quarantined, errored; whether a writer holds it")
+    p.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="the run directory to check")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    return status(args.run_dir, args.json, console())
 
 
 def report(run_dir: Path) -> dict[str, Any]:

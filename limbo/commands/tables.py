@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from limbo.commands.common import add_plugin_flag
 from limbo.errors import UsageError
 
 if TYPE_CHECKING:
@@ -32,17 +33,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     add_common(p)
 
 
-def add_plugin(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--plugin", action="append", default=[],
-                   help="a plugin to load first (e.g. one that registers a fault)")
-
-
 def add_common(p: argparse.ArgumentParser) -> None:
     """Options the tables and the figures share."""
     p.add_argument("--weights", default="template", choices=("template", "instance", "none"),
                    help="Kish weights within each reported cell: equal per task template "
                         "(default), per task instance, or none")
-    add_plugin(p)
+    add_plugin_flag(p)
 
 
 def load_data(args: argparse.Namespace, command: str) -> Data:

@@ -13,7 +13,7 @@ from typing import Any
 
 from limbo.cell import Cell
 from limbo.errors import UsageError
-from limbo.experiments.grid import Expansion, expand, load_grid, validated
+from limbo.experiments.grid import FACTOR_FIELDS, Expansion, expand, load_grid, validated
 
 CELL_KEY = "limbo_cell"
 """Sample metadata key: the cell without its model."""
@@ -21,8 +21,8 @@ RECORD_KEY = "limbo_record"
 """Sample metadata key: the episode record (schema ``limbo.episode/1``), once the sample ran."""
 PLACEHOLDER = "inspect/eval-model"
 """The model of a cell before a sample runs (replaced by ``inspect/<the eval's model>``)."""
-FACTOR_PARAMS = {"harness": "harnesses", "condition": "conditions", "contract": "contracts",
-                 "fault": "faults", "service": "services", "template": "templates"}
+FACTOR_PARAMS = {name: field for name, field in FACTOR_FIELDS.items() if name != "model"}
+"""The factors a task parameter narrows: all but the model (the eval names it)."""
 
 
 def levels(name: str, value: str | list[str] | None) -> list[str] | None:

@@ -1,0 +1,75 @@
+"""Options and helpers several commands share: plugins, model parameters, the response cache
+and price files, and the console. Commands import this module, never :mod:`limbo.cli`, so the
+parser can import every command without a cycle."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from limbo.errors import UsageError
+
+
+def add_plugin_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--plugin", action="append", default=[], metavar="MODULE_OR_FILE",
+                   help="a plugin to load first: a module name or a .py file that registers "
+                        "services, faults, conditions, policies, harnesses or models (repeatable)")
+
+
+def load_plugins(args: argparse.Namespace) -> None:
+    """Load every ``--plugin`` of the command line."""
+    from limbo.registry import load_plugin
+
+    for name in args.plugin:
+        load_plugin(name)
+
+
+def with_params(spec: str, params: list[str]) -> str:
+    """``spec`` with ``-M key=value`` parameters appended to its query."""
+    for item in params:
+        if "=" not in item:
+            raise UsageError(f"-M {item!r} must look like key=value")
+    if not params:
+        return spec
+    return spec + ("&" if "?" in spec else "?") + "&".join(params)
+
+
+def add_provider_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-M", "--model-param", action="append", default=[], metavar="KEY=VALUE",
+                   help="a model parameter, added to every --model (repeatable)")
+    p.add_argument("--cache-dir", type=Path, help="where model responses are cached (default: "
+                   "$LIMBO_CACHE_DIR or ~/.cache/limbo/responses)")
+    p.add_argument("--no-cache", action="store_true", help="call the model even when cached")
+    p.add_argument("--prices", action="append", default=[], type=Path,
+                   help="a TOML price file that extends the shipped table (repeatable)")
+
+
+def apply_providers(args: argparse.Namespace) -> None:
+    """Apply the cache and price options, here and (through the environment) in workers."""
+    from limbo.paths import check_dir
+    from limbo.providers import cache, pricing
+
+    if args.no_cache:
+        cache.configure(None)
+        os.environ.pop(cache.ENV, None)
+    else:
+        root = args.cache_dir or Path(os.environ.get(cache.ENV) or
+                                      Path.home() / ".cache" / "limbo" / "responses")
+        if args.cache_dir is not None:
+            check_dir(root, "--cache-dir")
+        cache.configure(root)
+        os.environ[cache.ENV] = str(root)
+    for path in args.prices:
+        pricing.add_price_file(path)
+        os.environ[pricing.ENV] = os.pathsep.join(
+            p for p in (os.environ.get(pricing.ENV), str(path)) if p)
+
+
+def console() -> Any:
+    """A rich console: the terminal's width on a terminal, 160 columns into a pipe or file."""
+    from rich.console import Console
+
+    return Console(width=160) if not sys.stdout.isatty() else Console()
