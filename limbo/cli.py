@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
-from limbo.commands import check, compare, figures, mcp, report, tables, view
+from limbo.commands import check, compare, figures, mcp, report, schema, tables, view
 from limbo.config import EPISODE_TIMEOUT_S
 from limbo.errors import UsageError
 
@@ -119,7 +119,7 @@ def _parser() -> argparse.ArgumentParser:
     ls.add_argument("what", choices=["services", "faults", "conditions", "harnesses", "models",
                                      "grids", "templates"])
     ls.add_argument("--plugin", action="append", default=[])
-    for module in (tables, figures, compare, report, view, check, mcp):
+    for module in (tables, figures, compare, report, view, check, mcp, schema):
         module.add_parser(sub)
     return p
 
@@ -252,7 +252,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 COMMANDS = {"run": cmd_run, "episode": cmd_episode, "show": cmd_show, "list": cmd_list,
             "tables": tables.run, "figures": figures.run, "compare": compare.run,
             "report": report.run, "view": view.run, "check": check.run, "mcp": cmd_mcp,
-            "status": cmd_status}
+            "status": cmd_status, "schema": schema.run}
 
 
 if __name__ == "__main__":
