@@ -32,7 +32,8 @@ or a copy the transport redelivered."""
 
 
 class _Event(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False,
+                              use_attribute_docstrings=True)
 
     t: float = Field(ge=0)
     """Sim time in seconds."""
@@ -68,7 +69,7 @@ class ResultEvent(_Event):
 class Report(BaseModel):
     """The agent's final report (the ``finish`` tool's arguments)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     status: Literal["completed", "partial", "failed"]
     summary: str

@@ -29,14 +29,17 @@ from limbo.config import Limits, Timing
 from limbo.errors import UsageError
 from limbo.events import EVENT_TYPES, Attempt, Event, Report
 from limbo.harness import TERMINATIONS, Termination
+from limbo.services import Contract
 
 SCHEMA_PREFIX = "limbo.episode/"
 EPISODE_ID = r"^[A-Za-z0-9_.:-]{1,200}$"
 
-_WRITTEN = ConfigDict(extra="forbid", allow_inf_nan=False, use_attribute_docstrings=True,
+_WRITTEN = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False,
+                      use_attribute_docstrings=True,
                       json_schema_serialization_defaults_required=True)
-"""Every model here describes what is written: no unknown fields, no NaN, and every field
-required in the schema (a writer always writes each one)."""
+"""Every model here describes what is written: no unknown fields, no NaN, no coercion (a
+``"yes"`` is not a ``true``), and every field required in the schema (a writer always writes
+each one)."""
 
 
 class _Part(BaseModel):
@@ -48,6 +51,9 @@ class RecordCell(CellFields):
     header holds)."""
 
     model_config = _WRITTEN
+
+    contract: Contract = Field(strict=False)
+    """A contract's name (strict validation would want the enum itself)."""
 
 
 class RecordTiming(Timing):
@@ -152,7 +158,7 @@ class Runtime(BaseModel):
     """Wall-clock facts: the one part allowed to differ between runs of one cell. A harness may
     add its own (a production harness's event stream, its stderr)."""
 
-    model_config = ConfigDict(extra="allow", use_attribute_docstrings=True,
+    model_config = ConfigDict(extra="allow", strict=True, use_attribute_docstrings=True,
                               json_schema_serialization_defaults_required=True)
 
     wall_s: float = Field(ge=0)

@@ -229,6 +229,11 @@ def find_record(run_dir: Path, episode_id: str) -> dict[str, Any]:
         if record["episode_id"] == episode_id:
             parse_record(record, f"episode {episode_id} in {run_dir}")
             return record
+    needle = f'"episode_id": "{episode_id}"'.encode()
+    for bad in scan(run_dir).bad:
+        if needle in bad.raw:
+            raise RecordError(f"episode {episode_id} in {run_dir} is not a valid record "
+                              f"({bad.describe()}); limbo status lists such lines")
     raise UsageError(f"episode {episode_id} is not in {run_dir}")
 
 
