@@ -188,12 +188,13 @@ SCHEMA: str = get_args(EpisodeRecord.model_fields["schema_"].annotation)[0]
 READABLE: tuple[str, ...] = (SCHEMA,)
 """The versions this LIMBO reads."""
 RECORD_FIELDS: tuple[str, ...] = tuple(f.alias or n for n, f in EpisodeRecord.model_fields.items())
-"""The record's keys, in the order they are written."""
+"""The record's keys, in the order they are written (the analysis loader finds ``cell`` and
+``outcome`` by offset, so the order is part of the shape)."""
 CELL_FIELDS: tuple[str, ...] = tuple(RecordCell.model_fields)
 
 
 def _is(annotation: Any, *types: type) -> bool:
-    """Whether ``annotation`` is one of ``types`` or one of them or ``None``."""
+    """Whether ``annotation`` is one of ``types``, alone or with ``None``."""
     args = [a for a in getattr(annotation, "__args__", (annotation,)) if a is not type(None)]
     return len(args) == 1 and args[0] in types
 

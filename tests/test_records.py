@@ -21,7 +21,7 @@ from limbo.config import Limits
 from limbo.episode import run_episode
 from limbo.events import EVENT_TYPES
 from limbo.experiments.grid import expand, load_grid
-from limbo.records import EpisodeRecord
+from limbo.records import RECORD_FIELDS, EpisodeRecord
 from limbo.runner import RunOptions, run_cells
 
 EXTRA_CONDITIONS = ("sdk-retry", "vbr", "wait-60", "state-oracle", "outcome-oracle", "reflect",
@@ -152,6 +152,7 @@ def test_every_record_and_event_of_the_default_grid_validates_against_the_schema
 def test_the_models_read_every_record_back_to_the_same_json(default_grid: list[str]) -> None:
     for line in [*default_grid, *extra_lines()]:
         record = json.loads(line)
+        assert tuple(record) == RECORD_FIELDS  # the written order, which the loader relies on
         again = EpisodeRecord.model_validate(record).model_dump(mode="json", by_alias=True)
         assert again == record
 
