@@ -205,12 +205,11 @@ NUMBERS: tuple[str, ...] = tuple(n for n, f in Outcome.model_fields.items()
                                  if _is(f.annotation, int, float))
 """The outcome's counts and amounts, in record order."""
 WRITE_CLASS_FIELDS: tuple[str, ...] = tuple(WriteClass.model_fields)
-_EVENT = TypeAdapter(Event)
 
 
 def json_schema(part: Literal["record", "event"] = "record") -> dict[str, Any]:
     """The JSON Schema (draft 2020-12) of a record, or of one event."""
-    model: Any = EpisodeRecord if part == "record" else _EVENT
+    model: Any = EpisodeRecord if part == "record" else TypeAdapter(Event)
     schema = (model.model_json_schema(mode="serialization", by_alias=True) if part == "record"
               else model.json_schema(mode="serialization"))
     title = f"{SCHEMA} record" if part == "record" else f"{SCHEMA} event"
