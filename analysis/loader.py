@@ -14,6 +14,9 @@ file and line, never silently:
 
 * a line that is not a JSON object, is not valid UTF-8, or lacks a field the tables need
   (``unparseable``); a torn last line — a write cut by a kill — counts here too;
+* a record whose termination is outside the closed set (``invalid record``); an event of a
+  type outside the closed set stops the reader that meets it with one line naming the file and
+  line (events are decoded lazily, not at load);
 * a record whose ``schema`` is not in :data:`SCHEMAS` (``unknown schema``), e.g. one written by
   a newer LIMBO;
 * the same episode id twice: identical copies (same cell and outcome — runs of overlapping
@@ -21,8 +24,10 @@ file and line, never silently:
   since nothing says which is right (``conflict``).
 
 Each known schema version is one entry of :data:`SCHEMAS`: a reader that turns a line into the
-analysis row. The fast path decodes only ``cell`` and ``outcome`` (records keep a fixed key
-order, so both are found by offset); anything unexpected falls back to a full parse. The event
+analysis row. Field names come from the record models (:mod:`limbo.records`), so a rename
+touches that module and this one follows. The fast path decodes only ``cell`` and ``outcome``
+(records keep a fixed key order, so both are found by offset); anything unexpected falls back
+to a full parse. The event
 log is decoded later, lazily, and only for the rows that need it (:meth:`Loaded.each_events`).
 Fault modes no registered plugin defines are reported too (``unregistered fault mode``).
 """
@@ -40,16 +45,13 @@ import numpy as np
 import pandas as pd
 
 from limbo.errors import UsageError
+from limbo.events import EVENT_TYPES
+from limbo.harness import TERMINATIONS
+from limbo.records import CELL_FIELDS, FLAGS, NUMBERS, WRITE_CLASS_FIELDS, RecordError
 
 T = TypeVar("T")
 RECORD_GLOB = "episodes*.jsonl"
 INSPECT_GLOB = "*.eval"
-CELL_FIELDS = ("model", "harness", "condition", "contract", "fault", "service", "template",
-               "instance", "focal_write", "seed")
-FLAGS = ("fault_fired", "duplicate", "missing", "compensated", "task_success", "exactly_once",
-         "claimed_clean", "overclaim")
-NUMBERS = ("spurious", "agent_time_s", "tool_calls", "model_turns", "input_tokens",
-           "output_tokens", "cost_usd")
 ERROR_TERMINATIONS = ("infra_error", "model_error")
 _DECODER = json.JSONDecoder()
 
@@ -59,8 +61,8 @@ class Problem:
     """One thing in the input that was not loaded as given."""
 
     kind: str
-    """``unparseable``, ``unknown schema``, ``duplicate``, ``conflict``, ``no records`` or
-    ``unregistered fault mode``; ``no record``: an Inspect sample without an episode record."""
+    """``unparseable``, ``invalid record``, ``unknown schema``, ``duplicate``, ``conflict``,
+    ``no records`` or ``unregistered fault mode``; ``no record``: an Inspect sample without an episode record."""
     where: str
     """``file:line`` (or the directory)."""
     detail: str
@@ -85,7 +87,7 @@ def _row_v1(cell: dict[str, Any], outcome: dict[str, Any]) -> Row:
     for name in (*FLAGS, *NUMBERS, "report_status", "termination"):
         row[name] = outcome[name]
     wclass = outcome.get("focal_write_class") or {}
-    for name in ("idempotency", "read_path", "reversibility"):
+    for name in WRITE_CLASS_FIELDS:
         row[name] = str(wclass.get(name, "unknown"))
     return row
 
@@ -136,6 +138,15 @@ def _events_v1(text: str) -> Iterator[dict[str, Any]]:
         i = _skip(text, i)
         if text[i] == ",":
             i = _skip(text, i + 1)
+
+
+def _typed(events: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """``events``, each checked against the closed set of event types as it is decoded."""
+    for i, event in enumerate(events):
+        kind = event.get("type") if isinstance(event, dict) else None
+        if kind not in EVENT_TYPES:
+            raise RecordError(f"events[{i}] has unknown type {kind!r:.40}")
+        yield event
 
 
 def _skip(text: str, i: int) -> int:
@@ -233,8 +244,15 @@ class Loaded:
                     read: Callable[[Any, Iterator[dict[str, Any]]], T]) -> dict[Any, T]:
         """``read(index, events)`` for each row of ``rows`` (a slice of :attr:`frame`), by
         index. Events are decoded as ``read`` consumes them: it pays only for what it reads."""
-        return {index: read(index, SCHEMAS[schema].events(text))
-                for index, schema, text in self.lines(rows)}
+        out = {}
+        for index, schema, text in self.lines(rows):
+            try:
+                out[index] = read(index, _typed(SCHEMAS[schema].events(text)))
+            except RecordError as exc:
+                where = f"{self.files[int(rows.at[index, 'file'])]}:{rows.at[index, 'line']}"
+                raise RecordError(f"{where}: {exc}; this LIMBO reads only the event types of "
+                                  f"limbo.events") from None
+        return out
 
     def messages(self) -> list[str]:
         """One line per kind of problem: how many, and where the first ones are."""
@@ -321,7 +339,22 @@ def _read_file(builder: _Builder, path: Path, file_no: int) -> None:
             torn = "" if raw.endswith(b"\n") else "torn last line; "
             builder.problems.append(Problem("unparseable", where, f"{torn}{exc}"[:120]))
             continue
+        invalid = _closed_sets(parsed) if parsed[0] in SCHEMAS else None
+        if invalid is not None:
+            builder.problems.append(Problem("invalid record", where, invalid[:160]))
+            continue
         builder.add(parsed, where, (file_no, number, offset, len(raw)))
+
+
+def _closed_sets(parsed: Parsed) -> str | None:
+    """Why a record of a known version is outside the closed set of terminations (``None``:
+    it is not). Event types are checked as events are decoded (:func:`_events_v1`): scanning
+    every line for them would cost a loader that reads only cell and outcome a third more."""
+    termination = parsed[3].get("termination")
+    if termination not in TERMINATIONS:
+        return (f"outcome.termination {termination!r:.40} is not one of "
+                f"{', '.join(TERMINATIONS)}")
+    return None
 
 
 # -- Inspect logs: one more container of records ---------------------------------------------

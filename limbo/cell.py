@@ -20,8 +20,9 @@ from limbo.services import Contract
 CELL_ID_VERSION = 1
 
 
-class Cell(BaseModel):
-    """Model, harness, condition, contract, fault, service, template, instance, focal write, seed."""
+class CellFields(BaseModel):
+    """The ten fields a record's ``cell`` holds: model, harness, condition, contract, fault,
+    service, template, instance, focal write, seed (the record's schema is built from them)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -35,6 +36,12 @@ class Cell(BaseModel):
     instance: int = Field(0, ge=0)
     focal_write: str
     seed: int = 0
+
+
+class Cell(CellFields):
+    """One episode's configuration: the record's ten cell fields, plus sim-time costs and
+    limits (recorded in the record's header)."""
+
     timing: Timing = Timing()
     limits: Limits = Limits()
 
@@ -52,8 +59,7 @@ class Cell(BaseModel):
         return _id(body)
 
 
-PUBLIC_FIELDS = ("model", "harness", "condition", "contract", "fault", "service", "template",
-                 "instance", "focal_write", "seed")
+PUBLIC_FIELDS = tuple(CellFields.model_fields)
 _TIMING, _LIMITS = Timing(), Limits()
 
 

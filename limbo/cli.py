@@ -21,6 +21,7 @@ from limbo.commands import (
     mcp,
     report,
     run,
+    schema,
     show,
     status,
     tables,
@@ -29,7 +30,7 @@ from limbo.commands import (
 from limbo.errors import UsageError
 
 COMMANDS = (run, episode, show, status, listing, tables, figures, compare, report, view, check,
-            mcp)
+            mcp, schema)
 """Every command module, in the order ``limbo --help`` lists them."""
 
 

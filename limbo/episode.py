@@ -1,4 +1,4 @@
-"""Run one episode end to end and build its record (schema ``limbo.episode/1``).
+"""Run one episode end to end and build its record (:class:`limbo.records.EpisodeRecord`).
 
 The record is a pure function of the cell, except for ``runtime`` (and for an episode cut by
 its wall-clock limit). Anything that goes wrong inside the sandbox or its adapter ends the
@@ -18,15 +18,14 @@ from limbo.adapter import EpisodeContext, ModelAdapter, make_adapter
 from limbo.cell import Cell
 from limbo.errors import ModelError
 from limbo.grading import grade
-from limbo.harness import Harness, LoopResult, Termination
+from limbo.harness import TERMINATIONS, Harness, LoopResult, Termination
 from limbo.hashing import digest
 from limbo.isolation import AdapterFailure, Isolated, escapes, where
+from limbo.records import SCHEMA, parse_record
 from limbo.registry import lookup
 from limbo.runtime import host_facts, stopwatch
 from limbo.tasks import fill
 from limbo.world import World
-
-SCHEMA = "limbo.episode/1"
 
 
 class _Lenient(dict[str, Any]):
@@ -69,6 +68,10 @@ async def arun_episode(cell: Cell, adapter: ModelAdapter | None = None,
         return unbuilt_record(cell, built, started)
     world, header, harness, isolated = built
     loop = await _drive(harness, timeout)
+    if loop.termination not in TERMINATIONS:  # a plugin harness outside the closed set
+        loop.termination, loop.reason = "infra_error", (
+            f"harness {cell.harness} ended with termination {loop.termination!r:.40}, not one "
+            f"of {', '.join(TERMINATIONS)}")
     problem = await isolated.close()
     if problem is not None and loop.termination not in FAILED:
         loop.termination, loop.reason = "infra_error", problem
@@ -196,9 +199,14 @@ def _outcome(world: World, loop: Any, header: dict[str, Any]) -> dict[str, Any]:
 
 
 def regrade(record: dict[str, Any]) -> dict[str, Any]:
-    """The graded fields of a stored record, recomputed from its log alone."""
-    return grade(record["header"]["intents"], record["ledger"], record["report"],
-                 record["outcome"]["focal_write_class"])
+    """The graded fields of a stored record, recomputed from its log alone (the record is read
+    through :class:`limbo.records.EpisodeRecord`: a record that is not one is refused)."""
+    rec = parse_record(record)
+    wclass = rec.outcome.focal_write_class
+    return grade([i.model_dump() for i in rec.header.intents],
+                 [e.model_dump() for e in rec.ledger],
+                 rec.report.model_dump() if rec.report is not None else None,
+                 wclass.model_dump() if wclass is not None else None)
 
 
 def run_episode(cell: Cell, adapter: ModelAdapter | None = None,

@@ -7,8 +7,10 @@ Layout of ``RUN_DIR`` (one concept per file; only the record files match ``episo
   episodes in flight. Readers take a record's id from the first complete, valid line that has
   it; later copies are duplicates.
 - ``quarantine.jsonl`` — lines moved out of a records file because they do not hold a valid
-  record (torn by a kill, not UTF-8, not JSON, not a record, a duplicate), each with the file,
-  the line number, the reason and the raw bytes. Their cells run again.
+  record (torn by a kill, not UTF-8, not JSON, not a record, a termination or event type outside
+  the closed sets, a duplicate), each with the file, the line number, the reason and the raw
+  bytes. Their cells run again. A record of a schema version this LIMBO does not read is not a
+  bad line: readers refuse the directory with one line (see :mod:`limbo.records`).
 - ``manifest.json`` / ``manifest.shard-I-of-N.json`` — the grid's identity (a fingerprint of its
   cells), counts and the run's status (see :mod:`limbo.runner`).
 - ``.writer.*.lock``, ``.writers.lock`` — who writes (see :mod:`limbo.runlock`);
@@ -33,13 +35,20 @@ from pathlib import Path
 from typing import Any
 
 from limbo.errors import UsageError
+from limbo.records import (
+    EPISODE_ID,
+    SCHEMA_PREFIX,
+    RecordError,
+    closed_set_problem,
+    parse_record,
+    version_problem,
+)
 from limbo.runtime import now_iso
 
 EPISODES_GLOB = "episodes*.jsonl"
 QUARANTINE = "quarantine.jsonl"
-SCHEMA_PREFIX = "limbo.episode/"
 _SHARD_FILE = re.compile(r"^episodes\.shard-(\d+)-of-(\d+)\.jsonl$")
-_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,200}$")
+_ID = re.compile(EPISODE_ID)
 RESERVE_BYTES = 256 * 1024
 
 
@@ -71,7 +80,9 @@ def _no_constant(name: str) -> Any:
 
 
 def parse_line(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
-    """A complete line as a record, or ``None`` and why it is not one."""
+    """A complete line as a record, or ``None`` and why it is not one. A record of a schema
+    version this LIMBO does not read is refused (:class:`RecordError`), never taken for a bad
+    line: moving it to quarantine, or running its cell again, would misread a newer run."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -87,6 +98,8 @@ def parse_line(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
 
 
 def _shape_problem(record: Any) -> str | None:
+    """What a reader checks on every line: cheap, so a resume over a large run stays fast; the
+    full shape is :func:`limbo.records.parse_record`'s."""
     if not isinstance(record, dict):
         return f"a JSON {type(record).__name__}, not a record"
     schema = record.get("schema")
@@ -98,9 +111,10 @@ def _shape_problem(record: Any) -> str | None:
     for name, kind in (("cell", dict), ("outcome", dict), ("events", list)):
         if not isinstance(record.get(name), kind):
             return f"no {name} {kind.__name__}"
-    if not isinstance(record["outcome"].get("termination"), str):
-        return "no outcome.termination"
-    return None
+    version = version_problem(schema)
+    if version is not None:
+        raise RecordError(f"episode {episode}: {version}")
+    return closed_set_problem(record)
 
 
 def encode(record: dict[str, Any], scrub: Callable[[str], str] | None = None) -> bytes:
@@ -152,6 +166,13 @@ class Scan:
     files: dict[str, FileStats] = field(default_factory=dict)
 
 
+def _parse(path: Path, number: int, raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
+    try:
+        return parse_line(raw)
+    except RecordError as exc:
+        raise RecordError(f"{path} line {number}: {exc}") from None
+
+
 def _lines(path: Path) -> Iterator[tuple[int, bytes]]:
     with path.open("rb") as fh:
         yield from enumerate(fh, start=1)
@@ -171,7 +192,7 @@ def scan(run_dir: Path, live: Callable[[Path], bool] = lambda p: False) -> Scan:
                                            raw, torn=True))
                     stats.bad += 1
                 continue
-            record, problem = parse_line(raw)
+            record, problem = _parse(path, number, raw)
             if record is not None and record["episode_id"] in out.ids:
                 problem = f"duplicate of {first[record['episode_id']]}"
             if problem is not None:
@@ -190,22 +211,29 @@ def iter_records(run_dir: Path) -> Iterator[dict[str, Any]]:
     """Every valid record of every records file, each episode once (bad lines skipped)."""
     seen: set[str] = set()
     for path in record_files(run_dir):
-        for _, raw in _lines(path):
+        for number, raw in _lines(path):
             if not raw.endswith(b"\n"):
                 continue
-            record, _problem = parse_line(raw)
+            record, _problem = _parse(path, number, raw)
             if record is not None and record["episode_id"] not in seen:
                 seen.add(record["episode_id"])
                 yield record
 
 
 def find_record(run_dir: Path, episode_id: str) -> dict[str, Any]:
-    """One stored record; :class:`UsageError` when the directory or id is unknown."""
+    """One stored record, checked against the record model (:func:`limbo.records.parse_record`);
+    :class:`UsageError` when the directory or id is unknown or the record is not valid."""
     if not run_dir.is_dir():
         raise UsageError(f"no run directory {run_dir}")
     for record in iter_records(run_dir):
         if record["episode_id"] == episode_id:
+            parse_record(record, f"episode {episode_id} in {run_dir}")
             return record
+    needle = f'"episode_id": "{episode_id}"'.encode()
+    for bad in scan(run_dir).bad:
+        if needle in bad.raw:
+            raise RecordError(f"episode {episode_id} in {run_dir} is not a valid record "
+                              f"({bad.describe()}); limbo status lists such lines")
     raise UsageError(f"episode {episode_id} is not in {run_dir}")
 
 

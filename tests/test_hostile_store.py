@@ -263,7 +263,8 @@ def test_show_of_a_record_limbo_cannot_show_is_one_line(capsys, done: Path) -> N
     record["episode_id"] = "ep-edited"
     with path.open("a") as fh:
         fh.write(json.dumps(record) + "\n")
-    refused(cli(capsys, "show", str(done), "ep-edited"), "is a record LIMBO cannot show")
+    refused(cli(capsys, "show", str(done), "ep-edited"),
+            "is not a valid limbo.episode/1 record: events.0.call.t: Field required")
     refused(cli(capsys, "show", str(done), "ep-nosuch"), f"episode ep-nosuch is not in {done}")
     refused(cli(capsys, "show", str(done / "episodes.jsonl"), "x"), "no run directory")
 
