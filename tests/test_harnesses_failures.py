@@ -8,8 +8,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from conftest import cell_for
-from fixtures.harness_runs import require, without_ids
+from support.cells import cell_for
+from support.harness_runs import require, without_ids
 
 from limbo.adapter import make_adapter
 from limbo.config import Limits
