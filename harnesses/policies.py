@@ -331,8 +331,9 @@ def make_policy(name: str, params: dict[str, Any]) -> Policy:
 
 @model_adapter("policy")
 class PolicyAdapter(ReferenceAdapter):
-    """``policy/<name>``: a reference policy behind the model-adapter interface. It follows
-    the answer key the episode briefs it with (:mod:`limbo.briefing`)."""
+    """``policy/<name>``: a reference policy behind the model-adapter interface.
+
+    It follows the answer key the episode briefs it with (:mod:`limbo.briefing`)."""
 
     trusted = True
 

@@ -133,3 +133,12 @@ def test_a_reference_policy_that_was_not_briefed_refuses_to_guess() -> None:
         asyncio.run(policy.generate(opening, [], context(world)))
     turn = asyncio.run(briefed(world).generate(opening, [], context(world)))
     assert turn.tool_calls[0].name == world.task.template.steps[0].tool
+
+
+def test_the_listing_says_which_providers_are_briefed(capsys) -> None:
+    from support.hostile import cli
+
+    shown = cli(capsys, "list", "models")
+    briefed_ = {line.split("/")[0] for line in shown.out.splitlines()
+                if line.endswith("[reference: briefed with the plan]")}
+    assert briefed_ == {"policy"}
