@@ -26,7 +26,7 @@ from limbo.analysis.report.write import write_site
 from limbo.runner import RunOptions, run_cells
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-import browser
+from support import browser
 
 SIZE_LIMIT_MB = 150
 RENDER_LIMIT_MS = 2000

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from limbo.faults.base import Family, Group
 from limbo.registry import entries
 
 
@@ -11,9 +12,9 @@ from limbo.registry import entries
 class ModeInfo:
     """What a table or a listing needs to know about one mode."""
 
-    family: str
-    families: tuple[str, ...]
-    group: str | None
+    family: Family
+    families: tuple[Family, ...]
+    group: Group | None
     sees: str
     hidden: str
     batch_only: bool

@@ -32,15 +32,8 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from limbo.adapter import (
-    EpisodeContext,
-    Message,
-    ModelAdapter,
-    ModelTurn,
-    ToolCall,
-    ToolDef,
-    model_adapter,
-)
+from limbo.adapter import EpisodeContext, Message, ModelTurn, ToolCall, ToolDef, model_adapter
+from limbo.briefing import ReferenceAdapter, ReferenceContext
 from limbo.errors import UsageError
 from limbo.harnesses.tool_text import read_result
 from limbo.hashing import digest
@@ -75,6 +68,7 @@ class Run:
     """Per-episode state of a script."""
 
     ctx: EpisodeContext
+    key: ReferenceContext
     b: Behaviour
     env: dict[str, Any] = field(default_factory=dict)
     uncertain: list[str] = field(default_factory=list)
@@ -127,7 +121,7 @@ Verified = tuple[bool, list[int] | None, bool, dict[str, Any] | None]
 def _verify(run: Run, step: Step, tool: str, args: dict[str, Any],
             wait_lag: bool) -> Generator[Call, Result, Verified]:
     """Read the effect back. Returns (visible, missing_units, conclusive, item)."""
-    plan = resolve(run.ctx.tool_specs[tool].op, args)
+    plan = resolve(run.key.tool_specs[tool].op, args)
     if plan is None or plan.lag is None:
         return False, None, False, None
     lag = plan.lag
@@ -147,10 +141,10 @@ def _verify(run: Run, step: Step, tool: str, args: dict[str, Any],
 def _write(run: Run, step: Step, args: dict[str, Any]) -> Generator[Call, Result, bool]:
     """Carry out one write step with the policy's recovery behaviour. Returns success."""
     tool = step.tool
-    spec = run.ctx.tool_specs[tool]
+    spec = run.key.tool_specs[tool]
     if run.b.keys and spec.accepts_key:
         # From what the agent knows (never the episode id, which names the fault mode).
-        seen = [run.ctx.seed, run.ctx.plan.id, run.ctx.vars, step.id]
+        seen = [run.ctx.seed, run.key.plan.id, run.key.vars, step.id]
         args = {**args, KEY_FIELD: f"k-{digest(seen, 12)}"}
     plain = {k: v for k, v in args.items() if k != KEY_FIELD}
     honoured = KEY_FIELD in args and spec.op.honours_key(run.ctx.contract, plain)
@@ -198,8 +192,8 @@ def _write(run: Run, step: Step, args: dict[str, Any]) -> Generator[Call, Result
 
 def script(run: Run) -> Script:
     """Follow the plan step by step, then finish with a report."""
-    plan = run.ctx.plan
-    run.env = dict(run.ctx.vars)
+    plan = run.key.plan
+    run.env = dict(run.key.vars)
     for step in plan.steps:
         args = fill(step.args, _Known(run.env))
         if step.intent is None:
@@ -340,8 +334,10 @@ def make_policy(name: str, params: dict[str, Any]) -> Policy:
 
 
 @model_adapter("policy")
-class PolicyAdapter(ModelAdapter):
-    """``policy/<name>``: a reference policy behind the model-adapter interface."""
+class PolicyAdapter(ReferenceAdapter):
+    """``policy/<name>``: a reference policy behind the model-adapter interface.
+
+    It follows the answer key the episode briefs it with (:mod:`limbo.briefing`)."""
 
     trusted = True
 
@@ -359,7 +355,7 @@ class PolicyAdapter(ModelAdapter):
         self, messages: list[Message], tools: list[ToolDef], ctx: EpisodeContext
     ) -> ModelTurn:
         if self._script is None:
-            run = Run(ctx, self.policy.behaviour(ctx.seed))
+            run = Run(ctx, self.key(), self.policy.behaviour(ctx.seed))
             self._script = script(run)
             name, args = next(self._script)
         else:

@@ -11,7 +11,6 @@ Adapters are created once per episode, so they may keep per-episode state.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any, ClassVar, Literal
 from urllib.parse import parse_qsl
 
@@ -19,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from limbo.errors import UsageError
 from limbo.registry import lookup, registrar
+from limbo.services import Contract
 
 
 class ToolCall(BaseModel):
@@ -74,22 +74,17 @@ class ToolDef(BaseModel):
 
 
 class EpisodeContext(BaseModel):
-    """What an adapter may know beyond the conversation. Real models ignore the plan;
-    reference policies follow it."""
+    """What every adapter is told beyond the conversation and the tools: which episode this is
+    (for caches, logs and replay), its seed (for an adapter's own seeded draws) and the tool
+    contract its world runs under. Nothing of the answer: the plan, its intents and the read
+    lags reach only the reference policies, through :class:`limbo.briefing.ReferenceAdapter`,
+    so a model adapter cannot lean on them by mistake."""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     episode_id: str
     seed: int
-    contract: str
-    plan: Any
-    """The task template (:class:`limbo.tasks.Template`)."""
-    vars: dict[str, Any]
-    """The instance's variables and setup results."""
-    tool_specs: dict[str, Any]
-    """Tool name -> :class:`limbo.tools.ToolSpec` (contract facts included)."""
-    read_lag: Callable[[str, dict[str, Any]], float | None]
-    """Documented lag of read ``tool`` with ``args`` (``None``: no read path)."""
+    contract: Contract
 
 
 class ModelAdapter:
@@ -98,7 +93,7 @@ class ModelAdapter:
 
     provider: ClassVar[str] = ""
     trusted: ClassVar[bool] = False
-    """Set only by LIMBO's own scripted adapters (the reference policies), whose turns are
+    """Set only by LIMBO's own reference policies, whose turns are
     built from validated models by tested code: the adapter boundary skips its per-turn checks
     for them (exceptions are still caught). Every other adapter's turns are checked."""
 

@@ -14,7 +14,8 @@ from collections.abc import Callable
 from typing import Any
 
 from limbo import __version__
-from limbo.adapter import EpisodeContext, ModelAdapter, make_adapter
+from limbo.adapter import ModelAdapter, make_adapter
+from limbo.briefing import answer_key, brief, context
 from limbo.cell import Cell
 from limbo.errors import ModelError
 from limbo.grading import grade
@@ -41,17 +42,6 @@ def focal_write_class(world: World) -> dict[str, str] | None:
             assert spec.op is not None
             return world.endpoint.write_class(spec.op, fill(step.args, _Lenient(world.vars)))
     return None
-
-
-def _context(world: World) -> EpisodeContext:
-    def read_lag(tool: str, args: dict[str, Any]) -> float | None:
-        op = world.tools[tool].op
-        assert op is not None
-        return world.endpoint.read_lag(op, args)
-
-    return EpisodeContext(episode_id=world.cell.episode_id, seed=world.cell.seed,
-                          contract=world.cell.contract, plan=world.task.template,
-                          vars=dict(world.vars), tool_specs=world.tools, read_lag=read_lag)
 
 
 async def arun_episode(cell: Cell, adapter: ModelAdapter | None = None,
@@ -100,7 +90,8 @@ async def _build(cell: Cell, adapter: ModelAdapter | None,
                   "prompts": condition.prompt_hashes(), "task_prompt": world.prompt(),
                   "intents": world.intents(), "version": __version__,
                   "plan_hash": digest(world.task.template.model_dump(mode="json"))}
-        harness: Harness = harness_cls(world, isolated, condition, _context(world))
+        brief(isolated.inner, answer_key(world))  # a reference policy's key; no other's
+        harness: Harness = harness_cls(world, isolated, condition, context(world))
     except BaseException as exc:
         if escapes(exc):
             raise

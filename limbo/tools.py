@@ -96,7 +96,7 @@ def _describe(op: OpSpec, contract: Contract) -> str:
     if op.kind == "read":
         parts.append(op.lag_note or "Strongly consistent: shows a write as soon as it commits.")
         return " ".join(parts)
-    if contract == "native" and op.key_note:
+    if contract == Contract.NATIVE and op.key_note:
         parts.append(op.key_note)
     elif op.accepts_key(contract):
         hours = int(DAY_S // 3600)

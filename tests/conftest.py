@@ -4,15 +4,7 @@ top-level folder."""
 from __future__ import annotations
 
 import pytest
-
-from limbo.cell import Cell
-from limbo.tasks import templates
-
-
-def cell_for(template: str, focal: str | None = None, **kw: object) -> Cell:
-    """A cell for ``template`` with its first focal write unless ``focal`` is given."""
-    t = templates()[template]
-    return Cell(service=t.service, template=template, focal_write=focal or t.focal_writes[0], **kw)
+from support.cells import cell_for
 
 
 @pytest.fixture(scope="module")

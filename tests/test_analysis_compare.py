@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from handcount import holm, mcnemar
+from support.handcount import holm, mcnemar
 
 LIMBO = str(Path(sys.executable).parent / "limbo")
 FAMILY = {"timeout_pre": "not executed", "http500_pre": "not executed",

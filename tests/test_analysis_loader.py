@@ -8,7 +8,7 @@ import random
 from pathlib import Path
 
 import pytest
-from conftest import cell_for
+from support.cells import cell_for
 
 from limbo.analysis.loader import SCHEMAS, load, record_files
 from limbo.episode import run_episode

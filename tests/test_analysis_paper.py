@@ -17,7 +17,7 @@ from statistics import NormalDist
 from typing import Any
 
 import pytest
-from handcount import holm, mcnemar
+from support.handcount import holm, mcnemar
 
 LIMBO = str(Path(sys.executable).parent / "limbo")
 GRIDS = ("e1", "e1s", "e2", "e2k", "e5", "e6")

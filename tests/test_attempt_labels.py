@@ -4,8 +4,8 @@ recovery from a first try even when the recovery carries fewer rows."""
 
 from __future__ import annotations
 
-from conftest import cell_for
-from test_services_support import make_world
+from support.cells import cell_for
+from support.worlds import make_world
 
 from limbo.episode import run_episode
 

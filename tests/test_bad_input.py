@@ -8,33 +8,14 @@ import json
 from typing import Any
 
 import pytest
-from test_services_support import make_world
+from support.scripted import scripted
+from support.worlds import make_world
 
-from limbo.adapter import ModelAdapter, ModelTurn, ToolCall
 from limbo.cell import Cell
 from limbo.episode import run_episode
 from limbo.tasks import templates
 
 MB = "x" * 1_000_000
-
-
-class Scripted(ModelAdapter):
-    """A model that makes the given tool calls, one turn per inner list."""
-
-    def __init__(self, turns: list[list[tuple[str, Any]]]) -> None:
-        super().__init__("scripted")
-        self.turns = list(turns)
-        self.seen: list[dict[str, Any]] = []
-        self._read = 0
-
-    async def generate(self, messages, tools, ctx) -> ModelTurn:
-        self.seen += [m.result() for m in messages[self._read:] if m.role == "tool"]
-        self._read = len(messages)
-        if not self.turns:
-            return ModelTurn(text="stopping")
-        calls = self.turns.pop(0)
-        return ModelTurn(tool_calls=[ToolCall(id=f"t{len(self.turns)}-{i}", name=n, arguments=a)
-                                     for i, (n, a) in enumerate(calls)])
 
 
 def _plan() -> tuple[Cell, dict[str, Any], dict[str, Any]]:
@@ -74,14 +55,13 @@ def _results(record: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize("batched", [False, True])
-def test_bad_calls_are_answered_and_the_episode_goes_on(batched: bool) -> None:
+def test_bad_calls_are_answered_and_the_episode_goes_on(tmp_path, batched: bool) -> None:
     cell, charge, comment = _plan()
     bad = _bad_calls(charge)
     good = [("billing_create_charge", charge), ("tickets_add_comment", json.dumps(comment)),
             ("finish", {"status": "completed", "summary": "done", "uncertain_actions": []})]
     turns = [bad, *[[c] for c in good]] if batched else [[c] for c in bad + good]
-    model = Scripted(turns)
-    record = run_episode(cell, model)
+    record = run_episode(cell, scripted(tmp_path, turns))
     results = _results(record)
     assert len(results) == len(bad) + 2
     for event in results[:len(bad)]:
@@ -95,38 +75,36 @@ def test_bad_calls_are_answered_and_the_episode_goes_on(batched: bool) -> None:
     assert out["exactly_once"] and out["commits"] == {"charge": 1, "comment": 1}
     assert [e["tool"] for e in record["ledger"]] == ["billing_create_charge", "tickets_add_comment"]
     assert out["tool_calls"] == len(bad) - 3 + 2  # finish attempts are not tool calls
-    # the model saw every error as a structured result
-    assert sum(1 for r in model.seen if r.get("error", {}).get("kind") == "invalid_argument") \
-        == len(bad)
 
 
-def test_the_record_stays_small_and_summarises_huge_arguments() -> None:
+def test_the_record_stays_small_and_summarises_huge_arguments(tmp_path) -> None:
     cell, charge, comment = _plan()
     turns = [[c] for c in _bad_calls(charge)] + [
         [("billing_create_charge", charge)], [("tickets_add_comment", comment)],
-        [("finish", {"status": "completed", "summary": "done"})]]
-    record = run_episode(cell, Scripted(turns))
+        [("finish", {"status": "completed", "summary": "done"})], "stopping"]
+    record = run_episode(cell, scripted(tmp_path, turns))
     assert len(json.dumps(record)) < 100_000
     calls = [e for e in record["events"] if e["type"] == "call"]
     cut = [c["args"]["_chars"] for c in calls if isinstance(c["args"], dict) and "_chars" in c["args"]]
     assert len(cut) == 4 and sum(n > 1_000_000 for n in cut) == 3  # + the 9000-char body
 
 
-def test_a_megabyte_tool_name_does_not_bloat_the_record() -> None:
+def test_a_megabyte_tool_name_does_not_bloat_the_record(tmp_path) -> None:
     cell, charge, comment = _plan()
     turns = [[("b" * 1_000_000, charge)], [("billing_create_charge", charge)],
              [("tickets_add_comment", comment)],
              [("finish", {"status": "completed", "summary": "done"})]]
-    record = run_episode(cell, Scripted(turns))
+    record = run_episode(cell, scripted(tmp_path, turns))
     assert _results(record)[0]["result"]["error"]["kind"] == "invalid_argument"
     assert record["outcome"]["exactly_once"]
     assert len(json.dumps(record)) < 100_000
 
 
-def test_a_model_that_never_finishes_is_graded_with_status_none() -> None:
+def test_a_model_that_never_finishes_is_graded_with_status_none(tmp_path) -> None:
     cell, charge, comment = _plan()
-    record = run_episode(cell, Scripted([[("billing_create_charge", charge)],
-                                         [("tickets_add_comment", comment)]]))
+    record = run_episode(cell, scripted(tmp_path, [[("billing_create_charge", charge)],
+                                                   [("tickets_add_comment", comment)],
+                                                   "stopping"]))
     out = record["outcome"]
     assert out["report_status"] == "none" and out["exactly_once"]
     assert not out["claimed_clean"] and not out["overclaim"]

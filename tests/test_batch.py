@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import inspect
 
-from conftest import cell_for
-from test_services_support import make_world
+from support.cells import cell_for
+from support.worlds import make_world
 
 from limbo.episode import run_episode
 from limbo.readback import resolve

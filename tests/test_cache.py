@@ -5,8 +5,8 @@ cache, the seed does; nothing secret is stored."""
 from __future__ import annotations
 
 import pytest
-from conftest import cell_for
-from fixtures.model_servers import (
+from support.cells import cell_for
+from support.model_servers import (
     FAKE_ANTHROPIC_KEY,
     FAKE_OPENAI_KEY,
     IDS,

@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.scripted import scripted
 
 from limbo import registry
-from limbo.adapter import ModelAdapter, ModelTurn, ToolCall
+from limbo.adapter import ModelAdapter
 from limbo.boundary import Process
 from limbo.cell import Cell
 from limbo.episode import run_episode
@@ -60,21 +61,6 @@ def results(record: dict[str, Any], tool: str) -> list[dict[str, Any]]:
 
 def focal_effects(record: dict[str, Any]) -> list[dict[str, Any]]:
     return [e for e in record["ledger"] if e["tool"] == record["cell"]["focal_write"]]
-
-
-class Scripted(ModelAdapter):
-    """A model that makes the given tool calls, one per turn, then stops."""
-
-    def __init__(self, calls: list[tuple[str, Any]]) -> None:
-        super().__init__("scripted")
-        self.calls = list(calls)
-
-    async def generate(self, messages: Any, tools: Any, ctx: Any) -> ModelTurn:
-        if not self.calls:
-            return ModelTurn(text="done")
-        name, args = self.calls.pop(0)
-        return ModelTurn(tool_calls=[ToolCall(id=f"c{len(self.calls)}", name=name,
-                                              arguments=args)])
 
 
 def prompt_text(name: str) -> str:
@@ -346,17 +332,18 @@ def test_the_guard_forwards_only_the_missing_rows_of_a_batch() -> None:
     assert rec["outcome"]["exactly_once"]
 
 
-def test_the_guard_refuses_a_reused_key_with_other_arguments_and_bad_input() -> None:
+def test_the_guard_refuses_a_reused_key_with_other_arguments_and_bad_input(tmp_path) -> None:
     v = World(cell("charge_invoice")).vars
     charge = {"customer_id": v["customer"], "amount_cents": v["amount"],
               "currency": v["currency"], "description": v["invoice"], "idempotency_key": "k1"}
-    model = Scripted([
+    model = scripted(tmp_path, [
         ("billing_create_charge", charge),
         ("billing_create_charge", {**charge, "amount_cents": charge["amount_cents"] + 1}),
         ("billing_create_charge", {**charge, "amount_cents": "4200"}),
         ("billing_create_charge", {**charge, "note": "rush"}),
         ("billing_charge_card", charge),
         ("billing_create_charge", charge),
+        "done",
     ])
     rec = episode("charge_invoice", "none", "guard", adapter=model)
     kinds = [r.get("error", {}).get("kind") for r in

@@ -13,11 +13,14 @@ import urllib.request
 import anthropic
 import openai
 import pytest
-from conftest import cell_for
-from fixtures.model_servers import Scripted, plain
+from support.cells import cell_for
+from support.model_servers import plain
+from support.reference import briefed
+from support.scripted import scripted
 
 from limbo.adapter import ModelAdapter, ModelTurn, ToolCall, Usage, make_adapter
-from limbo.episode import _context, run_episode
+from limbo.briefing import ReferenceAdapter, brief, context
+from limbo.episode import run_episode
 from limbo.errors import UsageError
 from limbo.gateway import Gateway, ThreadedGateway
 from limbo.providers import chat_api, messages_api, responses_api
@@ -37,8 +40,13 @@ USER = "Charge invoice INV-0031."
 
 
 @pytest.fixture(scope="module")
-def ctx():
-    return _context(World(CELL))
+def world():
+    return World(CELL)
+
+
+@pytest.fixture(scope="module")
+def ctx(world):
+    return context(world)
 
 
 def session(gw, ctx, adapter, name):
@@ -68,8 +76,8 @@ def anthropic_tools():
             for t in TOOLS]
 
 
-def test_responses_stream_parser_accepts_text_and_parallel_calls(gw, ctx) -> None:
-    session(gw, ctx, Scripted([TURN]), "r-stream")
+def test_responses_stream_parser_accepts_text_and_parallel_calls(gw, ctx, tmp_path) -> None:
+    session(gw, ctx, scripted(tmp_path, [TURN]), "r-stream")
 
     async def go():
         async with oa(gw, "r-stream").responses.stream(
@@ -92,8 +100,8 @@ def test_responses_stream_parser_accepts_text_and_parallel_calls(gw, ctx) -> Non
     assert final.usage.input_tokens == 120 and final.usage.input_tokens_details.cached_tokens == 20
 
 
-def test_chat_stream_parser_accepts_text_and_parallel_calls(gw, ctx) -> None:
-    session(gw, ctx, Scripted([TURN]), "c-stream")
+def test_chat_stream_parser_accepts_text_and_parallel_calls(gw, ctx, tmp_path) -> None:
+    session(gw, ctx, scripted(tmp_path, [TURN]), "c-stream")
 
     async def go():
         async with oa(gw, "c-stream").chat.completions.stream(
@@ -109,8 +117,8 @@ def test_chat_stream_parser_accepts_text_and_parallel_calls(gw, ctx) -> None:
     assert final.usage.prompt_tokens == 120 and final.usage.completion_tokens == 7
 
 
-def test_messages_stream_parser_accepts_text_and_parallel_calls(gw, ctx) -> None:
-    session(gw, ctx, Scripted([TURN]), "m-stream")
+def test_messages_stream_parser_accepts_text_and_parallel_calls(gw, ctx, tmp_path) -> None:
+    session(gw, ctx, scripted(tmp_path, [TURN]), "m-stream")
 
     async def go():
         async with an(gw, "m-stream").messages.stream(
@@ -131,8 +139,8 @@ def test_messages_stream_parser_accepts_text_and_parallel_calls(gw, ctx) -> None
 
 
 @pytest.mark.parametrize("api", ["responses", "chat", "messages"])
-def test_non_streaming_answers_parse(gw, ctx, api) -> None:
-    session(gw, ctx, Scripted([ModelTurn(text="Done.")]), f"plain-{api}")
+def test_non_streaming_answers_parse(gw, ctx, tmp_path, api) -> None:
+    session(gw, ctx, scripted(tmp_path, ["Done."]), f"plain-{api}")
 
     async def go():
         if api == "responses":
@@ -148,10 +156,10 @@ def test_non_streaming_answers_parse(gw, ctx, api) -> None:
     assert asyncio.run(go()) == "Done."
 
 
-def test_codex_namespace_tools_are_echoed_and_the_policy_sees_plain_names(gw, ctx) -> None:
+def test_codex_namespace_tools_are_echoed_and_the_policy_sees_plain_names(gw, world, ctx) -> None:
     """Codex offers MCP tools inside a namespace and rejects a call without it; its tool output
     comes back as an array of input_text parts."""
-    s = session(gw, ctx, make_adapter("policy/verify"), "codex")
+    s = session(gw, ctx, briefed(world), "codex")
     tools = [{"type": "namespace", "name": "mcp__sandbox", "tools": responses_tools()}]
 
     async def turn(inputs):
@@ -174,15 +182,16 @@ def test_codex_namespace_tools_are_echoed_and_the_policy_sees_plain_names(gw, ct
 
 
 @pytest.mark.parametrize(("api", "prefix"), [("messages", "mcp__sandbox__"), ("chat", "sandbox-")])
-def test_harness_tool_prefixes_are_stripped_and_restored(gw, ctx, api, prefix) -> None:
+def test_harness_tool_prefixes_are_stripped_and_restored(gw, ctx, tmp_path, api, prefix) -> None:
     seen = []
+    inner = scripted(tmp_path, [TURN])
 
-    class Spy(Scripted):
+    class Spy(ModelAdapter):
         async def generate(self, messages, tools, ctx):
             seen.extend(t.name for t in tools)
-            return await super().generate(messages, tools, ctx)
+            return await inner.generate(messages, tools, ctx)
 
-    session(gw, ctx, Spy([TURN]), f"pre-{api}")
+    session(gw, ctx, Spy("spy"), f"pre-{api}")
     prefixed = [{**t, "name": prefix + t["name"]} for t in TOOLS]
 
     async def go():
@@ -202,8 +211,8 @@ def test_harness_tool_prefixes_are_stripped_and_restored(gw, ctx, api, prefix) -
     assert names == [prefix + c.name for c in TURN.tool_calls]
 
 
-def test_a_repeated_request_is_the_same_turn_not_a_new_one(gw, ctx) -> None:
-    s = session(gw, ctx, make_adapter("policy/verify"), "again")
+def test_a_repeated_request_is_the_same_turn_not_a_new_one(gw, world, ctx) -> None:
+    s = session(gw, ctx, briefed(world), "again")
 
     async def ask():
         out = await oa(gw, "again").chat.completions.create(
@@ -224,12 +233,13 @@ def _post(url, body, headers=None):
         return err.code, json.load(err)
 
 
-def test_routing_by_path_header_or_single_session(ctx) -> None:
+def test_routing_by_path_header_or_single_session(ctx, tmp_path) -> None:
     body = {"model": "m", "messages": [{"role": "user", "content": USER}]}
     with ThreadedGateway() as gw:
-        gw.open("one", Scripted([ModelTurn(text="a"), ModelTurn(text="b")]), ctx)
+        one = scripted(tmp_path, ["a", "b"], "one.json")
+        gw.open("one", one, ctx)
         assert _post(f"{gw.url}/v1/chat/completions", body)[1]["choices"][0]["message"]["content"] == "a"
-        gw.open("two", Scripted([ModelTurn(text="c")]), ctx)
+        gw.open("two", scripted(tmp_path, ["c"], "two.json"), ctx)
         status, err = _post(f"{gw.url}/v1/chat/completions", body)
         assert status == 404 and "no gateway session" in err["error"]["message"]
         assert _post(f"{gw.url}/v1/chat/completions", body,
@@ -238,7 +248,7 @@ def test_routing_by_path_header_or_single_session(ctx) -> None:
             {"role": "user", "content": "other"}]})[1]["choices"][0]["message"]["content"] == "b"
         assert _post(f"{gw.url}/ep/nobody/v1/responses", {"input": "x"})[0] == 404
         with urllib.request.urlopen(f"{gw.base_url('one')}/models", timeout=10) as resp:
-            assert json.load(resp)["data"][0]["id"] == "scripted/turns"
+            assert json.load(resp)["data"][0]["id"] == one.spec
         counted = _post(f"{gw.base_url('one', 'anthropic')}/v1/messages/count_tokens", body)
         assert counted[0] == 200 and counted[1]["input_tokens"] > 0
 
@@ -250,7 +260,7 @@ def test_the_gateway_binds_loopback_only() -> None:
         assert gw.url.startswith("http://127.0.0.1:")
 
 
-def test_hooks_see_every_turn_and_can_answer_side_requests(gw, ctx) -> None:
+def test_hooks_see_every_turn_and_can_answer_side_requests(gw, world, ctx) -> None:
     """A harness's side request (no tools: a title, a topic check) is answered by the hook and
     does not advance the reference policy; real turns reach ``after_turn``."""
     answered = []
@@ -258,7 +268,7 @@ def test_hooks_see_every_turn_and_can_answer_side_requests(gw, ctx) -> None:
     def before(messages, tools):
         return None if tools else ModelTurn(text="A title")
 
-    s = session(gw, ctx, make_adapter("policy/verify"), "hooks")
+    s = session(gw, ctx, briefed(world), "hooks")
     s.before_turn, s.after_turn = before, answered.append
     client = "hooks"
 
@@ -273,10 +283,10 @@ def test_hooks_see_every_turn_and_can_answer_side_requests(gw, ctx) -> None:
     assert s.turns == 1 and [t.text for t in answered] == ["A title", None]
 
 
-class HelperAdapter(ModelAdapter):
+class HelperAdapter(ReferenceAdapter):
     """Each turn through the SDK's own high-level stream helper and its accumulated final
     object (not our adapters' accumulation), against a gateway session backed by
-    ``policy/verify``."""
+    ``policy/verify`` (briefed with the episode's answer key)."""
 
     provider = "helper"
 
@@ -287,7 +297,9 @@ class HelperAdapter(ModelAdapter):
     async def generate(self, messages, tools, ctx):
         if self.client is None:
             name = f"helper-{self.api}-{ctx.episode_id}"
-            session(self.gw, ctx, make_adapter("policy/verify"), name)
+            policy = make_adapter("policy/verify")
+            brief(policy, self.key())
+            session(self.gw, ctx, policy, name)
             self.client = an(self.gw, name) if self.api == "messages" else oa(self.gw, name)
         if self.api == "responses":
             body = responses_api.request(messages, tools, "m", {})

@@ -6,12 +6,13 @@ to the identical outcome."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
-from test_services_support import deliver, make_world
+from support.scripted import scripted
+from support.worlds import deliver, make_world
 
-from limbo.adapter import ModelAdapter, ModelTurn, ToolCall
 from limbo.cell import Cell
 from limbo.episode import regrade, run_episode
 from limbo.grading import assign, grade, matches, undone
@@ -22,20 +23,6 @@ from limbo.tools import KEY_FIELD
 POLICIES = ("policy/verify", "policy/keyed", "policy/give-up")
 CASES = [(t, f, c) for t, tpl in templates().items() for f in tpl.focal_writes for c in CONTRACTS]
 CLEAN = {"status": "completed", "summary": "done", "uncertain_actions": []}
-
-
-class Script(ModelAdapter):
-    """A scripted model: one tool call per turn, from a fixed list."""
-
-    def __init__(self, calls: list[tuple[str, Any]]) -> None:
-        super().__init__("script")
-        self.calls = list(calls)
-
-    async def generate(self, messages, tools, ctx) -> ModelTurn:
-        if not self.calls:
-            return ModelTurn(text="nothing left to do")
-        name, args = self.calls.pop(0)
-        return ModelTurn(tool_calls=[ToolCall(id=f"c{len(self.calls)}", name=name, arguments=args)])
 
 
 def cell(template: str, focal: str | None = None, **kw: Any) -> Cell:
@@ -370,7 +357,7 @@ def test_matches_uses_exact_arguments_and_substrings() -> None:
 
 # --- re-grading and determinism --------------------------------------------------------------
 
-def _scripted_record() -> dict[str, Any]:
+def _scripted_record(folder: Path) -> dict[str, Any]:
     """charge_invoice with a duplicated charge (the second sent as JSON text), a rejected
     comment, the right comment, and a clean report: duplicate and overclaim."""
     v = make_world("native", "charge_invoice").vars
@@ -381,11 +368,11 @@ def _scripted_record() -> dict[str, Any]:
              ("tickets_add_comment", {"ticket_id": "T_missing", "body": "x"}),
              ("tickets_add_comment", {"ticket_id": v["ticket"], "body": f"Charged {v['invoice']}"}),
              ("finish", CLEAN)]
-    return run_episode(cell("charge_invoice"), Script(calls))
+    return run_episode(cell("charge_invoice"), scripted(folder, calls))
 
 
-def test_regrade_after_a_json_round_trip_gives_the_identical_outcome() -> None:
-    records = [_scripted_record()]
+def test_regrade_after_a_json_round_trip_gives_the_identical_outcome(tmp_path) -> None:
+    records = [_scripted_record(tmp_path)]
     records += [run_episode(cell(t, contract=c, model=m))
                 for t, c, m in [("import_batch", "keys-everywhere", "policy/keyed"),
                                 ("announce_x", "native", "policy/verify"),
@@ -402,8 +389,8 @@ def test_regrade_after_a_json_round_trip_gives_the_identical_outcome() -> None:
                               "claimed_clean", "overclaim", "focal_write_class"}
 
 
-def test_same_cell_gives_an_identical_record_except_runtime() -> None:
-    a, b = _scripted_record(), _scripted_record()
+def test_same_cell_gives_an_identical_record_except_runtime(tmp_path) -> None:
+    a, b = _scripted_record(tmp_path), _scripted_record(tmp_path)
     a.pop("runtime"), b.pop("runtime")
     assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import cell_for
+from support.cells import cell_for
 
 from limbo.episode import run_episode
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from conftest import cell_for
-from fixtures.harness_runs import require, without_ids
+from support.cells import cell_for
+from support.harness_runs import require, without_ids
+from support.model_servers import OnPolicy
 
-from limbo.adapter import make_adapter
 from limbo.config import Limits
 from limbo.episode import arun_episode, run_episode
 from limbo.errors import ModelError
@@ -38,21 +38,20 @@ def test_limits_end_a_harness_episode_as_they_end_the_minimal_loop(limits) -> No
     assert without_ids(record["events"]) == without_ids(reference["events"])
 
 
-class FailsOnSecondTurn:
+class FailsOnSecondTurn(OnPolicy):
     """The reference policy, whose provider gives up on the second turn."""
 
+    provider = "policy"
+
     def __init__(self) -> None:
-        self.inner, self.turns = make_adapter("policy/verify"), 0
-        self.spec = "policy/verify"
+        super().__init__("verify")
+        self.turns = 0
 
     async def generate(self, messages, tools, ctx):
         self.turns += 1
         if self.turns == 2:
             raise ModelError("provider unavailable after 5 attempts")
-        return await self.inner.generate(messages, tools, ctx)
-
-    async def aclose(self) -> None:
-        pass
+        return await self.policy.generate(messages, tools, ctx)
 
 
 @pytest.mark.parametrize("harness", ["codex", "claude-code"])

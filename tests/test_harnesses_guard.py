@@ -9,8 +9,8 @@ same as under every harness), so the zero is the guard's doing, not the cells'."
 from __future__ import annotations
 
 import pytest
-from conftest import cell_for
-from fixtures.harness_runs import PRODUCTION, require, run_all, without_ids
+from support.cells import cell_for
+from support.harness_runs import PRODUCTION, require, run_all, without_ids
 
 from limbo.episode import run_episode
 from limbo.registry import entries, lookup

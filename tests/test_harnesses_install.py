@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from fixtures.harness_runs import PRODUCTION, require
+from support.harness_runs import PRODUCTION, require
 
 from limbo.experiments.grid import expand, load_grid
 from limbo.harnesses.production.install import ENV, harness_dir, install_all, status

@@ -12,8 +12,8 @@ import json
 import re
 
 import pytest
-from conftest import cell_for
-from fixtures.harness_runs import PRODUCTION, require, run_all, without_ids
+from support.cells import cell_for
+from support.harness_runs import PRODUCTION, require, run_all, without_ids
 
 from limbo.episode import run_episode
 from limbo.harnesses.tool_text import read_result

@@ -9,25 +9,25 @@ import json
 from typing import Any
 
 import pytest
-from conftest import cell_for
-from hostile import cli, records, write_plugin
+from support.cells import cell_for
+from support.hostile import cli, records, write_plugin
+from support.model_servers import OnPolicy
 
-from limbo.adapter import ModelAdapter, ModelTurn, ToolCall, Usage, make_adapter
+from limbo.adapter import ModelAdapter, ModelTurn, ToolCall, Usage
 from limbo.episode import run_episode
 from limbo.store import encode
 
 CELL = cell_for("charge_invoice")
 
 
-class Scripted(ModelAdapter):
+class ActsAt(OnPolicy):
     """The reference policy ``verify``, except that turn ``at`` does ``act()`` instead."""
 
-    provider = "scripted"
+    provider = "acts-at"
 
     def __init__(self, act: Any, at: int = 1) -> None:
         super().__init__("bad")
         self.act, self.at, self.turn = act, at, 0
-        self.policy = make_adapter("policy/verify")
 
     async def generate(self, messages, tools, ctx):
         self.turn += 1
@@ -66,8 +66,8 @@ async def _forever() -> ModelTurn:
 
 
 INFRA = [
-    ("ValueError", _raise(ValueError("boom")), "adapter scripted/bad raised ValueError: boom @ "),
-    ("SystemExit", _raise(SystemExit(3)), "adapter scripted/bad raised SystemExit: 3"),
+    ("ValueError", _raise(ValueError("boom")), "adapter acts-at/bad raised ValueError: boom @ "),
+    ("SystemExit", _raise(SystemExit(3)), "adapter acts-at/bad raised SystemExit: 3"),
     ("CancelledError", _raise(asyncio.CancelledError()), "raised CancelledError"),
     ("GeneratorExit", _raise(GeneratorExit()), "raised GeneratorExit"),
     ("its own TimeoutError", _raise(TimeoutError("slow")), "raised TimeoutError: slow"),
@@ -75,7 +75,7 @@ INFRA = [
     ("MemoryError", _raise(MemoryError()), "raised MemoryError"),
     ("RecursionError", _raise(RecursionError("deep")), "raised RecursionError: deep"),
     ("NotImplementedError", _raise(NotImplementedError()), "raised NotImplementedError"),
-    ("returns None", lambda: None, "adapter scripted/bad returned a NoneType, not a ModelTurn"),
+    ("returns None", lambda: None, "adapter acts-at/bad returned a NoneType, not a ModelTurn"),
     ("returns a dict", lambda: {"text": "hi"}, "returned a dict, not a ModelTurn"),
     ("returns a string", lambda: "finish", "returned a str, not a ModelTurn"),
     ("returns a list", lambda: [ModelTurn(text="x")], "returned a list, not a ModelTurn"),
@@ -97,7 +97,7 @@ INFRA = [
 @pytest.mark.parametrize("at", [1, 3])
 def test_an_adapter_failure_is_an_infra_error_naming_the_adapter(label, act, needle,
                                                                  at: int) -> None:
-    record = _strict(run_episode(CELL, Scripted(act, at)))
+    record = _strict(run_episode(CELL, ActsAt(act, at)))
     out = record["outcome"]
     assert out["termination"] == "infra_error", out
     assert needle in out["termination_reason"]
@@ -108,7 +108,7 @@ def test_an_adapter_failure_is_an_infra_error_naming_the_adapter(label, act, nee
 @pytest.mark.parametrize("turn", [ModelTurn(), ModelTurn(text=""), ModelTurn(text=" \n\t ")],
                          ids=["nothing", "empty text", "blank text"])
 def test_an_empty_turn_is_a_model_error_not_the_agent_finishing(turn: ModelTurn) -> None:
-    out = run_episode(CELL, Scripted(lambda: turn, at=2))["outcome"]
+    out = run_episode(CELL, ActsAt(lambda: turn, at=2))["outcome"]
     assert out["termination"] == "model_error"
     assert "returned an empty turn (no text and no tool calls)" in out["termination_reason"]
 
@@ -137,13 +137,13 @@ SURROGATES = [
 @pytest.mark.parametrize(("label", "act", "needle"), SURROGATES, ids=[c[0] for c in SURROGATES])
 def test_lone_surrogates_from_a_model_are_sanitised_and_the_record_is_utf8(label, act,
                                                                            needle: str) -> None:
-    record = run_episode(CELL, Scripted(act, at=1))
+    record = run_episode(CELL, ActsAt(act, at=1))
     line = encode(record)  # raises if the record is not strict JSON in valid UTF-8
     assert needle in line.decode("utf-8")
     assert record["outcome"]["termination"] == "finished"
 
 
-class Closing(Scripted):
+class Closing(ActsAt):
     """The policy, with an ``aclose`` that misbehaves."""
 
     def __init__(self, close: Any, first: Any = None) -> None:
@@ -157,7 +157,7 @@ class Closing(Scripted):
 
 
 @pytest.mark.parametrize(("act", "needle"), [
-    (_raise(RuntimeError("leak")), "adapter scripted/bad: aclose() raised RuntimeError: leak"),
+    (_raise(RuntimeError("leak")), "adapter acts-at/bad: aclose() raised RuntimeError: leak"),
     (_raise(SystemExit(1)), "aclose() raised SystemExit: 1"),
     (_raise(asyncio.CancelledError()), "aclose() raised CancelledError"),
     (_forever, "aclose() did not return within 0.2s"),
@@ -174,7 +174,7 @@ def test_a_failing_aclose_keeps_an_earlier_failure() -> None:
 
 
 def test_an_adapter_that_never_answers_ends_at_the_episode_timeout() -> None:
-    out = run_episode(CELL, Scripted(_forever, at=3), timeout=0.3)["outcome"]
+    out = run_episode(CELL, ActsAt(_forever, at=3), timeout=0.3)["outcome"]
     assert out["termination"] == "timeout"
     assert out["termination_reason"] == "the episode ran past --episode-timeout 0.3s (wall clock)"
     assert out["model_turns"] == 3
@@ -210,7 +210,7 @@ class Misbehaving(PolicyAdapter):
         self.mode = model
 
     async def generate(self, messages, tools, ctx):
-        if ctx.vars["instance"] == 0 and ctx.contract == "native" and len(messages) > 4:
+        if self.key().vars["instance"] == 0 and ctx.contract == "native" and len(messages) > 4:
             if self.mode == "exit":
                 raise SystemExit(0)
             if self.mode == "cancel":
@@ -284,7 +284,7 @@ class Fragile(PolicyAdapter):
 
 def test_an_adapter_whose_constructor_raises_before_the_run_is_one_line(capsys, tmp_path) -> None:
     plugin = write_plugin(tmp_path, "ctor1", CTOR.replace("{name}", "ctor1"))
-    from hostile import refused, untouched
+    from support.hostile import refused, untouched
 
     refused(cli(capsys, "run", "--model", "ctor1/always", "--plugin", str(plugin), "--out",
                 str(tmp_path / "out")), "model ctor1/always: the adapter failed before the run: "
@@ -319,7 +319,7 @@ class Dies(PolicyAdapter):
 
     async def generate(self, messages, tools, ctx):
         in_worker = os.getpid() != int(os.environ["LIMBO_TEST_PARENT"])
-        if in_worker and ctx.vars["instance"] == 1 and len(messages) > 4:
+        if in_worker and self.key().vars["instance"] == 1 and len(messages) > 4:
             os._exit(9)
         return await super().generate(messages, tools, ctx)
 '''
@@ -335,7 +335,7 @@ def test_a_worker_that_dies_stops_the_run_in_one_line_keeping_what_finished(
     result = cli(capsys, "run", "--model", "dies/x", "--plugin", str(plugin), "--template",
                  "charge_invoice", "--instances", "2", "--workers", "2", "--out", str(out),
                  "--quiet")
-    from hostile import refused
+    from support.hostile import refused
 
     refused(result, "died (exit code 9); the episodes it had finished are recorded")
     manifest = json.loads((out / "manifest.json").read_text())

@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 
 import pytest
-from hostile import cli, refused, untouched
+from support.hostile import cli, refused, untouched
 
 SMALL = ["--template", "charge_invoice", "--contract", "native", "--fault", "none", "--model",
          "policy/verify"]
@@ -306,7 +306,7 @@ def test_repeated_levels_run_once_with_a_notice(capsys, tmp_path: Path) -> None:
     assert result.code == 0, result.err
     assert "note: --model policy/verify is given 3 times; it runs once" in result.out
     assert "note: --fault none is given 2 times; it runs once" in result.out
-    from hostile import records
+    from support.hostile import records
 
     assert len(records(out)) == 2
 
@@ -319,7 +319,7 @@ def test_repeated_levels_in_a_grid_file_run_once(capsys, tmp_path: Path) -> None
     result = cli(capsys, "run", str(grid), "--out", str(out), "--quiet")
     assert result.code == 0, result.err
     assert "models lists 'policy/verify' 2 times; it runs once" in result.out
-    from hostile import records
+    from support.hostile import records
 
     assert len(records(out)) == 4
 
@@ -331,7 +331,7 @@ def test_workers_are_capped_with_a_notice(capsys, tmp_path: Path) -> None:
     cap = 4 * (os.cpu_count() or 1)
     assert f"--workers 1000 capped at {cap} (four per core on this machine)" in result.out
     assert f"--workers {cap} capped at 2 (the cells to run)" in result.out
-    from hostile import records
+    from support.hostile import records
 
     assert len(records(out)) == 2
 
@@ -339,7 +339,7 @@ def test_workers_are_capped_with_a_notice(capsys, tmp_path: Path) -> None:
 def _peak_rss_kb(*args: str) -> int:
     import subprocess
 
-    from hostile import LIMBO
+    from support.hostile import LIMBO
 
     proc = subprocess.Popen([LIMBO, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)

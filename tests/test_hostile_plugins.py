@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hostile import cli, refused, untouched, write_plugin
+from support.hostile import cli, refused, untouched, write_plugin
 
 ADAPTER = '''
 from limbo.adapter import ModelAdapter, ModelTurn, model_adapter

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from hostile import LIMBO, lines_of, records, spawn, write_plugin
+from support.hostile import LIMBO, lines_of, records, spawn, write_plugin
 
 from limbo.runlock import active_claims
 

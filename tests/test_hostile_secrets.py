@@ -10,9 +10,9 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
-from fixtures.bad_server import CHAT_OK, BadServer, Reply
-from fixtures.model_servers import FAKE_OPENAI_KEY, SECRET_MARK
-from hostile import cli, records, refused, write_plugin
+from support.bad_server import CHAT_OK, BadServer, Reply
+from support.hostile import cli, records, refused, write_plugin
+from support.model_servers import FAKE_OPENAI_KEY, SECRET_MARK
 
 KEY = FAKE_OPENAI_KEY
 SHAPED = "sk-proj-NOTTHEKEYbutShaped9876"
@@ -101,7 +101,7 @@ class Echo(PolicyAdapter):
         if len(messages) == 2:
             return ModelTurn(text=f"my key is {key}", tool_calls=[ToolCall(
                 id="k", name="tickets_add_comment", arguments={"ticket_id": key, "body": key})])
-        if ctx.vars["instance"] == 0 and len(messages) > 6:
+        if self.key().vars["instance"] == 0 and len(messages) > 6:
             raise RuntimeError(f"failed with key {key}")
         return await super().generate(messages, tools, ctx)
 '''

@@ -8,8 +8,8 @@ unknown model stops the run with one line. Every cell is recorded exactly once e
 from __future__ import annotations
 
 import pytest
-from fixtures.bad_server import CHAT_OK, BadServer, Reply
-from hostile import cli, records, refused
+from support.bad_server import CHAT_OK, BadServer, Reply
+from support.hostile import cli, records, refused
 
 HTML = Reply(200, b"<html><body><h1>502 Bad Gateway</h1></body></html>", "text/html")
 CHAT_USAGE = (b'{"choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}, '

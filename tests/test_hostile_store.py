@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 import pytest
-from hostile import cli, records, refused
+from support.hostile import cli, records, refused
 
 from limbo.runlock import WriterLock
 

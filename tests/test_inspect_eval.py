@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fixtures.inspect_models import policy_gateway
 from inspect_ai import eval as inspect_eval
 from inspect_ai.log import read_eval_log
+from support.inspect_models import policy_gateway
 
 from limbo.cli import main
 from limbo.errors import UsageError

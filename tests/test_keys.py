@@ -4,7 +4,7 @@ what is recorded when, and the order in which a late original and a keyed retry 
 from __future__ import annotations
 
 import pytest
-from test_services_support import deliver, make_world, request
+from support.worlds import deliver, make_world, request
 
 from limbo.endpoint import Endpoint
 from limbo.keystore import KeyRecord, KeyStore

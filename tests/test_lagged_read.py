@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conftest import cell_for
+from support.cells import cell_for
 
 from limbo.episode import run_episode
 from limbo.events import EVENT_TYPES, VISIBLE_TYPES

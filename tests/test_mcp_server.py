@@ -10,9 +10,9 @@ import json
 import time
 
 import pytest
-from conftest import cell_for
 from mcp import Client
 from mcp.shared.exceptions import MCPError
+from support.cells import cell_for
 
 from limbo.config import Limits
 from limbo.gateway.asgi import LoopbackServer

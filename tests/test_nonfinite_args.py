@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 from pydantic import ValidationError
-from test_bad_input import Scripted
-from test_services_support import make_world
+from support.scripted import scripted
+from support.worlds import make_world
 
 from limbo.cell import Cell
 from limbo.episode import run_episode
@@ -79,14 +79,14 @@ def test_the_argument_models_refuse_non_finite_floats_nested_in_rows(contract: s
     assert finite.model_dump().get(KEY_FIELD) == key.get(KEY_FIELD)
 
 
-def test_an_episode_whose_model_sends_nan_records_strict_json() -> None:
+def test_an_episode_whose_model_sends_nan_records_strict_json(tmp_path) -> None:
     t = templates()["record_signup"]
     cell = Cell(service=t.service, template=t.id, focal_write=t.focal_writes[0])
     bad = DICT_CALLS[:2] + TEXT_CALLS[:1]
     turns = [[c] for c in bad] + [
         [("data_insert", {"table": "t", "row": {"x": 2.5}})],
         [("finish", {"status": "completed", "summary": "done"})]]
-    record = run_episode(cell, Scripted(turns))
+    record = run_episode(cell, scripted(tmp_path, turns))
     json.dumps(record, allow_nan=False)  # raises on a bare NaN / Infinity anywhere
     results = [e["result"] for e in record["events"] if e["type"] == "result"]
     assert [r["ok"] for r in results] == [False, False, False, True]

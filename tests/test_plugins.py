@@ -119,14 +119,14 @@ def test_a_grid_over_the_plugin_runs_and_grades(site: Path, tmp_path: Path) -> N
 def test_the_plugin_harness_sends_the_prompt_before_the_task(site: Path) -> None:
     probe = ("from limbo.adapter import make_adapter\n"
              "from limbo.cell import Cell\n"
-             "from limbo.episode import _context\n"
+             "from limbo.briefing import context\n"
              "from limbo.registry import lookup\n"
              "from limbo.world import World\n"
              "cell = Cell(harness='demo-inline', condition='demo-checklist', service='demoshop',"
              " template='demoshop_restock', focal_write='demoshop_place_order')\n"
              "world = World(cell)\n"
              "h = lookup('harness', 'demo-inline')(world, make_adapter('policy/verify'),"
-             " lookup('condition', 'demo-checklist')(), _context(world))\n"
+             " lookup('condition', 'demo-checklist')(), context(world))\n"
              "[m] = h.opening()\n"
              "print(m.role, 'tick this checklist' in m.content, m.content.endswith(world.prompt()))\n")
     env = {**os.environ, "PYTHONPATH": str(site)}

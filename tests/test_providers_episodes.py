@@ -12,16 +12,16 @@ retries end the episode as ``model_error``, recorded — never a crash, never a 
 from __future__ import annotations
 
 import pytest
-from fixtures.model_servers import (
+from support.model_servers import (
     FAKE_ANTHROPIC_KEY,
     FAKE_OPENAI_KEY,
     IDS,
     VARIANTS,
     Bridge,
     MalformedFirst,
-    Scripted,
     plain,
 )
+from support.scripted import scripted
 
 from limbo.adapter import ModelTurn, ToolCall
 from limbo.episode import run_episode
@@ -40,7 +40,7 @@ def keys(monkeypatch):
 
 @pytest.fixture(scope="module")
 def cell():
-    from conftest import cell_for
+    from support.cells import cell_for
 
     return cell_for("charge_invoice", "billing_create_charge")
 
@@ -48,7 +48,7 @@ def cell():
 @pytest.mark.parametrize(("label", "provider", "params"), VARIANTS, ids=IDS)
 @pytest.mark.parametrize("fault", FAULTS)
 def test_episode_through_sdk_matches_in_process_run(gw, label, provider, params, fault) -> None:
-    from conftest import cell_for
+    from support.cells import cell_for
 
     cell = cell_for("charge_invoice", "billing_create_charge", fault=fault)
     reference = run_episode(cell)
@@ -167,13 +167,15 @@ def test_a_rejected_key_is_the_users_problem(gw, cell, label, provider, params) 
 
 
 @pytest.mark.parametrize(("label", "provider", "params"), VARIANTS, ids=IDS)
-def test_parallel_tool_calls_run_in_the_order_given(gw, cell, label, provider, params) -> None:
+def test_parallel_tool_calls_run_in_the_order_given(gw, cell, tmp_path, label, provider,
+                                                    params) -> None:
     reads = [ToolCall(id="r1", name="billing_list_charges", arguments={"customer_id": "cus_122"}),
              ToolCall(id="r2", name="tickets_list_recent", arguments={"limit": 5}),
              ToolCall(id="r3", name="wait", arguments={"seconds": 10})]
     done = ToolCall(id="f", name="finish", arguments={"status": "failed", "summary": "only read"})
     turns = [ModelTurn(text="Reading first.", tool_calls=reads), ModelTurn(tool_calls=[done])]
-    record = run_episode(cell, Bridge(gw, provider, params, backing=lambda: Scripted(turns)))
+    record = run_episode(cell, Bridge(gw, provider, params,
+                                      backing=lambda: scripted(tmp_path, turns)))
     calls = [(e["id"], e["tool"]) for e in record["events"] if e["type"] == "call"]
     assert calls == [(c.id, c.name) for c in reads]
     results = [e for e in record["events"] if e["type"] == "result"]

@@ -10,10 +10,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import cell_for
+from support.cells import cell_for
+from support.reference import briefed
 
-from limbo.adapter import make_adapter
-from limbo.episode import _context, run_episode
+from limbo.briefing import context
+from limbo.episode import run_episode
 from limbo.gateway import ThreadedGateway
 from limbo.registry import _REGISTRY, entries, load_plugin
 from limbo.world import World
@@ -46,7 +47,8 @@ def test_the_docs_example_is_short_and_runs_a_full_episode(tmp_path, forget_mode
     reference = run_episode(cell)
     with ThreadedGateway() as gw:  # one session: requests need no episode prefix
         cell = cell.model_copy(update={"model": f"mychat/verify?base_url={gw.url}/v1"})
-        session = gw.open(cell.episode_id, make_adapter("policy/verify"), _context(World(cell)))
+        world = World(cell)
+        session = gw.open(cell.episode_id, briefed(world), context(world))
         record = run_episode(cell)
     assert record["outcome"]["termination"] == "finished"
     assert session.requests == record["outcome"]["model_turns"] == reference["outcome"]["model_turns"]

@@ -7,8 +7,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import cell_for
-from fixtures.model_servers import FAKE_OPENAI_KEY, Bridge, Metered, Scripted, plain
+from support.cells import cell_for
+from support.model_servers import FAKE_OPENAI_KEY, Bridge, Metered, plain
+from support.scripted import scripted
 
 from limbo.adapter import ModelTurn, ToolCall
 from limbo.episode import run_episode
@@ -94,8 +95,9 @@ def test_an_episode_not_in_the_run_is_a_clear_model_error(tmp_path) -> None:
 def test_a_turn_the_log_cannot_reproduce_is_refused_not_guessed(tmp_path) -> None:
     refused = ToolCall(id="f1", name="finish", arguments={"status": "maybe", "summary": "?"})
     ok = ToolCall(id="f2", name="finish", arguments={"status": "completed", "summary": "done"})
-    recorded = run_episode(CELLS[0], Scripted([ModelTurn(tool_calls=[refused]),
-                                               ModelTurn(tool_calls=[ok])]))
+    script = scripted(tmp_path / "script", [ModelTurn(tool_calls=[refused]),
+                                            ModelTurn(tool_calls=[ok])])
+    recorded = run_episode(CELLS[0], script)
     assert recorded["outcome"]["model_turns"] == 2
     write_run(tmp_path, [recorded])
     record = run_episode(CELLS[0], ReplayAdapter(str(tmp_path)))

@@ -20,7 +20,7 @@ from html import escape
 from pathlib import Path
 
 import pytest
-from report_fixtures import add_hostile, limbo, records, run_slice
+from support.report_runs import add_hostile, limbo, records, run_slice
 
 from limbo.analysis.data import Data
 from limbo.analysis.loader import load

@@ -17,9 +17,9 @@ import sys
 import time
 from pathlib import Path
 
-import browser
 import pytest
-from report_fixtures import HOSTILE, add_hostile, records, run_slice
+from support import browser
+from support.report_runs import HOSTILE, add_hostile, records, run_slice
 
 from limbo.analysis.report.index import bucket_of
 from limbo.cli import main

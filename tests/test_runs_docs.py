@@ -8,7 +8,7 @@ import shlex
 import subprocess
 from pathlib import Path
 
-from hostile import LIMBO
+from support.hostile import LIMBO
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "runs.md"
 

@@ -9,8 +9,8 @@ import json
 import logging
 
 import pytest
-from conftest import cell_for
-from fixtures.model_servers import (
+from support.cells import cell_for
+from support.model_servers import (
     FAKE_ANTHROPIC_KEY,
     FAKE_OPENAI_KEY,
     IDS,

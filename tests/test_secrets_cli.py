@@ -9,10 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from fixtures.model_servers import FAKE_OPENAI_KEY, SECRET_MARK
+from support.model_servers import FAKE_OPENAI_KEY, SECRET_MARK
+from support.reference import briefed
 
-from limbo.adapter import make_adapter
-from limbo.episode import _context
+from limbo.briefing import context
 from limbo.experiments.grid import Grid, expand
 from limbo.world import World
 
@@ -21,7 +21,8 @@ def test_cli_run_through_the_sdk_leaves_no_key_anywhere(gw, tmp_path: Path) -> N
     model = f"openai/gpt-test?base_url={gw.url}/v1"
     grid = Grid(models=[model], templates=["charge_invoice"], faults=["timeout_post"])
     cell = expand(grid).cells[0]
-    session = gw.open(cell.episode_id, make_adapter("policy/verify"), _context(World(cell)))
+    world = World(cell)
+    session = gw.open(cell.episode_id, briefed(world), context(world))
     out, cache = tmp_path / "run", tmp_path / "cache"
     env = {**os.environ, "OPENAI_API_KEY": FAKE_OPENAI_KEY}
     try:

@@ -4,7 +4,7 @@ repeat is 409 and commits nothing); the charge list is strong, newest first."""
 from __future__ import annotations
 
 import pytest
-from test_services_support import deliver, make_world
+from support.worlds import deliver, make_world
 
 from limbo.services import CONTRACTS
 

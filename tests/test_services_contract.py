@@ -9,7 +9,7 @@ import typing
 
 import pytest
 from pydantic import ValidationError
-from test_services_support import deliver, make_world, sample_writes
+from support.worlds import deliver, make_world, sample_writes
 
 from limbo.cell import Cell
 from limbo.endpoint import Endpoint

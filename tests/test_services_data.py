@@ -4,7 +4,7 @@ one by one and a cut leaves a prefix), upsert is idempotent by key; queries are 
 from __future__ import annotations
 
 import pytest
-from test_services_support import deliver, make_world
+from support.worlds import deliver, make_world
 
 ROWS = [{"email": f"lead{i}@example.net", "n": i} for i in range(6)]
 BATCH = {"table": "leads", "rows": ROWS}

@@ -3,7 +3,7 @@ run list / get_run are strong."""
 
 from __future__ import annotations
 
-from test_services_support import deliver, make_world
+from support.worlds import deliver, make_world
 
 RUN = {"service": "gateway", "version": "2026.0.3", "environment": "production"}
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from test_services_support import deliver, make_world
+from support.worlds import deliver, make_world
 
 MAIL = {"to": "jo@example.com", "subject": "Receipt R-058", "body": "Thanks for your payment."}
 

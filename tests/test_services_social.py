@@ -4,7 +4,7 @@ weibo's listing lags 180 s, x has no read path, delete is a reversible cleanup."
 from __future__ import annotations
 
 import pytest
-from test_services_support import deliver, make_world
+from support.worlds import deliver, make_world
 
 POST = {"platform": "mastodon", "text": "Lumen v1 is out"}
 

@@ -3,7 +3,7 @@ current status), list_recent is strong and search lags 120 s."""
 
 from __future__ import annotations
 
-from test_services_support import deliver, make_world
+from support.worlds import deliver, make_world
 
 NEW = {"title": "Disk full on db-3", "body": "Alerts since 09:10", "priority": "high"}
 

@@ -74,7 +74,7 @@ def test_plan_arguments_validate_against_the_tools(name: str, instance: int) -> 
 
 @pytest.mark.parametrize("name", ALL)
 def test_prompt_and_intents_are_fully_resolved(name: str) -> None:
-    from test_services_support import make_world
+    from support.worlds import make_world
 
     world = make_world("native", name)
     placeholder = re.compile(r"\{[a-z_][a-z0-9_]*\}")

@@ -36,10 +36,12 @@ def _conditions() -> Iterator[str]:
 
 
 def _models() -> Iterator[str]:
+    from limbo.briefing import ReferenceAdapter
     from limbo.harnesses.policies import PolicyAdapter
 
     for name, cls in entries("model").items():
-        yield f"{name + '/…':<15} {cls.__module__:<34} {_first_line(cls)}"
+        sees = " [reference: briefed with the plan]" if issubclass(cls, ReferenceAdapter) else ""
+        yield f"{name + '/…':<15} {cls.__module__:<34} {_first_line(cls)}{sees}"
         if name == "policy":
             for policy, pcls in entries("policy").items():
                 params = ", ".join(pcls.model_fields) or "no parameters"

@@ -1,10 +1,10 @@
 """Model providers beyond the reference policies: OpenAI and Anthropic through their official
-SDKs, and replay of recorded episodes. Importing this package registers them; no vendor SDK is
-imported until an adapter is created.
+SDKs, replay of recorded episodes, and scripted turns from a JSON file. Importing this package
+registers them; no vendor SDK is imported until an adapter is created.
 
 Also here: the wire formats both the adapters and the model gateway speak
 (:mod:`responses_api`, :mod:`chat_api`, :mod:`messages_api`), our retry policy
 (:mod:`retry`), prices (:mod:`pricing`), and the response cache (:mod:`cache`).
 """
 
-from limbo.providers import anthropic, openai, replay  # noqa: F401 - registers the providers
+from limbo.providers import anthropic, openai, replay, scripted  # noqa: F401 - registers the providers

@@ -17,7 +17,7 @@ from typing import Any
 
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-ARTEFACTS = Path(__file__).resolve().parent.parent / "test-artefacts" / "report"
+ARTEFACTS = Path(__file__).resolve().parents[2] / "test-artefacts" / "report"
 """Screenshots land here (git-ignored)."""
 
 

@@ -1,10 +1,6 @@
-"""Helpers for the contract tests: a world at a controlled sim time, and requests delivered
-straight to the endpoint (no latency, no fault) — plus checks that the helpers themselves
-cover every write the services offer.
-
-Tests elsewhere import this module (``from test_services_support import ...``); pytest puts
-``tests/`` on the path.
-"""
+"""Worlds for the contract tests: a world at a controlled sim time, and requests delivered
+straight to the endpoint (no latency, no fault). ``test_support_worlds.py`` checks that
+:func:`sample_writes` covers every write the services offer."""
 
 from __future__ import annotations
 
@@ -16,9 +12,8 @@ import pytest
 from limbo.cell import Cell
 from limbo.request import Request
 from limbo.results import Result
-from limbo.services import CONTRACTS
 from limbo.tasks import templates
-from limbo.tools import KEY_FIELD, toolset
+from limbo.tools import KEY_FIELD
 from limbo.world import World
 
 _ids = itertools.count(1)
@@ -107,22 +102,3 @@ def _setup(world: World, tool: str, args: dict[str, Any]) -> Result:
     result = world.services[spec.op.service].call(spec.op.name, OpContext(world.now), valid)
     assert result["ok"], result
     return result
-
-
-@pytest.mark.parametrize("contract", CONTRACTS)
-def test_sample_writes_cover_every_write_tool(contract: str) -> None:
-    world = make_world(contract)
-    writes = {name for name, spec in toolset(contract).items() if spec.kind == "write"}
-    assert set(sample_writes(world)) == writes
-
-
-@pytest.mark.parametrize("contract", CONTRACTS)
-def test_each_sample_write_commits_exactly_one_effect(contract: str) -> None:
-    world = make_world(contract)
-    for tool, args in sample_writes(world).items():
-        before = len(world.ledger)
-        result = deliver(world, tool, args)
-        assert result["ok"], (tool, result)
-        units = len(args.get("rows", [None]))
-        assert len(world.ledger) - before == units, tool
-        assert {e["tool"] for e in world.ledger[before:]} == {tool}
