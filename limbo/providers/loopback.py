@@ -36,7 +36,7 @@ class Pace:
 
     latency_s: float = 0.5
     max_in_flight: int | None = None
-    retry_after_s: int = 1
+    retry_after_s: float = 1
 
 
 @dataclass
@@ -47,6 +47,9 @@ class Counts:
     refused: int = 0
     peak_in_flight: int = 0
     in_flight: int = 0
+    connections: int = 0
+    """Connections opened so far."""
+    open_connections: int = 0
     by_path: dict[str, int] = field(default_factory=dict)
 
 
@@ -109,6 +112,8 @@ class PacedServer:
 
     async def _connection(self, reader: asyncio.StreamReader,
                           writer: asyncio.StreamWriter) -> None:
+        self.counts.connections += 1
+        self.counts.open_connections += 1
         try:
             while True:
                 head = await reader.readuntil(b"\r\n\r\n")
@@ -120,6 +125,7 @@ class PacedServer:
         except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError):
             pass
         finally:
+            self.counts.open_connections -= 1
             writer.close()
 
     async def _reply(self, path: str, payload: bytes) -> tuple[int, dict[str, str], bytes]:
@@ -131,7 +137,7 @@ class PacedServer:
         c, cap = self.counts, self.pace.max_in_flight
         if cap is not None and c.in_flight >= cap:
             c.refused += 1
-            return 429, {"retry-after": str(self.pace.retry_after_s)}, json.dumps(
+            return 429, {"retry-after": f"{self.pace.retry_after_s:g}"}, json.dumps(
                 {"type": "error", "error": {"type": "rate_limit_error", "code": "rate_limit_exceeded",
                                             "message": "too many requests in flight"}}).encode()
         c.in_flight += 1
