@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import io
 import json
+import logging
 import multiprocessing
 import re
 import tempfile
@@ -128,6 +129,7 @@ def main() -> None:
     parser.add_argument("--rate-limit", type=int, help="the endpoint's requests in flight cap")
     parser.add_argument("--profile", help="write a cProfile of each run to PREFIX-<api>-<c>.prof")
     args = parser.parse_args()
+    logging.getLogger("limbo.providers").setLevel(logging.ERROR)  # a retry line per 429
     pace = Pace(latency_s=args.latency, max_in_flight=args.rate_limit)
     calls = 2 * args.episodes
     print(f"{args.episodes} episodes x 2 model calls, {args.latency:g} s latency"

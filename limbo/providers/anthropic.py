@@ -28,7 +28,8 @@ class AnthropicAdapter(ProviderAdapter):
     key_env = "ANTHROPIC_API_KEY"
 
     def _make_client(self, key: str) -> Any:
-        kwargs: dict[str, Any] = {"api_key": key, "max_retries": 0}
+        kwargs: dict[str, Any] = {"api_key": key, "max_retries": 0,
+                                  "http_client": self._http_client()}
         if self.params.get("base_url"):
             kwargs["base_url"] = str(self.params["base_url"])
         return self.sdk.AsyncAnthropic(**kwargs)

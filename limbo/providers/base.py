@@ -44,6 +44,8 @@ RETRYABLE_STATUS = frozenset({408, 409, 429})
 RETRYABLE_CODES = frozenset({"rate_limit_exceeded", "server_error", "rate_limit_error",
                              "overloaded_error", "api_error", "internal_server_error"})
 NO_KEY = "not-needed"
+MAX_CONNECTIONS = 1000
+"""Connections one shared client may hold to its endpoint (the SDKs' own cap)."""
 _DEFAULT: Any = object()
 
 
@@ -200,6 +202,16 @@ class ProviderAdapter(ModelAdapter):
     def _make_client(self, key: str) -> Any:
         """A new SDK client (no retries of its own; the timeout is given per request)."""
         raise NotImplementedError
+
+    def _http_client(self) -> Any:
+        """The SDK's default HTTP client, but keeping every connection it opens alive: its
+        default keeps 100 idle, so a run with more calls in flight would close and reopen
+        (and, over TLS, handshake) connections all the time."""
+        cls = self.sdk.DefaultAsyncHttpxClient
+        base = next(c for c in cls.__mro__ if c.__name__ == "AsyncClient")
+        httpx = importlib.import_module(base.__module__.split(".")[0])
+        return cls(limits=httpx.Limits(max_connections=MAX_CONNECTIONS,
+                                       max_keepalive_connections=MAX_CONNECTIONS))
 
     def _options(self) -> dict[str, Any]:
         """The SDK's per-request options."""
