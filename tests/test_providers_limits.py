@@ -196,6 +196,39 @@ def test_episodes_of_a_run_share_one_client_which_closes_with_the_run(api, monke
     assert all(c.is_closed() for c in shared)
 
 
+def test_provider_adapters_behind_the_gateway_share_the_runs_client(make_cell) -> None:
+    """A production-harness episode serves its harness from a gateway started inside the
+    episode; the provider adapter answering there takes the run's client too."""
+    import openai
+
+    from limbo.episode import _context
+    from limbo.gateway import Gateway
+    from limbo.world import World
+
+    ctx = _context(World(make_cell("charge_invoice")))
+
+    async def scenario(url: str) -> tuple[int, list[str]]:
+        async with clients.shared_clients() as pool:
+            gw = Gateway()
+            await gw.start()
+            names = []
+            for episode in ("e1", "e2"):
+                gw.open(episode, make_adapter(SPECS["chat"].format(url=url)), ctx)
+                harness = openai.AsyncOpenAI(api_key="none", base_url=gw.base_url(episode),
+                                             max_retries=0)
+                reply = await harness.chat.completions.create(
+                    model="m", messages=[{"role": "user", "content": "go"}],
+                    tools=[{"type": "function", "function": {
+                        "name": "wait", "parameters": {"type": "object"}}}])
+                names.append(reply.choices[0].message.tool_calls[0].function.name)
+                await harness.close()
+            await gw.stop()
+            return pool.made, names
+
+    with serve_in_thread(Pace(latency_s=0)) as server:
+        assert asyncio.run(scenario(server.url)) == (1, ["wait", "wait"])
+
+
 def test_a_run_opens_connections_per_call_in_flight_not_per_episode(tmp_path, capsys) -> None:
     with serve_in_thread(Pace(latency_s=0.01)) as server:
         out = _limbo_run(tmp_path, SPECS["chat"].format(url=server.url), episodes=12,
