@@ -158,6 +158,28 @@ def test_a_pause_holds_every_caller_until_retry_after_has_passed() -> None:
     asyncio.run(scenario())
 
 
+def test_a_run_that_ends_mid_pause_does_not_stall_the_next_one() -> None:
+    lim = LocalLimiter(state=AimdState(limit=1, slow_start=False))
+
+    async def refused_then_gone() -> None:
+        await lim.acquire()
+        await lim.release(429, 30.0)  # a long pause, and a caller waiting it out ...
+        waiter = asyncio.ensure_future(lim.acquire())
+        await asyncio.sleep(0)
+        waiter.cancel()  # ... when the run stops (its loop closes with the wake-up armed)
+        await asyncio.gather(waiter, return_exceptions=True)
+
+    async def next_run() -> None:
+        lim.state.paused_until = 0.0
+        await lim.acquire()
+        await lim.release(429, 0.05)
+        await asyncio.wait_for(lim.acquire(), 5)  # woken by a timer on this run's loop
+
+    asyncio.run(refused_then_gone())
+    asyncio.run(next_run())
+    assert lim.peek() == (1, 1)
+
+
 def test_one_limiter_per_key_and_an_executor_may_substitute_its_own() -> None:
     key = limiter.limiter_key("openai", "http://127.0.0.1:1/v1", "sk-secret-value")
     assert "sk-secret-value" not in key and key.startswith("openai|http://127.0.0.1:1/v1|")

@@ -126,7 +126,8 @@ class LocalLimiter:
         self.key, self.state, self.clock = key, state or AimdState(), clock
         self._lock = threading.Lock()
         self._queue: deque[_Waiter] = deque()
-        self._timer = False
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_loop: asyncio.AbstractEventLoop | None = None
 
     async def acquire(self) -> None:
         with self._lock:
@@ -173,16 +174,19 @@ class LocalLimiter:
             self.state.started()
             loop.call_soon_threadsafe(_grant, waiter.future)
         left = self.state.pause_left(now)
-        if self._queue and left > 0 and not self._timer:
-            self._timer = True
-            self._queue[0].future.get_loop().call_soon_threadsafe(self._arm, left)
+        if self._queue and left > 0 and not self._timer_alive():
+            loop = asyncio.get_running_loop()  # always called from a loop: acquire, release
+            self._timer, self._timer_loop = loop.call_later(left, self._after_pause), loop
 
-    def _arm(self, delay: float) -> None:
-        asyncio.get_running_loop().call_later(delay, self._after_pause)
+    def _timer_alive(self) -> bool:
+        """A wake-up is armed on a loop that still runs (a run that ended mid-pause leaves
+        one behind on its closed loop)."""
+        return (self._timer is not None and not self._timer.cancelled()
+                and self._timer_loop is not None and not self._timer_loop.is_closed())
 
     def _after_pause(self) -> None:
         with self._lock:
-            self._timer = False
+            self._timer = None
             self._dispatch()
 
 
