@@ -29,6 +29,7 @@ from typing import Any
 from limbo.cell import Cell
 from limbo.episode import arun_episode, unbuilt_record
 from limbo.errors import UsageError
+from limbo.providers.clients import shared_clients
 from limbo.runtime import stopwatch
 from limbo.store import encode
 
@@ -57,7 +58,15 @@ async def stream(cells: Iterator[Cell], concurrency: int, timeout: float | None,
                  sink: Callable[[Cell, dict[str, Any]], None],
                  may_start: Callable[[int], bool] = lambda running: True) -> None:
     """Run ``cells`` with at most ``concurrency`` in flight, handing each record to ``sink`` as
-    its episode ends. ``may_start(running)`` is asked before each start (the budget)."""
+    its episode ends. ``may_start(running)`` is asked before each start (the budget). The
+    episodes share provider clients, closed when the last one ends."""
+    async with shared_clients():
+        await _stream(cells, concurrency, timeout, sink, may_start)
+
+
+async def _stream(cells: Iterator[Cell], concurrency: int, timeout: float | None,
+                  sink: Callable[[Cell, dict[str, Any]], None],
+                  may_start: Callable[[int], bool]) -> None:
     if concurrency <= 1:
         for cell in cells:
             if not may_start(0):

@@ -35,6 +35,7 @@ from limbo.experiments.grid import (
 from limbo.paths import check_dir
 from limbo.plan import in_shard, plan
 from limbo.provenance import provenance
+from limbo.providers.limiter import progress_note
 from limbo.providers.secrets import scrub
 from limbo.runner import RunOptions, run_cells
 from limbo.store import scan
@@ -273,7 +274,8 @@ class _Progress:
         dup = summary.total.rate("duplicate")
         unknown = summary.total.cost_unknown
         cost = f"cost ${summary.total.cost:.4f}" + (f" (+{unknown} unpriced)" if unknown else "")
-        return f"{rate:.0f}/s  dup {100 * (dup or 0):.1f}%  {cost}"
+        calls = progress_note()  # provider calls in flight and the limiter's current limit
+        return f"{rate:.0f}/s  dup {100 * (dup or 0):.1f}%  {cost}" + (f"  {calls}" if calls else "")
 
     def __call__(self, done: int, total: int, summary: Summary) -> None:
         if self.bar is not None:

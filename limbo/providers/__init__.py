@@ -4,7 +4,9 @@ registers them; no vendor SDK is imported until an adapter is created.
 
 Also here: the wire formats both the adapters and the model gateway speak
 (:mod:`responses_api`, :mod:`chat_api`, :mod:`messages_api`), our retry policy
-(:mod:`retry`), prices (:mod:`pricing`), and the response cache (:mod:`cache`).
+(:mod:`retry`), prices (:mod:`pricing`), the response cache (:mod:`cache`), the SDK clients a
+run's episodes share (:mod:`clients`), the call limiter they share (:mod:`limiter`), and a paced
+loopback endpoint for measuring all of it (:mod:`loopback`).
 """
 
 from limbo.providers import anthropic, openai, replay, scripted  # noqa: F401 - registers the providers

@@ -28,20 +28,30 @@ class AnthropicAdapter(ProviderAdapter):
     key_env = "ANTHROPIC_API_KEY"
 
     def _make_client(self, key: str) -> Any:
-        kwargs: dict[str, Any] = {"api_key": key, "max_retries": 0, "timeout": self.timeout}
+        kwargs: dict[str, Any] = {"api_key": key, "max_retries": 0,
+                                  "http_client": self._http_client()}
         if self.params.get("base_url"):
             kwargs["base_url"] = str(self.params["base_url"])
         return self.sdk.AsyncAnthropic(**kwargs)
 
-    async def _call(self, messages: list[Message], tools: list[ToolDef]) -> Reply:
+    def _request(self, messages: list[Message], tools: list[ToolDef]) -> dict[str, Any]:
         request = messages_api.request(messages, tools, self.model, self.params)
+        if self.stream:
+            request["stream"] = True
+        return request
+
+    async def _call(self, request: bytes) -> Reply:
+        """Through the SDK's own request path (auth, version header, errors), without its
+        typed request models: the body is already the wire format, the answer comes back as
+        decoded JSON (``cast_to=object``)."""
         with parsing():
+            answer = await self.client().post("/v1/messages", content=request, cast_to=object,
+                                              options=self._options(), stream=self.stream,
+                                              stream_cls=self.sdk.AsyncStream[object])
             if not self.stream:
-                message = await self.client().messages.create(**request)
-                return messages_api.reply(body(message))
+                return messages_api.reply(body(answer))
             acc = messages_api.Accumulator()
-            stream = await self.client().messages.create(**request, stream=True)
-            async for event in stream:
+            async for event in answer:
                 acc.add(body(event))
             if not acc.done:
                 raise IncompleteStream("no message_stop event")

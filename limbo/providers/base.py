@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib
+import json
 import os
 import socket
 from collections.abc import Iterator
@@ -23,7 +24,9 @@ from urllib.parse import urlsplit
 
 from limbo.adapter import EpisodeContext, Message, ModelAdapter, ModelTurn, ToolDef
 from limbo.errors import ModelError, UsageError
+from limbo.providers import clients
 from limbo.providers.cache import ResponseCache, default_cache
+from limbo.providers.limiter import limiter_for, limiter_key
 from limbo.providers.params import check_params
 from limbo.providers.pricing import cost, price_for
 from limbo.providers.retry import Retryable, RetryPolicy, describe, retry_after, with_retries
@@ -41,6 +44,8 @@ RETRYABLE_STATUS = frozenset({408, 409, 429})
 RETRYABLE_CODES = frozenset({"rate_limit_exceeded", "server_error", "rate_limit_error",
                              "overloaded_error", "api_error", "internal_server_error"})
 NO_KEY = "not-needed"
+MAX_CONNECTIONS = 1000
+"""Connections one shared client may hold to its endpoint (the SDKs' own cap)."""
 _DEFAULT: Any = object()
 
 
@@ -72,16 +77,12 @@ def parsing() -> Iterator[None]:
 
 
 def body(response: Any) -> dict[str, Any]:
-    """An SDK response object as a dict; :class:`UnparseableReply` when the body was not a JSON
-    object (the SDKs hand back the raw text, ``None`` or a list then)."""
-    to_dict = getattr(response, "to_dict", None)
-    if to_dict is None:
+    """A decoded reply (or stream event) as a dict; :class:`UnparseableReply` when the body was
+    not a JSON object (the SDKs hand back the raw text, ``None`` or a list then)."""
+    if not isinstance(response, dict):
         kind = "null" if response is None else f"a {type(response).__name__}"
         raise UnparseableReply(f"unreadable reply (the body is {kind}, not a JSON object)")
-    data = to_dict(warnings=False)
-    if not isinstance(data, dict):
-        raise UnparseableReply("unreadable reply (not a JSON object)")
-    return data
+    return response
 
 
 def checked(reply: Reply) -> Reply:
@@ -130,6 +131,9 @@ class ProviderAdapter(ModelAdapter):
         self.cache = default_cache() if cache is _DEFAULT else cache
         self.calls = 0
         """Provider calls attempted by this adapter (retries included); cache hits make none."""
+        self.limit_key = limiter_key(self.provider, str(self.params.get("base_url") or "default"),
+                                     self._key)
+        """Shared by the client pool and the rate limiter: provider, endpoint, key digest."""
         self._client: Any = None
         self._rng: Rng | None = None
 
@@ -185,13 +189,33 @@ class ProviderAdapter(ModelAdapter):
         return scrub(text)
 
     def client(self) -> Any:
-        """The SDK client, created on first use inside the running event loop."""
+        """The SDK client: the run's shared one for this provider, endpoint and key
+        (:mod:`limbo.providers.clients`), else this adapter's own, created on first use inside
+        the running event loop."""
+        pool = clients.current()
+        if pool is not None:
+            return pool.get(self.limit_key, lambda: self._make_client(self._key))
         if self._client is None:
             self._client = self._make_client(self._key)
         return self._client
 
     def _make_client(self, key: str) -> Any:
+        """A new SDK client (no retries of its own; the timeout is given per request)."""
         raise NotImplementedError
+
+    def _http_client(self) -> Any:
+        """The SDK's default HTTP client, but keeping every connection it opens alive: its
+        default keeps 100 idle, so a run with more calls in flight would close and reopen
+        (and, over TLS, handshake) connections all the time."""
+        cls = self.sdk.DefaultAsyncHttpxClient
+        base = next(c for c in cls.__mro__ if c.__name__ == "AsyncClient")
+        httpx = importlib.import_module(base.__module__.split(".")[0])
+        return cls(limits=httpx.Limits(max_connections=MAX_CONNECTIONS,
+                                       max_keepalive_connections=MAX_CONNECTIONS))
+
+    def _options(self) -> dict[str, Any]:
+        """The SDK's per-request options."""
+        return {"timeout": self.timeout}
 
     async def aclose(self) -> None:
         if self._client is not None:
@@ -229,9 +253,24 @@ class ProviderAdapter(ModelAdapter):
 
     async def _with_retries(self, messages: list[Message], tools: list[ToolDef],
                             ctx: EpisodeContext) -> Reply:
+        request = wire_bytes(self._request(messages, tools))  # once per turn, not per attempt
+        limiter = limiter_for(self.limit_key)
+
         async def attempt() -> Reply:
             self.calls += 1
-            return checked(await self._call(messages, tools))
+            await limiter.acquire()
+            status, wait = None, None
+            try:
+                raw = await self._call(request)
+                status = 200
+            except Exception as exc:
+                status = getattr(exc, "status_code", None)
+                response = getattr(exc, "response", None)
+                wait = retry_after(response.headers) if response is not None else None
+                raise
+            finally:
+                await limiter.release(status, wait)
+            return checked(raw)
 
         def rng() -> Rng:
             if self._rng is None:
@@ -248,7 +287,12 @@ class ProviderAdapter(ModelAdapter):
                 raise  # a bug on our side: the episode ends as infra_error
             raise self._fatal(exc) from None
 
-    async def _call(self, messages: list[Message], tools: list[ToolDef]) -> Reply:
+    def _request(self, messages: list[Message], tools: list[ToolDef]) -> dict[str, Any]:
+        """The request body of this turn, in the provider's wire format."""
+        raise NotImplementedError
+
+    async def _call(self, request: bytes) -> Reply:
+        """One HTTP attempt with the encoded ``request``."""
         raise NotImplementedError
 
     # ------------------------------------------------------------------ failures
@@ -295,6 +339,11 @@ class ProviderAdapter(ModelAdapter):
             return UsageError(self.scrub(f"{self.spec}: not found at the provider (HTTP 404): "
                                          f"{describe(exc)}"))
         return ModelError(self.scrub(f"{self.spec}: {describe(exc)}"))
+
+
+def wire_bytes(request: dict[str, Any]) -> bytes:
+    """A request body as the JSON bytes sent (compact, UTF-8, as the SDKs encode it)."""
+    return json.dumps(request, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 @functools.cache

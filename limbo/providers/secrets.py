@@ -27,10 +27,22 @@ def watch(var: str) -> None:
 
 def known_secrets() -> list[str]:
     """Current values of the watched and credential-looking environment variables, longest
-    first (so a key that contains another is masked whole)."""
+    first (so a key that contains another is masked whole). Remembered for as long as the
+    environment and the watched names stay the same: every provider adapter (one per episode)
+    asks, and decoding and matching the whole environment each time cost more than the rest
+    of building the adapter."""
+    raw = getattr(os.environ, "_data", None)
+    state = (tuple(raw.items()) if isinstance(raw, dict) else None, frozenset(_extra_vars))
+    if state[0] is not None and _memo and _memo[0] == state:
+        return list(_memo[1])
     values = {v for k, v in os.environ.items()
               if (k in _extra_vars or _NAMES.search(k)) and len(v) >= MIN_LEN}
-    return sorted(values, key=len, reverse=True)
+    found = sorted(values, key=len, reverse=True)
+    _memo[:] = [state, tuple(found)]
+    return found
+
+
+_memo: list[object] = []
 
 
 def scrub(text: str) -> str:
