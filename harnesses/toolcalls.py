@@ -56,9 +56,22 @@ def loggable(args: Any) -> Any:
 
 
 def tool_defs(world: World) -> list[ToolDef]:
-    """The tools of ``world`` as a model is offered them."""
-    return [ToolDef(name=s.name, description=s.description, parameters=s.schema())
-            for s in world.tools.values()]
+    """The tools of ``world`` as a model is offered them (a new list of shared, frozen
+    definitions: a toolset is built once per contract, so its definitions are too)."""
+    tools = world.tools
+    cached = _DEFS.get(id(tools))
+    if cached is None or cached[0] is not tools:
+        cached = (tools, tuple(ToolDef(name=s.name, description=s.description,
+                                       parameters=s.schema()) for s in tools.values()))
+        if len(_DEFS) >= 64:  # toolsets that are not the shared ones: keep few alive
+            _DEFS.clear()
+        _DEFS[id(tools)] = cached
+    return list(cached[1])
+
+
+_DEFS: dict[int, tuple[dict[str, Any], tuple[ToolDef, ...]]] = {}
+"""Definitions by the identity of the toolset they were built from (kept alive with them, so
+an id is never reused while its entry stands)."""
 
 
 def account(world: World, out: LoopResult, turn: ModelTurn) -> None:

@@ -35,7 +35,7 @@ class Message(BaseModel):
 
     role: Literal["system", "user", "assistant", "tool"]
     content: str = ""
-    tool_calls: list[ToolCall] = []
+    tool_calls: list[ToolCall] = Field(default_factory=list)
     tool_call_id: str | None = None
     name: str | None = None
 
@@ -58,9 +58,11 @@ class Usage(BaseModel):
 
 
 class ModelTurn(BaseModel):
+    # Factories, not shared defaults: pydantic deep-copies a mutable default for every
+    # instance, and a reference-policy grid builds several turns and messages per episode.
     text: str | None = None
-    tool_calls: list[ToolCall] = []
-    usage: Usage = Usage()
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
 
 
 class ToolDef(BaseModel):

@@ -8,7 +8,6 @@ agent hears back.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from limbo.events import EventLog
@@ -16,7 +15,7 @@ from limbo.hashing import digest
 from limbo.keystore import KeyRecord, KeyStore
 from limbo.readback import resolve
 from limbo.request import Request
-from limbo.results import Result, error
+from limbo.results import Result, copied, error
 from limbo.services import Contract, OpSpec, Service
 from limbo.services.base import BatchCut, OpContext, View
 
@@ -53,7 +52,7 @@ class Endpoint:
         The response is a copy: whatever a harness, scaffold or fault does to it can never
         reach the service's rows or the response a key replays."""
         result = self._read(req) if req.op.kind == "read" else self._write(req)
-        return copy.deepcopy(result)
+        return copied(result)  # type: ignore[no-any-return]
 
     def _read(self, req: Request) -> Result:
         lag = self.read_lag(req.op, req.args)
@@ -84,9 +83,10 @@ class Endpoint:
         op = req.op
         scope = (self.principal, op.service)
         key = req.key if req.key is not None and op.honours_key(self.contract, req.args) else None
-        fingerprint = digest([op.tool, req.args])
         prior: list[Any] = []
-        if key is not None:
+        fingerprint = ""
+        if key is not None:  # only a key compares fingerprints
+            fingerprint = digest([op.tool, req.args])
             record = self.keys.lookup(scope, key, self.now)
             if record is not None and record.fingerprint != fingerprint:
                 return error("idempotency_mismatch",
@@ -111,7 +111,7 @@ class Endpoint:
         self._commit(req, ctx, key)
         units = prior + [e.object_id for e in ctx.effects]
         if key is not None and (units or result["ok"]):
-            response = copy.deepcopy(result) if (complete and result["ok"]) else None
+            response = copied(result) if (complete and result["ok"]) else None
             ttl = op.key_ttl(self.contract, req.args)
             self.keys.record(scope, key, KeyRecord(fingerprint, self.now, ttl, response, units))
         return result

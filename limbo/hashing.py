@@ -11,12 +11,17 @@ import hashlib
 import json
 from typing import Any
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+"""One encoder for every call: what ``json.dumps`` with these options builds afresh each time
+(a dozen digests per episode made that construction a visible cost). ``encode`` keeps no state
+between calls (its circular-reference check starts empty each time), so sharing it is safe."""
+
 
 def canonical_json(obj: Any) -> str:
     """Serialise ``obj`` with sorted keys and no insignificant whitespace."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _CANONICAL.encode(obj)
 
 
 def digest(obj: Any, length: int = 16) -> str:
     """A hex digest of the canonical JSON of ``obj``, truncated to ``length`` characters."""
-    return hashlib.sha256(canonical_json(obj).encode()).hexdigest()[:length]
+    return hashlib.sha256(_CANONICAL.encode(obj).encode()).hexdigest()[:length]
