@@ -121,7 +121,8 @@ Verified = tuple[bool, list[int] | None, bool, dict[str, Any] | None]
 def _verify(run: Run, step: Step, tool: str, args: dict[str, Any],
             wait_lag: bool) -> Generator[Call, Result, Verified]:
     """Read the effect back. Returns (visible, missing_units, conclusive, item)."""
-    plan = resolve(run.key.tool_specs[tool].op, args)
+    op = run.key.tool_specs[tool].op
+    plan = resolve(op, args) if op is not None else None
     if plan is None or plan.lag is None:
         return False, None, False, None
     lag = plan.lag
@@ -142,12 +143,15 @@ def _write(run: Run, step: Step, args: dict[str, Any]) -> Generator[Call, Result
     """Carry out one write step with the policy's recovery behaviour. Returns success."""
     tool = step.tool
     spec = run.key.tool_specs[tool]
+    op = spec.op
+    if op is None:  # the plan names a write step only for a service operation
+        raise TypeError(f"plan step {step.id!r}: {tool!r} is not a service write")
     if run.b.keys and spec.accepts_key:
         # From what the agent knows (never the episode id, which names the fault mode).
         seen = [run.ctx.seed, run.key.plan.id, run.key.vars, step.id]
         args = {**args, KEY_FIELD: f"k-{digest(seen, 12)}"}
     plain = {k: v for k, v in args.items() if k != KEY_FIELD}
-    honoured = KEY_FIELD in args and spec.op.honours_key(run.ctx.contract, plain)
+    honoured = KEY_FIELD in args and op.honours_key(run.ctx.contract, plain)
     attempts = 0
     while True:
         attempts += 1
@@ -164,7 +168,7 @@ def _write(run: Run, step: Step, args: dict[str, Any]) -> Generator[Call, Result
         if kind == "rate_limited" and not run.b.give_up and attempts < MAX_ATTEMPTS:
             yield ("wait", {"seconds": float(result["error"].get("retry_after_s") or 1.0)})
             continue
-        if kind == "conflict" and attempts > 1 and spec.op.idempotency != "none":
+        if kind == "conflict" and attempts > 1 and op.idempotency != "none":
             return True  # a natural/conditional write already took effect
         if not is_ambiguous(result) or run.b.give_up or attempts >= MAX_ATTEMPTS:
             if is_ambiguous(result):
@@ -186,8 +190,8 @@ def _write(run: Run, step: Step, args: dict[str, Any]) -> Generator[Call, Result
             if item is not None:
                 run.env.update(_found_fields(item, step))
             return True
-        if missing is not None and spec.op.batch is not None:
-            args = spec.op.batch.narrow(args, missing)
+        if missing is not None and op.batch is not None:
+            args = op.batch.narrow(args, missing)
 
 
 def script(run: Run) -> Script:

@@ -6,10 +6,11 @@ import pandas as pd
 
 from limbo.analysis import table as t
 from limbo.analysis.data import E2, Data, ordered
-from limbo.analysis.loader import CELL_FIELDS, modes_of
+from limbo.analysis.loader import modes_of
 from limbo.analysis.pairing import Pairs, pair
 from limbo.analysis.stats import discordant, holm, mcnemar_exact
 from limbo.analysis.tables.common import excluded, rate_of, weighting_note
+from limbo.records import CELL_FIELDS
 
 CONTRACTS = ("native", "keys-everywhere")
 

@@ -33,7 +33,7 @@ CELL_FLAGS = ("model", "harness", "condition", "contract", "fault", "template", 
 """The flags that pick a cell; ``--from`` takes the whole cell from the record instead."""
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``limbo episode`` on the CLI's subparsers."""
     from limbo.cell import Cell
 

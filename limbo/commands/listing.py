@@ -98,7 +98,7 @@ def listing(what: str) -> Iterator[str]:
     return LISTINGS[what]()
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``limbo list`` on the CLI's subparsers."""
     p = sub.add_parser("list", help="what is registered (plugins included)")
     p.add_argument("what", choices=list(LISTINGS), help="which kind of thing to list")

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 PROGRESS_EVERY_S = 5.0
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``limbo run`` on the CLI's subparsers."""
     p = sub.add_parser("run", help="expand and run grids (default: the `default` grid)")
     p.add_argument("grids", nargs="*", default=["default"], metavar="GRID",

@@ -12,7 +12,7 @@ import argparse
 from limbo.records import schema_text
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("schema", help="print the JSON Schema of the episode record")
     p.add_argument("--part", choices=("record", "event"), default="record",
                    help="the whole record (default), or one event of its event log")

@@ -10,7 +10,7 @@ from limbo.commands.common import console
 from limbo.errors import UsageError
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``limbo show`` on the CLI's subparsers."""
     p = sub.add_parser("show", help="print a stored episode's timeline")
     p.add_argument("run_dir", type=Path, metavar="RUN_DIR",

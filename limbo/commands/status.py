@@ -24,7 +24,7 @@ from limbo.store import QUARANTINE, Scan, manifests, record_files, scan, shard_o
 ERRORED = ("infra_error", "model_error", "timeout")
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``limbo status`` on the CLI's subparsers."""
     p = sub.add_parser("status", help="integrity of a run directory: cells done, missing, "
                        "quarantined, errored; whether a writer holds it")

@@ -57,7 +57,7 @@ class OpenAIAdapter(ProviderAdapter):
 
     def _request(self, messages: list[Message], tools: list[ToolDef]) -> dict[str, Any]:
         api = chat_api if self.api == "chat" else responses_api
-        request = api.request(messages, tools, self.model, self.params)
+        request: dict[str, Any] = api.request(messages, tools, self.model, self.params)
         if self.stream:
             request["stream"] = True
             if self.api == "chat":
