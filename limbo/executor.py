@@ -29,7 +29,7 @@ from typing import Any
 from limbo.cell import Cell
 from limbo.episode import arun_episode, unbuilt_record
 from limbo.errors import UsageError
-from limbo.providers.clients import shared_clients
+from limbo.providers.clients import ClientPool, bound, shared_clients
 from limbo.runtime import stopwatch
 from limbo.store import encode
 
@@ -56,10 +56,16 @@ def encoded(record: dict[str, Any], cell: Cell, scrub: Callable[[str], str]) -> 
 
 async def stream(cells: Iterator[Cell], concurrency: int, timeout: float | None,
                  sink: Callable[[Cell, dict[str, Any]], None],
-                 may_start: Callable[[int], bool] = lambda running: True) -> None:
+                 may_start: Callable[[int], bool] = lambda running: True,
+                 pool: ClientPool | None = None) -> None:
     """Run ``cells`` with at most ``concurrency`` in flight, handing each record to ``sink`` as
     its episode ends. ``may_start(running)`` is asked before each start (the budget). The
-    episodes share provider clients, closed when the last one ends."""
+    episodes share provider clients: ``pool``'s, left open, or a pool of their own, closed when
+    the last one ends."""
+    if pool is not None:
+        with bound(pool):
+            await _stream(cells, concurrency, timeout, sink, may_start)
+        return
     async with shared_clients():
         await _stream(cells, concurrency, timeout, sink, may_start)
 
@@ -104,7 +110,7 @@ async def _reap(running: set[asyncio.Task[None]]) -> set[asyncio.Task[None]]:
 # ------------------------------------------------------------------ worker processes
 
 
-def _chunks(cells: Iterator[Cell], size: int) -> Iterator[list[Cell]]:
+def chunks(cells: Iterator[Cell], size: int) -> Iterator[list[Cell]]:
     chunk: list[Cell] = []
     for cell in cells:
         chunk.append(cell)
@@ -215,13 +221,13 @@ class Pool:
             self.procs[parent] = proc
 
     def run(self, cells: Iterator[Cell], emit: Emit) -> None:
-        chunks = _chunks(cells, CHUNK)
+        todo = chunks(cells, CHUNK)
         live = dict(self.procs)
         try:
             while live:
                 for conn in wait(list(live)):
                     while conn in live and conn.poll(0):  # all that has arrived, then wait
-                        if not self._handle(conn, live, chunks, emit):
+                        if not self._handle(conn, live, todo, emit):
                             live.pop(conn)
         except KeyboardInterrupt:
             self._drain(live, emit)

@@ -62,6 +62,10 @@ class RunOptions:
     max_cost: float | None = None
     plugins: list[str] = field(default_factory=list)
     episode_timeout: float | None = EPISODE_TIMEOUT_S
+    executor: str = "local"
+    """``local`` (this process, or ``workers`` forked ones) or ``ray`` (the connected cluster:
+    :mod:`limbo.ray_executor`)."""
+    ray_address: str | None = None
 
 
 @dataclass
@@ -201,6 +205,13 @@ class _Tally:
 
 
 def _execute(todo: Iterator[Cell], opts: RunOptions, tally: _Tally, keep_fds: list[int]) -> None:
+    if opts.executor == "ray":
+        from limbo.ray_executor import RayPool, connected
+
+        with connected(opts.ray_address):  # already connected from `limbo run`: that session
+            RayPool(opts.concurrency, opts.episode_timeout, opts.plugins, tally.total).run(
+                todo, tally.emit)
+        return
     if opts.workers <= 1 or opts.max_cost is not None:
         asyncio.run(stream(todo, opts.concurrency, opts.episode_timeout, tally.sink,
                            tally.may_start))

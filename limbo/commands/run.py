@@ -6,12 +6,14 @@ All checks happen before the run directory is touched, so bad input writes nothi
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import sys
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from limbo import activity
 from limbo.commands import check
 from limbo.commands.common import (
     add_plugin_flag,
@@ -62,6 +64,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                    help="episodes in flight at once in each worker (default 1)")
     p.add_argument("--workers", type=int, default=1, metavar="N",
                    help="worker processes (default 1)")
+    p.add_argument("--executor", choices=["local", "ray"], default="local",
+                   help="where episodes run: local (this machine: --workers processes, default) "
+                        "or ray (a Ray cluster; needs pip install 'limbo-bench[ray]')")
+    p.add_argument("--ray-address", metavar="ADDR",
+                   help="with --executor ray: the cluster's head node, HOST:PORT (default: "
+                        "$RAY_ADDRESS, else a cluster started on this machine, else a new one)")
     p.add_argument("--limit", type=int, metavar="N",
                    help="run at most N episodes of those left, then stop (0: count them only)")
     p.add_argument("--shard", type=str, metavar="I/N",
@@ -187,8 +195,22 @@ def _check_numbers(args: argparse.Namespace) -> None:
 MAX_CONCURRENCY = 10_000
 
 
+def _check_executor(args: argparse.Namespace) -> None:
+    if args.executor != "ray":
+        if args.ray_address is not None:
+            raise UsageError("--ray-address needs --executor ray")
+        return
+    from limbo.ray_executor import require
+
+    require()
+    if args.max_cost is not None:
+        raise UsageError("--max-cost runs its episodes in this process, one budget check per "
+                         "start; drop --executor ray for a budgeted run")
+
+
 def _validate(args: argparse.Namespace) -> list[Grid]:
     _check_numbers(args)
+    _check_executor(args)
     if args.out is not None:
         check_dir(args.out, "--out")
     refs = list(dict.fromkeys(args.grids))
@@ -275,7 +297,9 @@ class _Progress:
         unknown = summary.total.cost_unknown
         cost = f"cost ${summary.total.cost:.4f}" + (f" (+{unknown} unpriced)" if unknown else "")
         calls = progress_note()  # provider calls in flight and the limiter's current limit
-        return f"{rate:.0f}/s  dup {100 * (dup or 0):.1f}%  {cost}" + (f"  {calls}" if calls else "")
+        elsewhere = activity.note()  # a cluster's nodes and cells in flight
+        return f"{rate:.0f}/s  dup {100 * (dup or 0):.1f}%  {cost}" + "".join(
+            f"  {text}" for text in (calls, elsewhere) if text)
 
     def __call__(self, done: int, total: int, summary: Summary) -> None:
         if self.bar is not None:
@@ -305,18 +329,35 @@ def run_grids(args: argparse.Namespace, console: Any) -> int:
     """Validate everything, then run (or, with ``--dry-run``, count) each grid."""
     shard = parse_shard(args.shard) if args.shard else None
     grids = _validate(args)
-    gate, outs = check.gate_options(args), []
-    for grid in grids:
-        for text in grid.notices:
-            console.print(f"note: {text}", highlight=False, markup=False, soft_wrap=True)
-        if args.dry_run:
-            _dry_run(grid, shard, console)
-            continue
-        out = args.out or Path("runs") / grid.name
-        check_dir(out, "--out")
-        outs.append(out)
-        _run_grid(grid, out, shard, args, console)
+    gate = check.gate_options(args)
+    outs: list[Path] = []
+    with _executor(args):
+        for grid in grids:
+            _one_grid(grid, shard, args, console, outs)
     return check.gate_runs(outs, gate, args.junit, console.file) if gate and outs else 0
+
+
+def _executor(args: argparse.Namespace) -> contextlib.AbstractContextManager[None]:
+    """Connected to the Ray cluster for the whole command (``--executor ray``, not a dry run):
+    a cluster that cannot be reached is one line before any run directory is touched."""
+    if args.executor != "ray" or args.dry_run:
+        return contextlib.nullcontext()
+    from limbo.ray_executor import connected
+
+    return connected(args.ray_address)
+
+
+def _one_grid(grid: Grid, shard: tuple[int, int] | None, args: argparse.Namespace,
+              console: Any, outs: list[Path]) -> None:
+    for text in grid.notices:
+        console.print(f"note: {text}", highlight=False, markup=False, soft_wrap=True)
+    if args.dry_run:
+        _dry_run(grid, shard, console)
+        return
+    out = args.out or Path("runs") / grid.name
+    check_dir(out, "--out")
+    outs.append(out)
+    _run_grid(grid, out, shard, args, console)
 
 
 def _run_grid(grid: Grid, out: Path, shard: tuple[int, int] | None, args: argparse.Namespace,
@@ -332,7 +373,8 @@ def _run_grid(grid: Grid, out: Path, shard: tuple[int, int] | None, args: argpar
         return
     opts = RunOptions(out=out, workers=args.workers, concurrency=args.concurrency,
                       limit=args.limit, shard=shard, max_cost=args.max_cost,
-                      plugins=list(args.plugin), episode_timeout=args.episode_timeout)
+                      plugins=list(args.plugin), episode_timeout=args.episode_timeout,
+                      executor=args.executor, ray_address=args.ray_address)
     manifest = {"grid": grid.model_dump(mode="json"), "levels": resolved(grid),
                 "dropped": dict(source.dropped), **provenance(),
                 "argv": [scrub(a) for a in sys.argv[1:]]}

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextvars import ContextVar
 from typing import Any
 
@@ -64,3 +64,15 @@ async def shared_clients() -> AsyncIterator[ClientPool]:
     finally:
         _pool.reset(token)
         await pool.aclose()
+
+
+@contextlib.contextmanager
+def bound(pool: ClientPool) -> Iterator[ClientPool]:
+    """Share ``pool``'s clients with the episodes started inside, and leave them open: a pool
+    that outlives one batch of episodes (a Ray worker process keeps one for all its batches,
+    on the one event loop they all run on)."""
+    token = _pool.set(pool)
+    try:
+        yield pool
+    finally:
+        _pool.reset(token)

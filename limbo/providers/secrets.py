@@ -25,6 +25,11 @@ def watch(var: str) -> None:
     _extra_vars.add(var)
 
 
+def watched() -> list[str]:
+    """The variables :func:`watch` was told of (the keys the run's adapters read)."""
+    return sorted(_extra_vars)
+
+
 def known_secrets() -> list[str]:
     """Current values of the watched and credential-looking environment variables, longest
     first (so a key that contains another is masked whole). Remembered for as long as the
