@@ -46,7 +46,7 @@ class Node:
     def stop(self) -> None:
         self.kill(signal.SIGTERM)
         try:
-            self.proc.wait(10)
+            self.proc.wait(3)
         except subprocess.TimeoutExpired:
             pass
         self.kill(signal.SIGKILL)

@@ -1,0 +1,185 @@
+"""Issue 15: ``limbo run --executor ray`` on a real Ray cluster on 127.0.0.1 — a head and one
+extra node, each its own ``ray start`` process group (tests/support/ray_cluster.py).
+
+The records of a Ray run equal a local run's; losing the extra node mid-run (SIGKILL of its
+whole process group) loses and duplicates nothing; a model-shaped run against a loopback
+endpoint goes through the cluster's one shared call limiter. Nothing here times anything.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from support.hostile import LIMBO
+from support.ray_cluster import Cluster
+
+pytest.importorskip("ray")
+
+GRID = ["run", "default"]  # 3,850 reference-policy episodes
+
+
+def limbo(*args: str, cwd: Path | None = None, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([LIMBO, *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=timeout, env=ENV)
+
+
+ENV = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+
+
+def records(run_dir: Path) -> list[dict]:
+    out = []
+    for path in sorted(run_dir.glob("episodes*.jsonl")):
+        for line in path.read_text().splitlines():
+            record = json.loads(line)
+            record.pop("runtime")
+            out.append(record)
+    return sorted(out, key=lambda r: r["episode_id"])
+
+
+def lines(run_dir: Path) -> int:
+    return sum(p.read_bytes().count(b"\n") for p in run_dir.glob("episodes*.jsonl"))
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with Cluster(cpus=1, extra=1) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
+    out = tmp_path_factory.mktemp("local")
+    done = limbo(*GRID, "--out", str(out), "--quiet", "--workers", "2")
+    assert done.returncode == 0, done.stderr
+    return records(out)
+
+
+def test_a_grid_on_the_cluster_equals_the_local_run(tmp_path: Path, cluster: Cluster,
+                                                    reference: list[dict]) -> None:
+    assert len(reference) >= 2000
+    done = limbo(*GRID, "--executor", "ray", "--ray-address", cluster.address,
+                 "--out", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    got = records(tmp_path)
+    assert len({r["episode_id"] for r in got}) == len(got) == len(reference)
+    assert got == reference
+    # the plain progress line shows the cluster: its nodes and the cells out on it
+    progress = [line for line in done.stdout.splitlines() if line.startswith("[limbo] ")]
+    assert progress and all(re.search(r"ray 2 nodes, \d+ cells in flight", p) for p in progress)
+    assert progress[-1].startswith(f"[limbo] {len(reference)}/{len(reference)} episodes")
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert manifest["status"] == "complete" and manifest["ran"] == len(reference)
+    # a second pass into the same directory is a resume: nothing left, nothing written twice
+    again = limbo(*GRID, "--executor", "ray", "--ray-address", cluster.address,
+                  "--out", str(tmp_path), "--quiet")
+    assert again.returncode == 0, again.stderr
+    assert f"ran 0 episodes, {len(reference)} already done" in again.stdout
+    assert lines(tmp_path) == len(reference)
+
+
+def test_a_ray_run_resumes_a_local_one_exactly(tmp_path: Path, cluster: Cluster,
+                                               reference: list[dict]) -> None:
+    first = limbo(*GRID, "--out", str(tmp_path), "--quiet", "--limit", "700")
+    assert first.returncode == 0, first.stderr
+    done = limbo(*GRID, "--executor", "ray", "--ray-address", cluster.address,
+                 "--out", str(tmp_path), "--quiet")
+    assert done.returncode == 0, done.stderr
+    assert f"ran {len(reference) - 700} episodes, 700 already done" in done.stdout
+    assert records(tmp_path) == reference
+
+
+def test_a_model_run_on_the_cluster_shares_one_call_limiter(tmp_path: Path,
+                                                            cluster: Cluster) -> None:
+    """512 real-model-shaped episodes (two calls each, 0.5 s latency, through the OpenAI SDK)
+    on both nodes; the progress line reads the cluster's one limiter actor, which counts the
+    calls of both nodes' episodes: more than one task's worth in flight at once."""
+    from limbo.providers.loopback import Pace, serve_in_thread
+
+    with serve_in_thread(Pace(latency_s=0.5)) as server:
+        spec = f"openai/paced?api=chat&base_url={server.url}/v1"
+        done = limbo("run", "default", "--model", spec, "--instances", "4", "--limit", "512",
+                     "--concurrency", "16", "--executor", "ray", "--ray-address",
+                     cluster.address, "--out", str(tmp_path / "run"), "--no-cache")
+        answered, refused = server.counts.answered, server.counts.refused
+    assert done.returncode == 0, done.stderr
+    got = records(tmp_path / "run")
+    assert len({r["episode_id"] for r in got}) == len(got) == 512
+    assert {r["outcome"]["termination"] for r in got} == {"finished"}
+    assert (answered, refused) == (1024, 0)
+    shared = [int(m) for m in re.findall(r"model calls (\d+) in flight / limit \d+ \(shared\)",
+                                         done.stdout)]
+    assert shared and max(shared) > 16, done.stdout
+
+
+def test_losing_the_extra_node_mid_run_loses_and_duplicates_nothing(
+        tmp_path: Path, cluster: Cluster, reference: list[dict]) -> None:
+    """SIGKILL of the extra node's whole process group (raylet, agents, workers) while both
+    nodes run batches: Ray runs the lost batches again on the head, and the run completes
+    every cell exactly once. (Last in this module: the cluster has one node after it.)"""
+    (node,) = cluster.nodes
+    proc = subprocess.Popen([LIMBO, *GRID, "--executor", "ray", "--ray-address",
+                             cluster.address, "--out", str(tmp_path), "--quiet"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    deadline = time.monotonic() + 300
+    while lines(tmp_path) < 600:
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.02)
+    node.kill(signal.SIGKILL)
+    at_kill = lines(tmp_path)
+    out, err = proc.communicate(timeout=600)
+    assert at_kill < len(reference)  # the node died mid-run, with cells still to run
+    print(f"killed the extra node at {at_kill} records; the run exited {proc.returncode}")
+    if proc.returncode != 0:  # Ray gave up on a batch: the run says so in one line; resume
+        assert "re-run to resume" in err and "Traceback" not in err, err
+        resumed = limbo(*GRID, "--executor", "ray", "--ray-address", cluster.address,
+                        "--out", str(tmp_path), "--quiet")
+        assert resumed.returncode == 0, resumed.stderr
+    got = records(tmp_path)
+    assert len({r["episode_id"] for r in got}) == len(got) == len(reference)
+    assert got == reference
+    status = subprocess.run([LIMBO, "status", str(tmp_path)], capture_output=True, text=True)
+    assert "verdict: OK — every cell of the grid is recorded exactly once" in status.stdout
+
+
+# ------------------------------------------------------------------ errors, without a cluster
+
+HIDE_RAY = "import sys; sys.modules['ray'] = None; from limbo.cli import main; "
+
+
+def test_without_ray_the_executor_names_the_extra_in_one_line(tmp_path: Path) -> None:
+    code = HIDE_RAY + "raise SystemExit(main(['run', 'e1', '--executor', 'ray', '--out', 'x']))"
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 2
+    assert done.stderr.strip().count("\n") == 0, done.stderr
+    assert "pip install 'limbo-bench[ray]'" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "x").exists()
+    local = HIDE_RAY + ("raise SystemExit(main(['run', 'e1', '--template', 'charge_invoice', "
+                        "'--limit', '3', '--out', 'y', '--quiet']))")
+    assert subprocess.run([sys.executable, "-c", local], cwd=tmp_path, capture_output=True,
+                          timeout=120).returncode == 0  # the local executor needs no Ray
+
+
+def test_an_address_where_no_cluster_listens_is_one_line(tmp_path: Path) -> None:
+    from support.ray_cluster import free_port
+
+    for argv, says in (
+            (["--executor", "ray", "--ray-address", f"127.0.0.1:{free_port()}"],
+             "no Ray head node answers there"),
+            (["--executor", "ray", "--ray-address", "nonsense"], "must look like HOST:PORT"),
+            (["--ray-address", "127.0.0.1:6379"], "--ray-address needs --executor ray"),
+            (["--executor", "ray", "--max-cost", "1"], "drop --executor ray")):
+        done = limbo("run", "e1", "--out", "x", *argv, cwd=tmp_path, timeout=120)
+        assert done.returncode == 2, (argv, done.stderr)
+        assert says in done.stderr and done.stderr.strip().count("\n") == 0, done.stderr
+        assert not (tmp_path / "x").exists()
