@@ -1,17 +1,20 @@
 """Running a grid on a Ray cluster: ``limbo run GRID --executor ray [--ray-address ADDR]``.
 
-Ray does the cluster's work — placing tasks on nodes, starting worker processes, noticing a
-lost node and running its tasks again elsewhere; this module only feeds it. The driver (the
-``limbo run`` process) cuts the cells to run into batches, keeps about two batches per CPU of
-the cluster submitted as Ray tasks (:func:`limbo.ray_tasks.remote_batch`), and writes the
-records of each batch that comes back through the run's one emit path — the same as forked
-workers' (:class:`limbo.executor.Pool`). So the driver stays the only writer of the run
-directory: its lock, shards, resume and quarantine are untouched by where episodes ran.
+Ray does the cluster's work — placing workers on nodes by their CPUs, starting their
+processes, noticing a lost node; this module only feeds it. On connecting, the driver (the
+``limbo run`` process) asks Ray for one :class:`~limbo.ray_tasks.EpisodeWorker` actor per CPU
+of the cluster, which start while the run is planned. It then cuts the cells to run into
+batches, keeps :data:`PER_SLOT` batches in each worker, and writes the records of each batch
+that comes back through the run's one emit path — the same as forked workers'
+(:class:`limbo.executor.Pool`). So the driver stays the only writer of the run directory: its
+lock, shards, resume and quarantine are untouched by where episodes ran.
 
-Exactly once: a task that Ray runs again (its node died before its answer arrived) can only
-return the cells it already had; the driver keeps the first record of each episode id and
-drops any later one. A batch Ray gives up on (:data:`MAX_RETRIES` lost attempts) stops the run
-with one line; what finished is recorded and a re-run resumes.
+A lost node: Ray reports its workers dead (``RayActorError``); their batches go back in the
+queue and run on the workers left, and a worker is added for every CPU the cluster gains
+(a replacement node). Exactly once: the driver keeps the first record of each episode id and
+drops any later one, so a batch that runs twice is written once. A batch lost
+:data:`MAX_RETRIES` times, or a cluster with no worker left, stops the run with one line; what
+finished is recorded and a re-run resumes.
 
 Ray is an optional dependency: the core never imports this module (``limbo.runner`` imports
 it only when ``--executor ray`` is chosen) and :func:`require` says in one line how to get it.
@@ -20,10 +23,12 @@ it only when ``--executor ray`` is chosen) and :func:`require` says in one line 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import os
 import re
 import socket
+import sys
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -33,14 +38,14 @@ from limbo import __version__, activity
 from limbo.cell import Cell
 from limbo.errors import UsageError
 from limbo.executor import CHUNK, Emit, RunAborted, chunks
-from limbo.ray_tasks import Batch, Setup, remote_batch
+from limbo.ray_tasks import Batch, EpisodeWorker, Setup
 from limbo.runtime import stopwatch
 
 RAY_MISSING = "--executor ray needs Ray, an optional extra: pip install 'limbo-bench[ray]'"
 MAX_RETRIES = 5
-"""Attempts Ray may lose (a node dying under a task) before the run stops."""
+"""Times a batch may be lost with its worker (its node dying) before the run stops."""
 PER_SLOT = 2
-"""Batches submitted per CPU of the cluster: one running, one waiting behind it."""
+"""Batches in each worker at once: one running, the next one's cells waiting behind it."""
 NOTE_EVERY_S = 1.0
 FORWARD = re.compile(r"^(LIMBO_|OPENAI_|ANTHROPIC_)")
 """Environment variables a worker needs from the driver (besides the models' key variables)."""
@@ -80,8 +85,10 @@ def connected(address: str | None) -> Iterator[None]:
         raise UsageError(f"--executor ray: cannot connect to the Ray cluster"
                          f"{f' at {address}' if address else ''}: {_first_line(exc)}") from None
     try:
+        _workers[:] = [_new_worker(ray) for _ in range(_View(ray).slots())]
         yield
     finally:
+        _workers.clear()
         ray.shutdown()
 
 
@@ -107,7 +114,7 @@ def _first_line(exc: BaseException) -> str:
 
 
 class RayPool:
-    """The cells of one pass, as Ray tasks of :func:`batch_size` cells each."""
+    """The cells of one pass, in batches of :func:`batch_size` cells, on the cluster's workers."""
 
     def __init__(self, concurrency: int, timeout: float | None, plugins: list[str],
                  total: int) -> None:
@@ -116,73 +123,132 @@ class RayPool:
         self.ray = ray
         self.setup = _setup(concurrency, timeout, plugins)
         self.total = total
-        self.task = ray.remote(remote_batch).options(num_cpus=1, max_retries=MAX_RETRIES,
-                                                     retry_exceptions=False)
-        self.out: dict[Any, int] = {}
-        """Submitted tasks' results -> their number of cells."""
+        self.workers = _workers
+        self.out: dict[Any, tuple[Any, list[Cell], int]] = {}
+        """Each batch out: its result -> (its worker, its cells, attempts so far)."""
+        self.load: dict[Any, int] = {}
+        self.answered: set[Any] = set()
+        self.again: list[tuple[list[Cell], int]] = []
+        """Batches whose worker was lost, to run again."""
         self.seen: set[str] = set()
         self.view = _View(ray)
 
     def run(self, cells: Iterator[Cell], emit: Emit) -> None:
-        node = self.ray.get_runtime_context().get_node_id()
         from limbo.ray_limiter import limiter_actor
 
-        limiter = limiter_actor(node)
-        self.setup = replace(self.setup, limiter=limiter)
+        limiter = limiter_actor(self.ray.get_runtime_context().get_node_id())
         self.view.limiter = limiter
+        setup = self.ray.put(replace(self.setup, limiter=limiter))
         batches = chunks(cells, batch_size(self.setup.concurrency, self.total,
                                            self.view.slots()))
         try:
-            self._fill(batches)
+            self._grow()
+            self._fill(batches, setup)
             while self.out:
                 done, _ = self.ray.wait(list(self.out), num_returns=1, timeout=NOTE_EVERY_S)
                 for ref in done:
-                    self._take(ref, self.out.pop(ref), emit)
-                self._fill(batches)
+                    self._take(ref, emit)
+                self._grow()
+                self._fill(batches, setup)
                 self._say()
+            if self.again or next(batches, None) is not None:
+                raise RunAborted("no worker is left on the Ray cluster; the episodes that "
+                                 "finished are recorded, re-run to resume")
         finally:
             activity.say("ray", None)
-            for ref in self.out:
-                with contextlib.suppress(Exception):
-                    self.ray.cancel(ref, force=True)
             with contextlib.suppress(Exception):
                 self.ray.kill(limiter)
 
-    def _fill(self, batches: Iterator[list[Cell]]) -> None:
-        while len(self.out) < PER_SLOT * self.view.slots():
-            batch = next(batches, None)
-            if batch is None:
-                return
-            self.out[self.task.remote(batch, self.setup)] = len(batch)
+    def _grow(self) -> None:
+        """A worker for every CPU of the cluster not yet served and free (a node added or
+        replaced; a CPU still held by a dead node's worker is not free). A worker that has not
+        answered yet may not hold its CPU yet: it counts as holding one, so that no worker is
+        made that could wait for a CPU forever."""
+        unplaced = sum(1 for w in self.workers if w not in self.answered)
+        for _ in range(min(self.view.slots() - len(self.workers), self.view.free - unplaced)):
+            self.workers.append(_new_worker(self.ray))
+            self.view.free -= 1
+        for worker in self.workers:
+            self.load.setdefault(worker, 0)
 
-    def _take(self, ref: Any, cells: int, emit: Emit) -> None:
+    def _fill(self, batches: Iterator[list[Cell]], setup: Any) -> None:
+        for worker in self.workers:
+            while self.load[worker] < PER_SLOT:
+                cells, tries = self.again.pop() if self.again else (next(batches, None), 0)
+                if cells is None:
+                    return
+                self.out[worker.run_batch.remote(cells, setup)] = (worker, cells, tries)
+                self.load[worker] += 1
+
+    def _take(self, ref: Any, emit: Emit) -> None:
+        worker, cells, tries = self.out.pop(ref)
+        self.load[worker] -= 1
         try:
             batch: Batch = self.ray.get(ref)
+        except self.ray.exceptions.RayActorError:
+            self._lost(worker, cells, tries)
+            return
         except self.ray.exceptions.RayError as exc:
-            raise RunAborted(f"a batch of {cells} cells was lost on the Ray cluster after "
-                             f"{MAX_RETRIES} retries ({type(exc).__name__}); the episodes that "
-                             f"finished are recorded, re-run to resume") from None
+            raise RunAborted(f"a batch of {len(cells)} cells failed on the Ray cluster "
+                             f"({type(exc).__name__}); the episodes that finished are recorded, "
+                             f"re-run to resume") from None
+        self.answered.add(worker)
+        self._write(batch, emit)
+
+    def _lost(self, worker: Any, cells: list[Cell], tries: int) -> None:
+        """``worker`` died (its node, most likely): forget it, run its batch again."""
+        if worker in self.workers:
+            self.workers.remove(worker)
+            self.view.at = -NOTE_EVERY_S  # ask Ray again how many nodes and CPUs are left
+        if tries + 1 >= MAX_RETRIES:
+            raise RunAborted(f"a batch of {len(cells)} cells was lost with its Ray worker "
+                             f"{MAX_RETRIES} times; the episodes that finished are recorded, "
+                             f"re-run to resume")
+        self.again.append((cells, tries + 1))
+        self.view.rerun += 1
+
+    def _write(self, batch: Batch, emit: Emit) -> None:
         if batch.version != __version__:
             raise UsageError(f"node {batch.node[:12]} runs limbo {batch.version}, this driver "
                              f"limbo {__version__}: install the same limbo-bench on every node")
         self._say()
         for episode_id, line, cell, outcome in batch.items:
-            if episode_id not in self.seen:  # a retried task's second answer: already written
+            if episode_id not in self.seen:  # a batch run twice: its records are written once
                 self.seen.add(episode_id)
                 emit(line, cell, outcome)
         if batch.usage is not None:
             raise UsageError(batch.usage)
         if batch.crash is not None:
-            raise RuntimeError(f"a Ray task failed on node {batch.node[:12]}:\n{batch.crash}")
+            raise RuntimeError(f"a Ray worker failed on node {batch.node[:12]}:\n{batch.crash}")
 
     def _say(self) -> None:
-        activity.say("ray", self.view.note(sum(self.out.values())))
+        cells = sum(len(c) for _, c, _ in self.out.values())
+        activity.say("ray", self.view.note(cells))
+
+
+_runs = itertools.count()
+_workers: list[Any] = []
+"""The connected session's :class:`~limbo.ray_tasks.EpisodeWorker` actors (alive or not yet
+known dead), shared by the runs of one command."""
+
+
+def _new_worker(ray: Any) -> Any:
+    """An :class:`~limbo.ray_tasks.EpisodeWorker` on one CPU wherever Ray finds one; never
+    restarted by Ray (its batches are re-queued by the driver instead)."""
+    preload = tuple(m for m in PRELOAD if m in sys.modules)
+    return ray.remote(EpisodeWorker).options(num_cpus=1, max_restarts=0,
+                                             max_concurrency=4 * PER_SLOT).remote(preload)
+
+
+PRELOAD = ("openai", "anthropic", "mcp")
+"""Packages a worker imports on starting if the driver has (its model checks import the
+grid's SDKs): about a second each, better spent while the driver plans than in an episode."""
 
 
 def batch_size(concurrency: int, total: int, slots: int) -> int:
-    """Cells per task: enough for ``concurrency`` episodes at once, twice over (so a batch's
-    last slow episode leaves little idle), and small enough that every slot gets work."""
-    size = max(CHUNK, 2 * concurrency)
+    """Cells per batch: enough for ``concurrency`` episodes at once (the next batch's cells
+    wait in the worker behind them), and small enough that every worker gets work."""
+    size = max(CHUNK, concurrency)
     return max(1, min(size, -(-total // (PER_SLOT * max(slots, 1)))))
 
 
@@ -193,7 +259,8 @@ def _setup(concurrency: int, timeout: float | None, plugins: list[str]) -> Setup
     from limbo.providers.secrets import watched
 
     found = cache.default_cache()
-    return Setup(run=ray.get_runtime_context().get_job_id(), concurrency=concurrency,
+    return Setup(run=f"{ray.get_runtime_context().get_job_id()}/{next(_runs)}",
+                 concurrency=concurrency,
                  timeout=timeout, plugins=tuple(_absolute(p) for p in plugins),
                  cache_root=str(found.root) if found is not None else None,
                  watched=tuple(watched()))
@@ -214,7 +281,9 @@ class _View:
     def __init__(self, ray: Any) -> None:
         self.ray = ray
         self.at = -NOTE_EVERY_S
-        self.nodes, self.cpus = 0, 1
+        self.nodes, self.cpus, self.free = 0, 1, 0
+        self.rerun = 0
+        """Batches lost with their worker and queued again."""
         self.limiter: Any = None
         self.asked: Any = None
         self.calls = (0, 0)
@@ -226,6 +295,7 @@ class _View:
         alive = [n for n in self.ray.nodes() if n.get("Alive")]
         self.nodes = len(alive)
         self.cpus = max(1, int(sum(n.get("Resources", {}).get("CPU", 0) for n in alive)))
+        self.free = int(self.ray.available_resources().get("CPU", 0))
         if self.limiter is None:
             return
         if self.asked is not None and self.ray.wait([self.asked], timeout=0)[0]:
@@ -243,5 +313,7 @@ class _View:
         self._refresh()
         calls = (f"  model calls {self.calls[0]} in flight / limit {self.calls[1]} (shared)"
                  if self.calls[1] else "")
+        rerun = f", {self.rerun} lost batch{'es' if self.rerun != 1 else ''} run again" \
+            if self.rerun else ""
         return (f"ray {self.nodes} node{'s' if self.nodes != 1 else ''}, {in_flight} cells in "
-                f"flight{calls}")
+                f"flight{rerun}{calls}")

@@ -10,8 +10,8 @@ the same AIMD arithmetic as a local run — and every worker's episodes reach it
 
 Each slot is a *ticket* (node, process, counter). An episode whose wait is cancelled (its
 timeout) drops its ticket: a slot granted to it, or granted later, goes back at once, so a
-cancelled wait never leaks a slot. A call costs two actor round trips (acquire, release):
-about a millisecond each on one machine, nothing beside a model's latency.
+cancelled wait never leaks a slot. A call costs one actor round trip (acquire; the release is
+sent without waiting): about a millisecond on one machine, nothing beside a model's latency.
 """
 
 from __future__ import annotations
@@ -101,8 +101,10 @@ class RayLimiter:
         self.held.append(ticket)
 
     async def release(self, status: int | None, retry_after_s: float | None) -> None:
+        """Sent, not awaited: the actor handles one caller's calls in order, and the episode
+        need not wait a round trip to go on."""
         if self.held:
-            await self.actor.release.remote(self.held.pop(), status, retry_after_s)
+            self.actor.release.remote(self.held.pop(), status, retry_after_s)
 
     async def snapshot(self) -> tuple[int, int]:
         in_flight, limit = await self.actor.snapshot.remote()

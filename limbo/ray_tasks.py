@@ -1,43 +1,44 @@
-"""The worker side of a Ray run: one Ray task runs one batch of cells and returns its records.
+"""The worker side of a Ray run: :class:`EpisodeWorker`, a Ray actor that runs batches of
+cells and returns their records.
 
-A task never writes anything: it returns each record as its encoded line (plus the cell and
+A worker never writes anything: it returns each record as its encoded line (plus the cell and
 outcome the driver's summary needs), and the driver alone appends them to the run directory,
-exactly as forked workers send theirs over a pipe (:mod:`limbo.executor`). So a task that Ray
-runs again — its node died — costs time, never a record: the driver keeps the first result of
-each cell and ignores any other.
+exactly as forked workers send theirs over a pipe (:mod:`limbo.executor`). So a batch that runs
+again — its worker's node died — costs time, never a record: the driver keeps the first
+record of each episode id and drops any later one.
 
-A Ray worker process runs many batches. It keeps one event loop, on a thread of its own, and
-one pool of provider clients on it (:func:`limbo.providers.clients.bound`), so batches share
-clients and connections as the episodes of a local run do; the pool lives as long as the
-process. Its provider calls go through the run's one :class:`~limbo.ray_limiter.RayLimiter`.
+Why an actor, not a task per batch: an actor is one long-lived process with one event loop,
+so it holds the provider clients its episodes share (:func:`limbo.providers.clients.bound`)
+for the whole run, as a local worker does; and the driver keeps two batches in each worker,
+the second one's cells waiting on the same ``--concurrency`` semaphore, so a batch's slowest
+episode never leaves the others idle (a task per batch would end in a tail every batch). The
+actor is made while the driver still plans the run, so its imports cost no run time.
 """
 
 from __future__ import annotations
 
 import asyncio
-import threading
+import contextlib
 import traceback
-from collections.abc import Coroutine
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 from limbo import __version__
 from limbo.cell import Cell
 from limbo.errors import UsageError
-from limbo.executor import encoded, stream
-from limbo.providers.clients import ClientPool
+from limbo.executor import encoded
+from limbo.providers.clients import ClientPool, bound
 
-T = TypeVar("T")
 Item = tuple[str, bytes, dict[str, Any], dict[str, Any]]
-"""A record: its episode id, its line, its cell and outcome."""
+"""A record: its episode id, its line, its cell and its outcome."""
 
 
 @dataclass(frozen=True)
 class Setup:
-    """What every task of a run needs besides its cells; applied once per worker process."""
+    """What every batch of a run needs besides its cells; applied once per worker."""
 
     run: str
-    """The driver's Ray job id: a new run, a new setup."""
+    """The run's token: a new run, a new setup."""
     concurrency: int
     timeout: float | None
     plugins: tuple[str, ...] = ()
@@ -50,7 +51,7 @@ class Setup:
 
 @dataclass
 class Batch:
-    """A task's answer: the records of its cells, in the order they ended, and where it ran."""
+    """A batch's answer: the records of its cells, in the order they ended, and where it ran."""
 
     node: str
     version: str
@@ -61,68 +62,78 @@ class Batch:
     """The traceback of a bug that stopped the batch."""
 
 
-class _Loop:
-    """This process's event loop, on its own thread, and the client pool of its episodes."""
+class EpisodeWorker:
+    """One per CPU of the cluster (made a Ray actor by :mod:`limbo.ray_executor`)."""
 
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
+    def __init__(self, preload: tuple[str, ...] = ()) -> None:
+        import importlib
+
+        import limbo.episode  # noqa: F401 - the heavy imports, while the driver plans
+
+        for module in preload:  # the SDKs the driver's model checks imported: needed at once
+            with contextlib.suppress(ImportError):
+                importlib.import_module(module)
         self.pool = ClientPool()
-        threading.Thread(target=self.loop.run_forever, name="limbo-episodes", daemon=True).start()
+        self.run: str | None = None
+        self.gate = asyncio.Semaphore(1)
+        self.plugins: set[str] = set()
 
-    def run(self, coro: Coroutine[Any, Any, T]) -> T:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
-
-
-_state: dict[str, Any] = {"loop": None, "run": None, "plugins": set()}
-
-
-def _prepare(setup: Setup, node: str) -> _Loop:
-    """Make this process ready for ``setup``'s run (once per run)."""
-    if _state["run"] != setup.run:
+    def _prepare(self, setup: Setup, node: str) -> None:
+        if self.run == setup.run:
+            return
         from limbo.providers import cache, limiter, secrets
         from limbo.ray_limiter import RayLimiter
         from limbo.registry import load_plugin
 
         for plugin in setup.plugins:
-            if plugin not in _state["plugins"]:
+            if plugin not in self.plugins:
                 load_plugin(plugin)
-                _state["plugins"].add(plugin)
+                self.plugins.add(plugin)
         cache.configure(setup.cache_root)
         for var in setup.watched:
             secrets.watch(var)
         actor = setup.limiter
-        if actor is not None:
-            limiter.set_limiter_factory(lambda key: RayLimiter(key, actor, node))
-        _state["run"] = setup.run
-    if _state["loop"] is None:
-        _state["loop"] = _Loop()
-    loop: _Loop = _state["loop"]
-    return loop
+        limiter.set_limiter_factory(
+            None if actor is None else (lambda key: RayLimiter(key, actor, node)))
+        self.gate = asyncio.Semaphore(setup.concurrency)
+        self.run = setup.run
 
+    async def run_batch(self, cells: list[Cell], setup: Setup) -> Batch:
+        """Run ``cells``, at most ``setup.concurrency`` episodes of this worker at a time
+        (over all its batches); never raises."""
+        import ray
 
-def remote_batch(cells: list[Cell], setup: Setup) -> Batch:
-    """The body of the run's Ray task: :func:`run_batch` on the node it landed on."""
-    import ray
+        node = ray.get_runtime_context().get_node_id()
+        batch = Batch(node=node, version=__version__)
+        done: list[tuple[Cell, dict[str, Any]]] = []
+        try:
+            self._prepare(setup, node)
+            with bound(self.pool):
+                await self._episodes(cells, setup.timeout, done)
+        except UsageError as exc:
+            batch.usage = str(exc)
+        except Exception:  # noqa: BLE001 - a bug: its traceback goes to the driver, the run stops
+            batch.crash = traceback.format_exc()
+        from limbo.providers.secrets import scrubber
 
-    return run_batch(cells, setup, ray.get_runtime_context().get_node_id())
+        scrub = scrubber()  # after the episodes: their adapters have named the keys they read
+        batch.items = [(cell.episode_id, encoded(record, cell, scrub), record["cell"],
+                        record["outcome"]) for cell, record in done]
+        return batch
 
+    async def _episodes(self, cells: list[Cell], timeout: float | None,
+                        done: list[tuple[Cell, dict[str, Any]]]) -> None:
+        from limbo.episode import arun_episode
 
-def run_batch(cells: list[Cell], setup: Setup, node: str) -> Batch:
-    """Run ``cells`` at ``setup.concurrency`` episodes at a time; never raises."""
-    batch = Batch(node=node, version=__version__)
-    done: list[tuple[Cell, dict[str, Any]]] = []
-    try:
-        loop = _prepare(setup, node)
-        loop.run(stream(iter(cells), setup.concurrency, setup.timeout,
-                        lambda cell, record: done.append((cell, record)), pool=loop.pool))
-    except UsageError as exc:
-        batch.usage = str(exc)
-    except Exception:  # noqa: BLE001 - a bug: its traceback goes to the driver, the run stops
-        batch.crash = traceback.format_exc()
-    from limbo.providers.secrets import scrubber
+        async def one(cell: Cell) -> None:
+            async with self.gate:
+                done.append((cell, await arun_episode(cell, timeout=timeout)))
 
-    scrub = scrubber()  # after the episodes: their adapters have named the keys they read
-    batch.items = [(cell.episode_id, encoded(record, cell, scrub), record["cell"],
-                    record["outcome"])
-                   for cell, record in done]
-    return batch
+        tasks = [asyncio.ensure_future(one(cell)) for cell in cells]
+        try:
+            for task in asyncio.as_completed(tasks):
+                await task  # a UsageError (a rejected API key) stops the batch
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)

@@ -1,0 +1,114 @@
+"""The Ray executor against local workers, on a two-node Ray cluster started on 127.0.0.1 (a
+head and one extra node, one CPU each: the same two slots as ``--workers 2``).
+
+    python benchmarks/bench_ray.py [--episodes 3850] [--model-episodes 512] [--latency 0.5]
+        [--concurrency 32] [--repeat 2]
+
+1. Reference-policy episodes (CPU-bound, ~1 ms each): ``limbo run default`` with
+   ``--workers 2`` and with ``--executor ray``; episodes/s of each, their ratio, and the
+   per-cell overhead of Ray: the extra worker time per cell, ``2 * (ray wall - local wall) /
+   episodes`` (both have two slots).
+2. Real-model-shaped episodes: ``--model-episodes`` episodes through the OpenAI SDK against a
+   paced loopback endpoint (``limbo.providers.loopback``, in its own process) that answers
+   every call after ``--latency`` seconds (two calls an episode), ``--concurrency`` episodes in
+   flight per worker or per Ray task; the wall time of each executor.
+
+Walls are the runs' own (``limbo run`` says ``in N s``: from the first cell to the last
+record, Ray's worker start-up included, the connection to the cluster not), each the best of
+``--repeat``, and the whole command's. Prints figures, asserts nothing; on a shared machine
+they move with the other load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent / "tests")]  # the paced endpoint, the test cluster
+
+from bench_providers import endpoint  # noqa: E402
+from support.ray_cluster import Cluster  # noqa: E402
+
+from limbo.providers.loopback import Pace  # noqa: E402
+
+LIMBO = str(Path(sys.executable).parent / "limbo")
+PER_INSTANCE = 3850
+"""Cells of the default grid per instance (3,850 at its one instance)."""
+ENV = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+
+
+def timed(argv: list[str]) -> tuple[float, float]:
+    """``(run wall, command wall)`` of one ``limbo run`` into a fresh directory."""
+    with tempfile.TemporaryDirectory() as tmp:
+        start = time.perf_counter()
+        done = subprocess.run([LIMBO, *argv, "--out", str(Path(tmp) / "run"), "--quiet"],
+                              capture_output=True, text=True, env=ENV)
+        command = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"limbo {' '.join(argv)} failed:\n{done.stderr}")
+    said = re.search(r"episodes, .* in ([0-9.]+)s", done.stdout)
+    return (float(said.group(1)) if said else command), command
+
+
+def best(argv: list[str], repeat: int) -> tuple[float, float]:
+    walls = [timed(argv) for _ in range(repeat)]
+    return min(w[0] for w in walls), min(w[1] for w in walls)
+
+
+def reference_policies(address: str, episodes: int, repeat: int) -> None:
+    grid = ["run", "default", "--instances", str(-(-episodes // PER_INSTANCE)),
+            "--limit", str(episodes)]
+    local = best([*grid, "--workers", "2"], repeat)
+    ray = best([*grid, "--executor", "ray", "--ray-address", address], repeat)
+    print(f"reference policies, {episodes} episodes:")
+    for name, (run, command) in (("--workers 2", local), ("--executor ray", ray)):
+        print(f"  {name:15s} {run:6.2f} s run ({episodes / run:5.0f} episodes/s), "
+              f"{command:6.2f} s command")
+    overhead = 2 * (ray[0] - local[0]) / episodes
+    print(f"  per-cell overhead of Ray: {1000 * overhead:.2f} ms of worker time per cell")
+    print(f"  ratio Ray / --workers 2 (episodes/s): {local[0] / ray[0]:.2f}")
+
+
+def model_shaped(address: str, episodes: int, latency: float, concurrency: int,
+                 repeat: int) -> None:
+    with endpoint(Pace(latency_s=latency)) as url:
+        spec = f"openai/paced?api=chat&base_url={url}/v1"
+        grid = ["run", "default", "--model", spec, "--instances", "4", "--limit",
+                str(episodes), "--concurrency", str(concurrency), "--no-cache"]
+        local = best([*grid, "--workers", "2"], repeat)
+        ray = best([*grid, "--executor", "ray", "--ray-address", address], repeat)
+    ideal = episodes * 2 * latency / (2 * concurrency)
+    print(f"model-shaped, {episodes} episodes x 2 calls, {latency:g} s latency, "
+          f"--concurrency {concurrency} per slot (ideal {ideal:.1f} s):")
+    for name, (run, command) in (("--workers 2", local), ("--executor ray", ray)):
+        print(f"  {name:15s} {run:6.2f} s run, {command:6.2f} s command")
+    verdict = "at least as fast" if ray[0] <= local[0] else "slower"
+    print(f"  Ray / local run wall: {ray[0] / local[0]:.2f} ({verdict})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--episodes", type=int, default=3850)
+    parser.add_argument("--model-episodes", type=int, default=512)
+    parser.add_argument("--latency", type=float, default=0.5)
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--repeat", type=int, default=2)
+    args = parser.parse_args()
+    start = time.perf_counter()
+    with Cluster(cpus=1, extra=1) as cluster:
+        print(f"two-node Ray cluster at {cluster.address} up in "
+              f"{time.perf_counter() - start:.1f} s", flush=True)
+        reference_policies(cluster.address, args.episodes, args.repeat)
+        model_shaped(cluster.address, args.model_episodes, args.latency, args.concurrency,
+                     args.repeat)
+
+
+if __name__ == "__main__":
+    main()
