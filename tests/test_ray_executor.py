@@ -138,10 +138,6 @@ def test_losing_the_extra_node_mid_run_loses_and_duplicates_nothing(
     node.kill(signal.SIGKILL)
     at_kill = lines(tmp_path)
     out, err = proc.communicate(timeout=600)
-    assert at_kill < len(reference)  # the node died mid-run, with cells still to run
-    progress = [line for line in out.splitlines() if line.startswith("[limbo] ")]
-    assert re.search(r"ray 1 node, 0 cells in flight, [1-9]\d* lost batch(es)? run again",
-                     progress[-1]), progress  # its batches ran again on the head
     assert proc.returncode == 0, err  # the run went on without the node
     assert at_kill < len(reference)  # the node died mid-run, with cells still to run
     progress = [line for line in out.splitlines() if line.startswith("[limbo] ")]
