@@ -14,7 +14,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 OPTIONAL = ("numpy", "pandas", "scipy", "statsmodels", "matplotlib", "openai", "anthropic",
-            "mcp", "inspect_ai", "httpx", "uvicorn", "starlette")
+            "mcp", "inspect_ai", "httpx", "uvicorn", "starlette", "ray")
 PROBE = """
 import json, sys
 {blocks}
