@@ -9,9 +9,10 @@ that comes back through the run's one emit path — the same as forked workers'
 (:class:`limbo.executor.Pool`). So the driver stays the only writer of the run directory: its
 lock, shards, resume and quarantine are untouched by where episodes ran.
 
-A lost node: Ray reports its workers dead (``RayActorError``); their batches go back in the
-queue and run on the workers left, and a worker is added for every CPU the cluster gains
-(a replacement node). Exactly once: the driver keeps the first record of each episode id and
+A lost node: Ray reports its workers dead (``RayActorError``), and the answers they had
+finished but the driver had not fetched lost with the node's object store
+(``ObjectLostError``); those batches go back in the queue and run on the workers left, and a
+worker is added for every CPU the cluster gains (a replacement node). Exactly once: the driver keeps the first record of each episode id and
 drops any later one, so a batch that runs twice is written once. A batch lost
 :data:`MAX_RETRIES` times, or a cluster with no worker left, stops the run with one line; what
 finished is recorded and a re-run resumes.
@@ -183,9 +184,11 @@ class RayPool:
     def _take(self, ref: Any, emit: Emit) -> None:
         worker, cells, tries = self.out.pop(ref)
         self.load[worker] -= 1
+        lost = self.ray.exceptions
         try:
             batch: Batch = self.ray.get(ref)
-        except self.ray.exceptions.RayActorError:
+        except (lost.RayActorError, lost.ObjectLostError, lost.NodeDiedError):
+            # its worker died, or its answer did, in the dead node's object store
             self._lost(worker, cells, tries)
             return
         except self.ray.exceptions.RayError as exc:
