@@ -12,10 +12,10 @@ lock, shards, resume and quarantine are untouched by where episodes ran.
 A lost node: Ray reports its workers dead (``RayActorError``), and the answers they had
 finished but the driver had not fetched lost with the node's object store
 (``ObjectLostError``); those batches go back in the queue and run on the workers left, and a
-worker is added for every CPU the cluster gains (a replacement node). Exactly once: the driver keeps the first record of each episode id and
-drops any later one, so a batch that runs twice is written once. A batch lost
-:data:`MAX_RETRIES` times, or a cluster with no worker left, stops the run with one line; what
-finished is recorded and a re-run resumes.
+worker is added for every CPU the cluster gains (a replacement node). Exactly once: the
+driver keeps the first record of each episode id and drops any later one, so a batch that runs
+twice is written once. A batch lost :data:`MAX_RETRIES` times, or a cluster with no worker
+left, stops the run with one line; what finished is recorded and a re-run resumes.
 
 Ray is an optional dependency: the core never imports this module (``limbo.runner`` imports
 it only when ``--executor ray`` is chosen) and :func:`require` says in one line how to get it.
