@@ -90,7 +90,7 @@ def _line(name: str, t: Timed, episodes: int) -> str:
             f"{t.steady:5.0f} episodes/s")
 
 
-def reference_policies(address: str, episodes: int, repeat: int) -> None:
+def reference_policies(address: str, episodes: int, repeat: int) -> float:
     grid = ["run", "default", "--instances", str(-(-episodes // PER_INSTANCE)),
             "--limit", str(episodes)]
     local = best([*grid, "--workers", "2"], repeat)
@@ -104,10 +104,11 @@ def reference_policies(address: str, episodes: int, repeat: int) -> None:
           f"the whole run, {1000 * steady:.2f} ms once the first records are in")
     print(f"  ratio Ray / --workers 2 (episodes/s): {local.run / ray.run:.2f} over the run, "
           f"{ray.steady / local.steady:.2f} once the first records are in")
+    return local.run / ray.run
 
 
 def model_shaped(address: str, episodes: int, latency: float, concurrency: int,
-                 repeat: int) -> None:
+                 repeat: int) -> float:
     with endpoint(Pace(latency_s=latency)) as url:
         spec = f"openai/paced?api=chat&base_url={url}/v1"
         grid = ["run", "default", "--model", spec, "--instances", "4", "--limit",
@@ -122,6 +123,7 @@ def model_shaped(address: str, episodes: int, latency: float, concurrency: int,
     verdict = "at least as fast" if ray.run <= local.run else "slower"
     print(f"  Ray / local run wall: {ray.run / local.run:.2f} ({verdict}); once the first "
           f"records are in, Ray / local episodes/s: {ray.steady / local.steady:.2f}")
+    return local.run / ray.run
 
 
 def main() -> None:
@@ -136,9 +138,12 @@ def main() -> None:
     with Cluster(cpus=1, extra=1) as cluster:
         print(f"two-node Ray cluster at {cluster.address} up in "
               f"{time.perf_counter() - start:.1f} s", flush=True)
-        reference_policies(cluster.address, args.episodes, args.repeat)
-        model_shaped(cluster.address, args.model_episodes, args.latency, args.concurrency,
-                     args.repeat)
+        cpu = reference_policies(cluster.address, args.episodes, args.repeat)
+        io = model_shaped(cluster.address, args.model_episodes, args.latency,
+                          args.concurrency, args.repeat)
+    print(f"closing note: episodes/s of the Ray executor over --workers 2 on this machine: "
+          f"{cpu:.2f}x for reference policies, {io:.2f}x for model-shaped episodes "
+          f"({'at least as fast' if io >= 1 else 'slower'})")
 
 
 if __name__ == "__main__":
