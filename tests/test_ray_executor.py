@@ -182,3 +182,19 @@ def test_an_address_where_no_cluster_listens_is_one_line(tmp_path: Path) -> None
         assert done.returncode == 2, (argv, done.stderr)
         assert says in done.stderr and done.stderr.strip().count("\n") == 0, done.stderr
         assert not (tmp_path / "x").exists()
+
+
+def test_ray_is_an_extra_with_a_range_the_tests_run() -> None:
+    import tomllib
+    from importlib.metadata import version
+
+    project = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())[
+        "project"]
+    assert not any(dep.startswith("ray") for dep in project["dependencies"])
+    (spec,) = project["optional-dependencies"]["ray"]
+    bounds = re.fullmatch(r"ray\[default\]>=([\d.]+),<([\d.]+)", spec)
+    assert bounds is not None, spec
+    low, high = bounds.groups()
+    release = tuple(int(p) for p in version("ray").split(".")[:2])
+    assert tuple(int(p) for p in low.split(".")) <= release < tuple(int(p) for p in high.split("."))
+    assert "ray" in project["optional-dependencies"]["all"][0].split("[")[1]  # `make test` has it
