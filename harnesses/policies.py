@@ -41,6 +41,7 @@ from limbo.readback import resolve
 from limbo.registry import lookup, registrar
 from limbo.results import Result, error_kind, is_ambiguous
 from limbo.rng import generator
+from limbo.services.base import OpSpec
 from limbo.tasks import Step, dig, fill
 from limbo.tools import KEY_FIELD
 
@@ -139,17 +140,28 @@ def _verify(run: Run, step: Step, tool: str, args: dict[str, Any],
     return seen.visible, None, conclusive, (seen.items[0] if seen.items else None)
 
 
+def _service_op(run: Run, step: Step) -> OpSpec:
+    """The service operation behind a write step (a plan names writes of services only)."""
+    op = run.key.tool_specs[step.tool].op
+    if op is None:
+        raise TypeError(f"plan step {step.id!r}: {step.tool!r} is not a service write")
+    return op
+
+
+def _keyed(run: Run, step: Step, args: dict[str, Any]) -> dict[str, Any]:
+    """``args`` with the policy's idempotency key, when it uses keys and the tool takes one.
+    The key comes from what the agent knows (never the episode id, which names the fault)."""
+    if not (run.b.keys and run.key.tool_specs[step.tool].accepts_key):
+        return args
+    seen = [run.ctx.seed, run.key.plan.id, run.key.vars, step.id]
+    return {**args, KEY_FIELD: f"k-{digest(seen, 12)}"}
+
+
 def _write(run: Run, step: Step, args: dict[str, Any]) -> Generator[Call, Result, bool]:
     """Carry out one write step with the policy's recovery behaviour. Returns success."""
     tool = step.tool
-    spec = run.key.tool_specs[tool]
-    op = spec.op
-    if op is None:  # the plan names a write step only for a service operation
-        raise TypeError(f"plan step {step.id!r}: {tool!r} is not a service write")
-    if run.b.keys and spec.accepts_key:
-        # From what the agent knows (never the episode id, which names the fault mode).
-        seen = [run.ctx.seed, run.key.plan.id, run.key.vars, step.id]
-        args = {**args, KEY_FIELD: f"k-{digest(seen, 12)}"}
+    op = _service_op(run, step)
+    args = _keyed(run, step, args)
     plain = {k: v for k, v in args.items() if k != KEY_FIELD}
     honoured = KEY_FIELD in args and op.honours_key(run.ctx.contract, plain)
     attempts = 0

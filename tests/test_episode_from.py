@@ -157,7 +157,8 @@ def test_edited_records_and_manifests_are_one_line(
     _one_line(capsys, "does not hash to its id", "--from", str(edited), some_id)
     record["cell"]["instance"] = -1
     (edited / "episodes.jsonl").write_bytes(encode(record))
-    _one_line(capsys, f"episode {some_id} in {edited}: cell.instance", "--from", str(edited),
+    _one_line(capsys, f"episode {some_id} in {edited} is not a valid limbo.episode/1 record: "
+                       "cell.instance", "--from", str(edited),
               some_id)
     (edited / "episodes.jsonl").write_bytes(line)
     (edited / "manifest.json").write_text("[1,")

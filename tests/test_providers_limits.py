@@ -223,11 +223,11 @@ def test_provider_adapters_behind_the_gateway_share_the_runs_client(make_cell) -
     episode; the provider adapter answering there takes the run's client too."""
     import openai
 
-    from limbo.episode import _context
+    from limbo.briefing import context
     from limbo.gateway import Gateway
     from limbo.world import World
 
-    ctx = _context(World(make_cell("charge_invoice")))
+    ctx = context(World(make_cell("charge_invoice")))
 
     async def scenario(url: str) -> tuple[int, list[str]]:
         async with clients.shared_clients() as pool:

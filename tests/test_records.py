@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 from conftest import cell_for
-from hostile import LIMBO, cli, spawn
 from jsonschema import Draft202012Validator
+from support.hostile import LIMBO, cli, spawn
 
 from limbo.config import Limits
 from limbo.episode import run_episode

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import simpy
 from conftest import cell_for
-from hostile import cli, records, refused
+from support.hostile import cli, records, refused
 
 from limbo.analysis.loader import load
 from limbo.episode import arun_episode
