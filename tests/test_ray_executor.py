@@ -97,6 +97,27 @@ def test_a_ray_run_resumes_a_local_one_exactly(tmp_path: Path, cluster: Cluster,
     assert records(tmp_path) == reference
 
 
+def test_ctrl_c_of_a_ray_run_is_one_line_and_the_resume_is_exact(
+        tmp_path: Path, cluster: Cluster, reference: list[dict]) -> None:
+    argv = [LIMBO, *GRID, "--executor", "ray", "--ray-address", cluster.address,
+            "--out", str(tmp_path), "--quiet"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=ENV)
+    deadline = time.monotonic() + 300
+    while lines(tmp_path) < 600:
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 130
+    assert err == "limbo: interrupted; re-run the same command to resume\n"
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert manifest["status"] == "interrupted" and manifest["ran"] == lines(tmp_path) < 3850
+    done = limbo(*argv[1:])
+    assert done.returncode == 0, done.stderr
+    assert records(tmp_path) == reference
+
+
 def test_a_model_run_on_the_cluster_shares_one_call_limiter(tmp_path: Path,
                                                             cluster: Cluster) -> None:
     """512 real-model-shaped episodes (two calls each, 0.5 s latency, through the OpenAI SDK)
