@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from support.hostile import LIMBO
+from support.hostile import LIMBO, records
 from support.ray_cluster import Cluster
 
 pytest.importorskip("ray")
@@ -32,16 +32,6 @@ def limbo(*args: str, cwd: Path | None = None, timeout: float = 600) -> subproce
 
 
 ENV = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
-
-
-def records(run_dir: Path) -> list[dict]:
-    out = []
-    for path in sorted(run_dir.glob("episodes*.jsonl")):
-        for line in path.read_text().splitlines():
-            record = json.loads(line)
-            record.pop("runtime")
-            out.append(record)
-    return sorted(out, key=lambda r: r["episode_id"])
 
 
 def lines(run_dir: Path) -> int:
@@ -97,16 +87,21 @@ def test_a_ray_run_resumes_a_local_one_exactly(tmp_path: Path, cluster: Cluster,
     assert records(tmp_path) == reference
 
 
+def _until_recorded(proc: subprocess.Popen[str], run_dir: Path, n: int) -> None:
+    """Wait until ``run_dir`` holds ``n`` records, the run still going (five minutes at most)."""
+    deadline = time.monotonic() + 300
+    while lines(run_dir) < n:
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.02)
+
+
 def test_ctrl_c_of_a_ray_run_is_one_line_and_the_resume_is_exact(
         tmp_path: Path, cluster: Cluster, reference: list[dict]) -> None:
     argv = [LIMBO, *GRID, "--executor", "ray", "--ray-address", cluster.address,
             "--out", str(tmp_path), "--quiet"]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=ENV)
-    deadline = time.monotonic() + 300
-    while lines(tmp_path) < 600:
-        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-        time.sleep(0.02)
+    _until_recorded(proc, tmp_path, 600)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 130
@@ -152,10 +147,7 @@ def test_losing_the_extra_node_mid_run_loses_and_duplicates_nothing(
                              cluster.address, "--out", str(tmp_path)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
-    deadline = time.monotonic() + 300
-    while lines(tmp_path) < 600:
-        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-        time.sleep(0.02)
+    _until_recorded(proc, tmp_path, 600)
     node.kill(signal.SIGKILL)
     at_kill = lines(tmp_path)
     out, err = proc.communicate(timeout=600)
