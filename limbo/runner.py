@@ -20,7 +20,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from limbo import __version__
 from limbo.cell import Cell
@@ -52,6 +52,11 @@ from limbo.summary import Summary
 Notice = Callable[[str], None]
 
 
+Executor = Literal["local", "ray"]
+"""Where a run's episodes run (``limbo run --executor``)."""
+EXECUTORS: tuple[str, ...] = get_args(Executor)
+
+
 @dataclass
 class RunOptions:
     out: Path
@@ -62,7 +67,7 @@ class RunOptions:
     max_cost: float | None = None
     plugins: list[str] = field(default_factory=list)
     episode_timeout: float | None = EPISODE_TIMEOUT_S
-    executor: str = "local"
+    executor: Executor = "local"
     """``local`` (this process, or ``workers`` forked ones) or ``ray`` (the connected cluster:
     :mod:`limbo.ray_executor`)."""
     ray_address: str | None = None

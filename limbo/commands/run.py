@@ -39,7 +39,7 @@ from limbo.plan import in_shard, plan
 from limbo.provenance import provenance
 from limbo.providers.limiter import progress_note
 from limbo.providers.secrets import scrub
-from limbo.runner import RunOptions, run_cells
+from limbo.runner import EXECUTORS, RunOptions, run_cells
 from limbo.store import scan
 from limbo.summary import Summary, render
 
@@ -64,7 +64,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                    help="episodes in flight at once in each worker (default 1)")
     p.add_argument("--workers", type=int, default=1, metavar="N",
                    help="worker processes (default 1)")
-    p.add_argument("--executor", choices=["local", "ray"], default="local",
+    p.add_argument("--executor", choices=EXECUTORS, default="local",
                    help="where episodes run: local (this machine: --workers processes, default) "
                         "or ray (a Ray cluster; needs pip install 'limbo-bench[ray]')")
     p.add_argument("--ray-address", metavar="ADDR",
