@@ -38,18 +38,18 @@ def known_secrets() -> list[str]:
     of building the adapter."""
     raw = getattr(os.environ, "_data", None)
     state = (tuple(raw.items()) if isinstance(raw, dict) else None, frozenset(_extra_vars))
-    if state[0] is not None and state in _memo:
-        return list(_memo[state])
+    global _memo
+    if state[0] is not None and _memo is not None and _memo[0] == state:
+        return list(_memo[1])
     values = {v for k, v in os.environ.items()
               if (k in _extra_vars or _NAMES.search(k)) and len(v) >= MIN_LEN}
     found = sorted(values, key=len, reverse=True)
-    _memo.clear()
-    _memo[state] = tuple(found)
+    _memo = (state, tuple(found))
     return found
 
 
-_memo: dict[object, tuple[str, ...]] = {}
-"""The last environment seen and its secrets (one entry at most)."""
+_memo: tuple[object, tuple[str, ...]] | None = None
+"""The last environment seen and its secrets."""
 
 
 def scrub(text: str) -> str:
