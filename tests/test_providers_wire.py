@@ -8,6 +8,7 @@ adapter`` unchanged (tool arguments that are not JSON included)."""
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 
 import pytest
@@ -15,6 +16,7 @@ import pytest
 from limbo.adapter import Message, ModelTurn, ToolCall, ToolDef, Usage
 from limbo.errors import ModelError, UsageError
 from limbo.providers import chat_api, messages_api, pricing, responses_api
+from limbo.providers.base import wire_bytes
 from limbo.providers.retry import Retryable, RetryPolicy, retry_after, with_retries
 from limbo.providers.secrets import scrub
 from limbo.providers.wire import Tokens, parse_args
@@ -54,6 +56,25 @@ def test_a_conversation_survives_adapter_to_gateway(build, parse) -> None:
     assert messages == CONVERSATION
     assert tools == TOOLS
     assert body["temperature"] == 0
+
+
+def test_request_bytes_are_the_body_as_json_whatever_was_encoded_before() -> None:
+    """The stored encoding of a toolset's ``tools`` is reused only where it is right: each API
+    in turn with the same definitions, a copy of them, and a field that changed under the
+    same definitions all come out as ``json.dumps`` of the body."""
+    def sent(body, tools=TOOLS):
+        return wire_bytes(body, tools)
+
+    for _ in range(2):
+        for build in (responses_api.request, chat_api.request, messages_api.request):
+            body = build(CONVERSATION, TOOLS, "m", {"temperature": 0.5})
+            assert sent(body) == json.dumps(body, ensure_ascii=False,
+                                            separators=(",", ":")).encode()
+            assert json.loads(sent(body, [t.model_copy() for t in TOOLS])) == body
+    body = chat_api.request(CONVERSATION, TOOLS, "m", {})
+    body["tools"][0]["function"]["description"] = "Changed."
+    assert json.loads(sent(body))["tools"][0]["function"]["description"] == "Changed."
+    assert json.loads(sent({"model": "m"}, [])) == {"model": "m"}
 
 
 def _ids():
