@@ -206,12 +206,14 @@ class ProviderAdapter(ModelAdapter):
 
     def _http_client(self) -> Any:
         """The SDK's HTTP client over aiohttp (its ``aiohttp`` extra), keeping every connection
-        it opens alive. Per call it costs about a fifth less CPU than the default httpx
-        transport, whose connection pool walks all its connections on every request and
-        response — at a hundred calls in flight the largest single cost on our side. (The
-        default keeps only 100 connections idle, so a run with more calls in flight would
-        close and reopen — over TLS, handshake — connections all the time.) Without aiohttp,
-        the SDK's default client, with the same limits."""
+        it opens alive. The default httpx transport walks all its pooled connections on every
+        request and response and yields to the event loop about four times a call, so the
+        answers that arrive together are processed in lockstep, each waiting for all; over
+        aiohttp a call yields once, answers are handled first come, first served, and a call
+        costs about half the CPU (``benchmarks/bench_providers.py``). (The SDK's default keeps
+        only 100 connections idle: a run with more calls in flight would close and reopen —
+        over TLS, handshake — connections all the time.) Without aiohttp, the SDK's default
+        client, with the same limits."""
         cls = self.sdk.DefaultAsyncHttpxClient
         base = next(c for c in cls.__mro__ if c.__name__ == "AsyncClient")
         httpx = importlib.import_module(base.__module__.split(".")[0])
