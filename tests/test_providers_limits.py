@@ -8,6 +8,7 @@ progress line showing the calls in flight and the current limit.
 from __future__ import annotations
 
 import asyncio
+import collections.abc
 import json
 from pathlib import Path
 
@@ -262,6 +263,59 @@ def test_a_run_opens_connections_per_call_in_flight_not_per_episode(tmp_path, ca
         assert counts.connections <= 3 + 1
         _eventually(lambda: counts.open_connections == 0)  # closed when the run ended
     assert {r["outcome"]["termination"] for r in _records(out)} == {"finished"}
+
+
+@pytest.mark.parametrize("api", list(SPECS))
+def test_a_model_call_hands_control_to_the_event_loop_once(api, make_cell) -> None:
+    """The episodes of a run share one event loop. A call that yields to it several times
+    (the default httpx transport: about four) keeps the answers that arrive together in
+    lockstep: each waits for every other one to be processed. Counted on a task of its own:
+    every wait for something not yet done is one hand-over."""
+    from limbo.adapter import Message
+    from limbo.briefing import context
+    from limbo.harnesses.toolcalls import tool_defs
+    from limbo.world import World
+
+    world = World(make_cell("charge_invoice"))
+    ctx, tools = context(world), tool_defs(world)
+    waits: list[object] = []
+
+    async def scenario(url: str) -> None:
+        async with clients.shared_clients():
+            adapter = make_adapter(SPECS[api].format(url=url) + "&max_attempts=1")
+            messages = [Message(role="user", content="go")]
+            await adapter.generate(messages, tools, ctx)  # opens the connection
+            loop = asyncio.get_running_loop()
+            loop.set_task_factory(lambda loop, coro, **kw: asyncio.Task(
+                _Counted(coro, waits), loop=loop, **kw))
+            for _ in range(10):
+                await asyncio.ensure_future(adapter.generate(messages, tools, ctx))
+            loop.set_task_factory(None)
+
+    with serve_in_thread(Pace(latency_s=0.001)) as server:
+        asyncio.run(scenario(server.url))
+    assert len(waits) == 10, waits
+
+
+class _Counted(collections.abc.Coroutine):  # type: ignore[type-arg]
+    """A coroutine that notes each future it waits on."""
+
+    def __init__(self, coro, waits: list[object]) -> None:
+        self.coro, self.waits = coro, waits
+
+    def send(self, value):
+        out = self.coro.send(value)
+        self.waits.append(out)
+        return out
+
+    def throw(self, *args):
+        return self.coro.throw(*args)
+
+    def close(self) -> None:
+        self.coro.close()
+
+    def __await__(self):
+        return self.coro.__await__()
 
 
 # ------------------------------------------------------------------ a rate-limited endpoint
