@@ -81,16 +81,38 @@ def connected(address: str | None) -> Iterator[None]:
     _probe(address)
     try:
         ray.init(address=address, namespace="limbo", log_to_driver=False,
-                 logging_level=logging.ERROR, runtime_env={"env_vars": forwarded()})
+                 logging_level=logging.ERROR)
     except Exception as exc:  # noqa: BLE001 - whatever Ray says, it is one line to the user
         raise UsageError(f"--executor ray: cannot connect to the Ray cluster"
                          f"{f' at {address}' if address else ''}: {_first_line(exc)}") from None
     try:
-        _workers[:] = [_new_worker(ray) for _ in range(_View(ray).slots())]
+        _start(ray)
         yield
     finally:
         _workers.clear()
+        _session.clear()
         ray.shutdown()
+
+
+def _start(ray: Any) -> None:
+    """The session's limiter, then one worker per CPU: asked for at once, so that their
+    processes start while the driver checks the grid and plans the run. The limiter first: a
+    node starts its worker processes one after another, and every episode's first model call
+    waits for the limiter, only the head node's episodes for the worker asked after it. No
+    runtime environment: Ray would start new processes for it instead of taking the ones it
+    keeps ready (the driver's variables go with each run's :class:`Setup` instead)."""
+    from limbo.ray_limiter import limiter_actor
+
+    _session["limiter"] = limiter_actor(ray.get_runtime_context().get_node_id())
+    _workers[:] = [_new_worker(ray) for _ in range(_View(ray).slots())]
+
+
+def warm() -> None:
+    """Have the session's workers import the SDKs the driver's model checks imported (about
+    a second each, better spent while the driver plans than in the first episodes)."""
+    preload = tuple(m for m in PRELOAD if m in sys.modules)
+    for worker in _workers if preload else ():
+        worker.warm.remote(preload)
 
 
 def _probe(address: str | None) -> None:
@@ -135,9 +157,7 @@ class RayPool:
         self.view = _View(ray)
 
     def run(self, cells: Iterator[Cell], emit: Emit) -> None:
-        from limbo.ray_limiter import limiter_actor
-
-        limiter = limiter_actor(self.ray.get_runtime_context().get_node_id())
+        limiter = _session["limiter"]
         self.view.limiter = limiter
         setup = self.ray.put(replace(self.setup, limiter=limiter))
         batches = chunks(cells, batch_size(self.setup.concurrency, self.total,
@@ -157,8 +177,6 @@ class RayPool:
                                  "finished are recorded, re-run to resume")
         finally:
             activity.say("ray", None)
-            with contextlib.suppress(Exception):
-                self.ray.kill(limiter)
 
     def _grow(self) -> None:
         """A worker for every CPU of the cluster not yet served and free (a node added or
@@ -233,6 +251,9 @@ _runs = itertools.count()
 _workers: list[Any] = []
 """The connected session's :class:`~limbo.ray_tasks.EpisodeWorker` actors (alive or not yet
 known dead), shared by the runs of one command."""
+_session: dict[str, Any] = {}
+"""The connected session's :class:`~limbo.ray_limiter.LimiterActor` (``"limiter"``), shared by
+the runs of one command, as one process's limiters are."""
 
 
 def _new_worker(ray: Any) -> Any:
@@ -266,7 +287,7 @@ def _setup(concurrency: int, timeout: float | None, plugins: list[str]) -> Setup
                  concurrency=concurrency,
                  timeout=timeout, plugins=tuple(_absolute(p) for p in plugins),
                  cache_root=str(found.root) if found is not None else None,
-                 watched=tuple(watched()))
+                 watched=tuple(watched()), env=tuple(sorted(forwarded().items())))
 
 
 def _absolute(plugin: str) -> str:

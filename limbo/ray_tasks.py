@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import traceback
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,6 +46,8 @@ class Setup:
     cache_root: str | None = None
     watched: tuple[str, ...] = ()
     """Environment variables the driver's adapters read keys from: secrets to scrub here too."""
+    env: tuple[tuple[str, str], ...] = ()
+    """The driver's variables a worker needs (:func:`limbo.ray_executor.forwarded`)."""
     limiter: Any = None
     """The run's :class:`~limbo.ray_limiter.LimiterActor` handle."""
 
@@ -66,17 +69,21 @@ class EpisodeWorker:
     """One per CPU of the cluster (made a Ray actor by :mod:`limbo.ray_executor`)."""
 
     def __init__(self, preload: tuple[str, ...] = ()) -> None:
-        import importlib
-
         import limbo.episode  # noqa: F401 - the heavy imports, while the driver plans
 
-        for module in preload:  # the SDKs the driver's model checks imported: needed at once
-            with contextlib.suppress(ImportError):
-                importlib.import_module(module)
+        self.warm(preload)
         self.pool = ClientPool()
         self.run: str | None = None
         self.gate = asyncio.Semaphore(1)
         self.plugins: set[str] = set()
+
+    def warm(self, preload: tuple[str, ...]) -> None:
+        """Import the SDKs the driver's model checks imported: the first episodes need them."""
+        import importlib
+
+        for module in preload:
+            with contextlib.suppress(ImportError):
+                importlib.import_module(module)
 
     def _prepare(self, setup: Setup, node: str) -> None:
         if self.run == setup.run:
@@ -89,6 +96,7 @@ class EpisodeWorker:
             if plugin not in self.plugins:
                 load_plugin(plugin)
                 self.plugins.add(plugin)
+        os.environ.update(setup.env)
         cache.configure(setup.cache_root)
         for var in setup.watched:
             secrets.watch(var)
