@@ -90,6 +90,7 @@ def connected(address: str | None) -> Iterator[None]:
         yield
     finally:
         _workers.clear()
+        _names.clear()
         _session.clear()
         ray.shutdown()
 
@@ -217,10 +218,14 @@ class RayPool:
         self._write(batch, emit)
 
     def _lost(self, worker: Any, cells: list[Cell], tries: int) -> None:
-        """``worker`` died (its node, most likely): forget it, run its batch again."""
+        """``worker`` died (its node, most likely): forget it — the limiter takes back the
+        call slots it held — and run its batch again."""
         if worker in self.workers:
             self.workers.remove(worker)
             self.view.at = -NOTE_EVERY_S  # ask Ray again how many nodes and CPUs are left
+            with contextlib.suppress(Exception):  # dead already, most likely
+                self.ray.kill(worker)
+            self.view.limiter.forget.remote(_names.pop(worker, ""))
         if tries + 1 >= MAX_RETRIES:
             raise RunAborted(f"a batch of {len(cells)} cells was lost with its Ray worker "
                              f"{MAX_RETRIES} times; the episodes that finished are recorded, "
@@ -256,12 +261,20 @@ _session: dict[str, Any] = {}
 the runs of one command, as one process's limiters are."""
 
 
+_names: dict[Any, str] = {}
+"""Each worker's name, its lessee for the limiter."""
+_named = itertools.count()
+
+
 def _new_worker(ray: Any) -> Any:
     """An :class:`~limbo.ray_tasks.EpisodeWorker` on one CPU wherever Ray finds one; never
     restarted by Ray (its batches are re-queued by the driver instead)."""
     preload = tuple(m for m in PRELOAD if m in sys.modules)
-    return ray.remote(EpisodeWorker).options(num_cpus=1, max_restarts=0,
-                                             max_concurrency=4 * PER_SLOT).remote(preload)
+    name = f"worker{next(_named)}"
+    worker = ray.remote(EpisodeWorker).options(
+        num_cpus=1, max_restarts=0, max_concurrency=4 * PER_SLOT).remote(name, preload)
+    _names[worker] = name
+    return worker
 
 
 PRELOAD = ("openai", "anthropic", "mcp")

@@ -68,9 +68,11 @@ class Batch:
 class EpisodeWorker:
     """One per CPU of the cluster (made a Ray actor by :mod:`limbo.ray_executor`)."""
 
-    def __init__(self, preload: tuple[str, ...] = ()) -> None:
+    def __init__(self, name: str, preload: tuple[str, ...] = ()) -> None:
         import limbo.episode  # noqa: F401 - the heavy imports, while the driver plans
 
+        self.name = name
+        """What the limiter knows this worker by (its lessee)."""
         self.warm(preload)
         self.pool = ClientPool()
         self.run: str | None = None
@@ -85,7 +87,7 @@ class EpisodeWorker:
             with contextlib.suppress(ImportError):
                 importlib.import_module(module)
 
-    def _prepare(self, setup: Setup, node: str) -> None:
+    def _prepare(self, setup: Setup) -> None:
         if self.run == setup.run:
             return
         from limbo.providers import cache, limiter, secrets
@@ -102,7 +104,7 @@ class EpisodeWorker:
             secrets.watch(var)
         actor = setup.limiter
         limiter.set_limiter_factory(
-            None if actor is None else (lambda key: RayLimiter(key, actor, node)))
+            None if actor is None else (lambda key: RayLimiter(key, actor, self.name)))
         self.gate = asyncio.Semaphore(setup.concurrency)
         self.run = setup.run
 
@@ -115,7 +117,7 @@ class EpisodeWorker:
         batch = Batch(node=node, version=__version__)
         done: list[tuple[Cell, dict[str, Any]]] = []
         try:
-            self._prepare(setup, node)
+            self._prepare(setup)
             with bound(self.pool):
                 await self._episodes(cells, setup.timeout, done)
         except UsageError as exc:
