@@ -38,7 +38,7 @@ from typing import Any
 from limbo import __version__, activity
 from limbo.cell import Cell
 from limbo.errors import UsageError
-from limbo.executor import CHUNK, Emit, RunAborted, chunks
+from limbo.executor import CHUNK, Emit, RunAborted
 from limbo.ray_tasks import Batch, EpisodeWorker, Setup
 from limbo.runtime import stopwatch
 
@@ -150,7 +150,8 @@ class RayPool:
         self.workers = _workers
         self.out: dict[Any, tuple[Any, list[Cell], int]] = {}
         """Each batch out: its result -> (its worker, its cells, attempts so far)."""
-        self.load: dict[Any, int] = {}
+        self.load: dict[Any, tuple[int, int]] = {}
+        """Each worker's batches and cells out."""
         self.answered: set[Any] = set()
         self.again: list[tuple[list[Cell], int]] = []
         """Batches whose worker was lost, to run again."""
@@ -161,8 +162,8 @@ class RayPool:
         limiter = _session["limiter"]
         self.view.limiter = limiter
         setup = self.ray.put(replace(self.setup, limiter=limiter))
-        batches = chunks(cells, batch_size(self.setup.concurrency, self.total,
-                                           self.view.slots()))
+        batches = guided(cells, batch_size(self.setup.concurrency, self.total,
+                                           self.view.slots()), self.total, self.view)
         try:
             self._grow()
             self._fill(batches, setup)
@@ -189,20 +190,26 @@ class RayPool:
             self.workers.append(_new_worker(self.ray))
             self.view.free -= 1
         for worker in self.workers:
-            self.load.setdefault(worker, 0)
+            self.load.setdefault(worker, (0, 0))
 
     def _fill(self, batches: Iterator[list[Cell]], setup: Any) -> None:
+        """Each worker gets :data:`PER_SLOT` batches, and more while it holds fewer cells than
+        it runs at once (the small batches at the end)."""
         for worker in self.workers:
-            while self.load[worker] < PER_SLOT:
+            while self.load[worker][0] < PER_SLOT or self.load[worker][1] < self.setup.concurrency:
                 cells, tries = self.again.pop() if self.again else (next(batches, None), 0)
                 if cells is None:
                     return
                 self.out[worker.run_batch.remote(cells, setup)] = (worker, cells, tries)
-                self.load[worker] += 1
+                self._count(worker, 1, len(cells))
+
+    def _count(self, worker: Any, batches: int, cells: int) -> None:
+        held = self.load[worker]
+        self.load[worker] = (held[0] + batches, held[1] + cells)
 
     def _take(self, ref: Any, emit: Emit) -> None:
         worker, cells, tries = self.out.pop(ref)
-        self.load[worker] -= 1
+        self._count(worker, -1, -len(cells))
         lost = self.ray.exceptions
         try:
             batch: Batch = self.ray.get(ref)
@@ -287,6 +294,20 @@ def batch_size(concurrency: int, total: int, slots: int) -> int:
     wait in the worker behind them), and small enough that every worker gets work."""
     size = max(CHUNK, concurrency)
     return max(1, min(size, -(-total // (PER_SLOT * max(slots, 1)))))
+
+
+def guided(cells: Iterator[Cell], size: int, total: int, view: _View) -> Iterator[list[Cell]]:
+    """Batches of ``size`` cells, smaller towards the end: at most an equal share of what is
+    left for each batch a worker holds. A worker's queued batch cannot move to another, so the
+    last ones are small and every worker ends at about the same time."""
+    left = total
+    while True:
+        share = -(-left // (PER_SLOT * max(view.slots(), 1)))
+        batch = list(itertools.islice(cells, max(1, min(size, share))))
+        if not batch:
+            return
+        left -= len(batch)
+        yield batch
 
 
 def _setup(concurrency: int, timeout: float | None, plugins: list[str]) -> Setup:
