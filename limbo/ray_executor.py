@@ -38,7 +38,7 @@ from typing import Any
 from limbo import __version__, activity
 from limbo.cell import Cell
 from limbo.errors import UsageError
-from limbo.executor import CHUNK, Emit, RunAborted, chunks
+from limbo.executor import CHUNK, Emit, RunAborted
 from limbo.ray_tasks import Batch, EpisodeWorker, Setup
 from limbo.runtime import stopwatch
 
@@ -81,16 +81,39 @@ def connected(address: str | None) -> Iterator[None]:
     _probe(address)
     try:
         ray.init(address=address, namespace="limbo", log_to_driver=False,
-                 logging_level=logging.ERROR, runtime_env={"env_vars": forwarded()})
+                 logging_level=logging.ERROR)
     except Exception as exc:  # noqa: BLE001 - whatever Ray says, it is one line to the user
         raise UsageError(f"--executor ray: cannot connect to the Ray cluster"
                          f"{f' at {address}' if address else ''}: {_first_line(exc)}") from None
     try:
-        _workers[:] = [_new_worker(ray) for _ in range(_View(ray).slots())]
+        _start(ray)
         yield
     finally:
         _workers.clear()
+        _names.clear()
+        _session.clear()
         ray.shutdown()
+
+
+def _start(ray: Any) -> None:
+    """The session's limiter, then one worker per CPU: asked for at once, so that their
+    processes start while the driver checks the grid and plans the run. The limiter first: a
+    node starts its worker processes one after another, and every episode's first model call
+    waits for the limiter, only the head node's episodes for the worker asked after it. No
+    runtime environment: Ray would start new processes for it instead of taking the ones it
+    keeps ready (the driver's variables go with each run's :class:`Setup` instead)."""
+    from limbo.ray_limiter import limiter_actor
+
+    _session["limiter"] = limiter_actor(ray.get_runtime_context().get_node_id())
+    _workers[:] = [_new_worker(ray) for _ in range(_View(ray).slots())]
+
+
+def warm() -> None:
+    """Have the session's workers import the SDKs the driver's model checks imported (about
+    a second each, better spent while the driver plans than in the first episodes)."""
+    preload = tuple(m for m in PRELOAD if m in sys.modules)
+    for worker in _workers if preload else ():
+        worker.warm.remote(preload)
 
 
 def _probe(address: str | None) -> None:
@@ -127,7 +150,8 @@ class RayPool:
         self.workers = _workers
         self.out: dict[Any, tuple[Any, list[Cell], int]] = {}
         """Each batch out: its result -> (its worker, its cells, attempts so far)."""
-        self.load: dict[Any, int] = {}
+        self.load: dict[Any, tuple[int, int]] = {}
+        """Each worker's batches and cells out."""
         self.answered: set[Any] = set()
         self.again: list[tuple[list[Cell], int]] = []
         """Batches whose worker was lost, to run again."""
@@ -135,13 +159,11 @@ class RayPool:
         self.view = _View(ray)
 
     def run(self, cells: Iterator[Cell], emit: Emit) -> None:
-        from limbo.ray_limiter import limiter_actor
-
-        limiter = limiter_actor(self.ray.get_runtime_context().get_node_id())
+        limiter = _session["limiter"]
         self.view.limiter = limiter
         setup = self.ray.put(replace(self.setup, limiter=limiter))
-        batches = chunks(cells, batch_size(self.setup.concurrency, self.total,
-                                           self.view.slots()))
+        batches = guided(cells, batch_size(self.setup.concurrency, self.total,
+                                           self.view.slots()), self.total, self.view)
         try:
             self._grow()
             self._fill(batches, setup)
@@ -157,8 +179,6 @@ class RayPool:
                                  "finished are recorded, re-run to resume")
         finally:
             activity.say("ray", None)
-            with contextlib.suppress(Exception):
-                self.ray.kill(limiter)
 
     def _grow(self) -> None:
         """A worker for every CPU of the cluster not yet served and free (a node added or
@@ -170,20 +190,26 @@ class RayPool:
             self.workers.append(_new_worker(self.ray))
             self.view.free -= 1
         for worker in self.workers:
-            self.load.setdefault(worker, 0)
+            self.load.setdefault(worker, (0, 0))
 
     def _fill(self, batches: Iterator[list[Cell]], setup: Any) -> None:
+        """Each worker gets :data:`PER_SLOT` batches, and more while it holds fewer cells than
+        it runs at once (the small batches at the end)."""
         for worker in self.workers:
-            while self.load[worker] < PER_SLOT:
+            while self.load[worker][0] < PER_SLOT or self.load[worker][1] < self.setup.concurrency:
                 cells, tries = self.again.pop() if self.again else (next(batches, None), 0)
                 if cells is None:
                     return
                 self.out[worker.run_batch.remote(cells, setup)] = (worker, cells, tries)
-                self.load[worker] += 1
+                self._count(worker, 1, len(cells))
+
+    def _count(self, worker: Any, batches: int, cells: int) -> None:
+        held = self.load[worker]
+        self.load[worker] = (held[0] + batches, held[1] + cells)
 
     def _take(self, ref: Any, emit: Emit) -> None:
         worker, cells, tries = self.out.pop(ref)
-        self.load[worker] -= 1
+        self._count(worker, -1, -len(cells))
         lost = self.ray.exceptions
         try:
             batch: Batch = self.ray.get(ref)
@@ -199,10 +225,14 @@ class RayPool:
         self._write(batch, emit)
 
     def _lost(self, worker: Any, cells: list[Cell], tries: int) -> None:
-        """``worker`` died (its node, most likely): forget it, run its batch again."""
+        """``worker`` died (its node, most likely): forget it — the limiter takes back the
+        call slots it held — and run its batch again."""
         if worker in self.workers:
             self.workers.remove(worker)
             self.view.at = -NOTE_EVERY_S  # ask Ray again how many nodes and CPUs are left
+            with contextlib.suppress(Exception):  # dead already, most likely
+                self.ray.kill(worker)
+            self.view.limiter.forget.remote(_names.pop(worker, ""))
         if tries + 1 >= MAX_RETRIES:
             raise RunAborted(f"a batch of {len(cells)} cells was lost with its Ray worker "
                              f"{MAX_RETRIES} times; the episodes that finished are recorded, "
@@ -233,14 +263,25 @@ _runs = itertools.count()
 _workers: list[Any] = []
 """The connected session's :class:`~limbo.ray_tasks.EpisodeWorker` actors (alive or not yet
 known dead), shared by the runs of one command."""
+_session: dict[str, Any] = {}
+"""The connected session's :class:`~limbo.ray_limiter.LimiterActor` (``"limiter"``), shared by
+the runs of one command, as one process's limiters are."""
+
+
+_names: dict[Any, str] = {}
+"""Each worker's name, its lessee for the limiter."""
+_named = itertools.count()
 
 
 def _new_worker(ray: Any) -> Any:
     """An :class:`~limbo.ray_tasks.EpisodeWorker` on one CPU wherever Ray finds one; never
     restarted by Ray (its batches are re-queued by the driver instead)."""
     preload = tuple(m for m in PRELOAD if m in sys.modules)
-    return ray.remote(EpisodeWorker).options(num_cpus=1, max_restarts=0,
-                                             max_concurrency=4 * PER_SLOT).remote(preload)
+    name = f"worker{next(_named)}"
+    worker = ray.remote(EpisodeWorker).options(
+        num_cpus=1, max_restarts=0, max_concurrency=4 * PER_SLOT).remote(name, preload)
+    _names[worker] = name
+    return worker
 
 
 PRELOAD = ("openai", "anthropic", "mcp")
@@ -255,6 +296,20 @@ def batch_size(concurrency: int, total: int, slots: int) -> int:
     return max(1, min(size, -(-total // (PER_SLOT * max(slots, 1)))))
 
 
+def guided(cells: Iterator[Cell], size: int, total: int, view: _View) -> Iterator[list[Cell]]:
+    """Batches of ``size`` cells, smaller towards the end: at most an equal share of what is
+    left for each batch a worker holds. A worker's queued batch cannot move to another, so the
+    last ones are small and every worker ends at about the same time."""
+    left = total
+    while True:
+        share = -(-left // (PER_SLOT * max(view.slots(), 1)))
+        batch = list(itertools.islice(cells, max(1, min(size, share))))
+        if not batch:
+            return
+        left -= len(batch)
+        yield batch
+
+
 def _setup(concurrency: int, timeout: float | None, plugins: list[str]) -> Setup:
     import ray
 
@@ -266,7 +321,7 @@ def _setup(concurrency: int, timeout: float | None, plugins: list[str]) -> Setup
                  concurrency=concurrency,
                  timeout=timeout, plugins=tuple(_absolute(p) for p in plugins),
                  cache_root=str(found.root) if found is not None else None,
-                 watched=tuple(watched()))
+                 watched=tuple(watched()), env=tuple(sorted(forwarded().items())))
 
 
 def _absolute(plugin: str) -> str:

@@ -1,71 +1,153 @@
-"""One call limiter for a whole Ray cluster: an actor every episode's provider calls consult.
+"""One call limiter for a whole Ray cluster: an actor that *leases* call slots to the workers.
 
 Each process's adaptive limiter (:mod:`limbo.providers.limiter`) learns on its own how many
 calls a provider takes. On a cluster, N nodes would each learn it and together send N times
 what the provider accepts; the per-provider limit would hold per node, not per run. So a Ray
 run has one :class:`LimiterActor`, on the driver's node (which the run cannot outlive anyway),
-holding one :class:`~limbo.providers.limiter.LocalLimiter` per provider, endpoint and key —
-the same AIMD arithmetic as a local run — and every worker's episodes reach it through a
+holding one :class:`~limbo.providers.limiter.AimdState` per provider, endpoint and key — the
+same arithmetic as a local run — and every worker's episodes reach it through a
 :class:`RayLimiter`, installed with :func:`~limbo.providers.limiter.set_limiter_factory`.
 
-Each slot is a *ticket* (node, process, counter). An episode whose wait is cancelled (its
-timeout) drops its ticket: a slot granted to it, or granted later, goes back at once, so a
-cancelled wait never leaks a slot. A call costs one actor round trip (acquire; the release is
-sent without waiting): about a millisecond on one machine, nothing beside a model's latency.
+Why leases: a round trip to the actor for every call cost each episode about 0.1 s on a loaded
+machine, and twice the worker CPU. So a worker's :class:`RayLimiter` keeps the slots it was
+granted and reuses them: a call that ends hands its slot to the next call waiting in the same
+worker, with no message. The actor still counts every leased slot as a call in flight — the sum
+of the slots leased over the cluster never grows past its limit, since it grants only below
+the limit — and still hears every call's outcome, a few at a time:
+
+- ``lease(key, lessee, want)`` waits until a slot is free, and grants up to ``want`` of them.
+- ``settle(key, lessee, kept, back, idle)``, sent at most every :data:`HOLD_S`: the outcomes of
+  the calls whose slots the worker keeps (the actor counts them as ended and started again),
+  of those whose slots it gives back, and how many idle slots it gives back. A ``429``'s slot
+  always goes back, at once: the limit drops to the slots still leased, for the whole cluster
+  — no worker gets another slot until one comes back, as a local limiter starts no call until
+  one ends.
+- A slot a worker has not used for a whole :data:`HOLD_S` goes back, so that idle workers hold
+  nothing another could use, and a full limiter means calls in flight (its additive increase
+  counts on that).
+- ``forget(lessee)``: the driver lost that worker (its node died); its slots go back.
+
+A wait that is cancelled (its episode's timeout) never leaks a slot: a slot granted to it goes
+back to its worker's pool, which gives it to the next call or back to the actor.
 """
 
 from __future__ import annotations
 
 import asyncio
-import itertools
-import os
+import contextlib
+from collections import deque
 from typing import Any
 
-from limbo.providers.limiter import LocalLimiter
+from limbo.providers.limiter import OVERLOAD, AimdState
+from limbo.runtime import stopwatch
+
+HOLD_S = 0.05
+"""How long a worker keeps call outcomes (and idle slots) before it settles with the actor:
+the delay before another worker hears of a ``429`` is at most this and a round trip."""
+
+Outcome = tuple[int | None, float | None]
+"""A call's HTTP status (``None``: no answer) and the ``Retry-After`` it was sent."""
+
+
+class _Slots:
+    """One key's slots: the AIMD state, who holds how many, and the leases waiting."""
+
+    def __init__(self) -> None:
+        self.state = AimdState()
+        self.leased: dict[str, int] = {}
+        self.queue: deque[tuple[str, int, asyncio.Future[int]]] = deque()
+        self.timer: asyncio.TimerHandle | None = None
+
+    async def lease(self, lessee: str, want: int) -> int:
+        if not self.queue and self.state.may_start(stopwatch()):
+            return self._grant(lessee, want)
+        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self.queue.append((lessee, want, future))
+        self.dispatch()
+        return await future
+
+    def _grant(self, lessee: str, want: int) -> int:
+        n, now = 0, stopwatch()
+        while n < max(1, want) and self.state.may_start(now):
+            self.state.started()
+            n += 1
+        self.leased[lessee] = self.leased.get(lessee, 0) + n
+        return n
+
+    def dispatch(self) -> None:
+        """Grant the leases waiting, in order, while slots are free; wake when a pause ends."""
+        while self.queue and self.state.may_start(stopwatch()):
+            lessee, want, future = self.queue.popleft()
+            if not future.done():
+                future.set_result(self._grant(lessee, want))
+        left = self.state.pause_left(stopwatch())
+        if self.queue and left > 0 and self.timer is None:
+            self.timer = asyncio.get_running_loop().call_later(left, self._after_pause)
+
+    def _after_pause(self) -> None:
+        self.timer = None
+        self.dispatch()
+
+    def settle(self, lessee: str, kept: list[Outcome], back: list[Outcome], idle: int) -> None:
+        now, held = stopwatch(), self.leased.get(lessee, 0)
+        for status, retry_after_s in kept:  # ended, and its slot started the next call
+            self.state.finished(status, retry_after_s, now)
+            self.state.started()
+        returned = back[:held] + [(None, None)] * max(0, min(idle, held - len(back)))
+        for status, retry_after_s in returned:
+            self.state.finished(status, retry_after_s, now)
+        self.leased[lessee] = held - len(returned)
+        self.dispatch()
+
+    def forget(self, lessee: str) -> None:
+        for _ in range(self.leased.pop(lessee, 0)):
+            self.state.finished(None, None, stopwatch())
+        self.dispatch()
 
 
 class LimiterActor:
-    """The cluster's limiters by key (made a Ray actor by :func:`limiter_actor`)."""
+    """The cluster's call slots by key (made a Ray actor by :func:`limiter_actor`)."""
 
     def __init__(self) -> None:
-        self.limiters: dict[str, LocalLimiter] = {}
-        self.granted: dict[str, str] = {}
-        """Ticket -> key of every slot held."""
-        self.dropped: set[str] = set()
-        """Tickets given up before their slot was granted."""
+        self.slots: dict[str, _Slots] = {}
+        self.gone: set[str] = set()
+        """Lessees forgotten (lost workers): whatever they are granted later goes back."""
 
-    def _limiter(self, key: str) -> LocalLimiter:
-        limiter = self.limiters.get(key)
-        if limiter is None:
-            limiter = self.limiters[key] = LocalLimiter(key)
-        return limiter
+    def _slots(self, key: str) -> _Slots:
+        slots = self.slots.get(key)
+        if slots is None:
+            slots = self.slots[key] = _Slots()
+        return slots
 
-    async def acquire(self, key: str, ticket: str) -> None:
-        limiter = self._limiter(key)
-        await limiter.acquire()
-        if ticket in self.dropped:  # its caller stopped waiting: the slot goes straight back
-            self.dropped.discard(ticket)
-            await limiter.release(None, None)
-            return
-        self.granted[ticket] = key
+    async def lease(self, key: str, lessee: str, want: int) -> int:
+        """Wait for a free slot; lease up to ``want`` (at least one) to ``lessee``."""
+        slots = self._slots(key)
+        n = await slots.lease(lessee, want)
+        if lessee in self.gone:  # granted after its worker was lost: straight back
+            slots.forget(lessee)
+        return n
 
-    async def release(self, ticket: str, status: int | None,
-                      retry_after_s: float | None) -> None:
-        key = self.granted.pop(ticket, None)
-        if key is not None:
-            await self.limiters[key].release(status, retry_after_s)
+    async def settle(self, key: str, lessee: str, kept: list[Outcome], back: list[Outcome],
+                     idle: int) -> None:
+        """Calls' outcomes, and the slots given back."""
+        if lessee not in self.gone:
+            self._slots(key).settle(lessee, kept, back, idle)
 
-    async def drop(self, ticket: str) -> None:
-        """The caller of ``acquire(..., ticket)`` gave up waiting."""
-        if ticket in self.granted:
-            await self.release(ticket, None, None)
-        else:
-            self.dropped.add(ticket)
+    async def forget(self, lessee: str) -> None:
+        """``lessee`` is lost (its node died): the slots it held go back."""
+        self.gone.add(lessee)
+        for slots in self.slots.values():
+            slots.forget(lessee)
 
     async def snapshot(self) -> tuple[int, int]:
-        """``(calls in flight, limit)`` summed over every key."""
-        views = [lim.peek() for lim in self.limiters.values()]
+        """``(slots leased, limit)`` summed over every key: the slots leased are the calls in
+        flight, give or take those a worker holds for its next call."""
+        views = [s.state.view() for s in self.slots.values()]
         return sum(v[0] for v in views), sum(v[1] for v in views)
+
+    async def leases(self, key: str) -> dict[str, int]:
+        """Slots leased per lessee for ``key`` (what the progress line and tests read)."""
+        return {k: v for k, v in self._slots(key).leased.items() if v}
 
 
 def limiter_actor(node_id: str) -> Any:
@@ -79,33 +161,113 @@ def limiter_actor(node_id: str) -> Any:
         scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node_id, soft=False)).remote()
 
 
-_tickets = itertools.count()
-
-
 class RayLimiter:
-    """:class:`~limbo.providers.limiter.CallLimiter` for one key, backed by the cluster's
-    actor. Any slot this process holds for the key may pair with a release: the actor counts
-    per key."""
+    """:class:`~limbo.providers.limiter.CallLimiter` for one key in one worker: a pool of the
+    slots leased from the cluster's actor, handed to this worker's calls in order of arrival."""
 
-    def __init__(self, key: str, actor: Any, node: str) -> None:
-        self.key, self.actor, self.node = key, actor, node
-        self.held: list[str] = []
+    def __init__(self, key: str, actor: Any, lessee: str) -> None:
+        self.key, self.actor, self.lessee = key, actor, lessee
+        self.busy = 0
+        """Slots held by calls (or granted to a waiter not yet resumed)."""
+        self.free = 0
+        self.low = 0
+        """The fewest slots free since the last settle: idle that long, they go back."""
+        self.waiters: deque[asyncio.Future[None]] = deque()
+        self.kept: list[Outcome] = []
+        self.back: list[Outcome] = []
+        self.leasing: asyncio.Task[None] | None = None
+        self.settling: asyncio.Task[None] | None = None
+        self.timer: asyncio.TimerHandle | None = None
 
     async def acquire(self) -> None:
-        ticket = f"{self.node}/{os.getpid()}/{next(_tickets)}"
+        if self.free and not self.waiters:
+            self._take()
+            return
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.waiters.append(future)
+        if self.leasing is None:
+            self.leasing = asyncio.ensure_future(self._lease())
         try:
-            await self.actor.acquire.remote(self.key, ticket)
+            await future
         except asyncio.CancelledError:
-            self.actor.drop.remote(ticket)
+            if future.done() and not future.cancelled():  # granted already: the slot stays here
+                self.busy -= 1
+                self._put()
+            else:
+                with contextlib.suppress(ValueError):
+                    self.waiters.remove(future)
             raise
-        self.held.append(ticket)
 
     async def release(self, status: int | None, retry_after_s: float | None) -> None:
-        """Sent, not awaited: the actor handles one caller's calls in order, and the episode
-        need not wait a round trip to go on."""
-        if self.held:
-            self.actor.release.remote(self.held.pop(), status, retry_after_s)
+        """Kept for the next call here, or — refused — given back at once."""
+        self.busy -= 1
+        if status is not None and status in OVERLOAD:
+            self.back.append((status, retry_after_s))
+            self._settle_soon(at_once=True)
+            return
+        self.kept.append((status, retry_after_s))
+        self._put()
 
     async def snapshot(self) -> tuple[int, int]:
         in_flight, limit = await self.actor.snapshot.remote()
         return int(in_flight), int(limit)
+
+    def _take(self) -> None:
+        self.free -= 1
+        self.low = min(self.low, self.free)
+        self.busy += 1
+
+    def _put(self) -> None:
+        """A slot this worker holds is free: to the next waiter, else kept a while."""
+        self.free += 1
+        self._give()
+        self._settle_soon()
+
+    def _give(self) -> None:
+        while self.free and self.waiters:
+            future = self.waiters.popleft()
+            if not future.done():
+                self._take()
+                future.set_result(None)
+
+    async def _lease(self) -> None:
+        try:
+            while want := sum(1 for f in self.waiters if not f.done()):
+                self.free += await self.actor.lease.remote(self.key, self.lessee, want)
+                self._give()
+                self._settle_soon()  # slots left over go back if nobody takes them
+        except Exception as exc:  # noqa: BLE001 - the actor is gone: every waiter hears it
+            for future in self.waiters:
+                if not future.done():
+                    future.set_exception(exc)
+            self.waiters.clear()
+        finally:
+            self.leasing = None
+
+    def _settle_soon(self, at_once: bool = False) -> None:
+        if self.settling is not None:
+            return
+        if at_once or self.timer is None:
+            if self.timer is not None:
+                self.timer.cancel()
+            self.timer = asyncio.get_running_loop().call_later(
+                0 if at_once else HOLD_S, self._start_settle)
+
+    def _start_settle(self) -> None:
+        self.timer = None
+        if self.settling is None:
+            self.settling = asyncio.ensure_future(self._settle())
+
+    async def _settle(self) -> None:
+        try:
+            idle, self.free = self.low, self.free - self.low
+            self.low = self.free
+            kept, back, self.kept, self.back = self.kept, self.back, [], []
+            if kept or back or idle:
+                await self.actor.settle.remote(self.key, self.lessee, kept, back, idle)
+        except Exception:  # noqa: BLE001 - the actor is gone: the next lease says so
+            return
+        finally:
+            self.settling = None
+        if self.kept or self.back or self.free:
+            self._settle_soon(at_once=bool(self.back))  # a refusal came in meanwhile

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import traceback
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,6 +46,8 @@ class Setup:
     cache_root: str | None = None
     watched: tuple[str, ...] = ()
     """Environment variables the driver's adapters read keys from: secrets to scrub here too."""
+    env: tuple[tuple[str, str], ...] = ()
+    """The driver's variables a worker needs (:func:`limbo.ray_executor.forwarded`)."""
     limiter: Any = None
     """The run's :class:`~limbo.ray_limiter.LimiterActor` handle."""
 
@@ -65,20 +68,26 @@ class Batch:
 class EpisodeWorker:
     """One per CPU of the cluster (made a Ray actor by :mod:`limbo.ray_executor`)."""
 
-    def __init__(self, preload: tuple[str, ...] = ()) -> None:
-        import importlib
-
+    def __init__(self, name: str, preload: tuple[str, ...] = ()) -> None:
         import limbo.episode  # noqa: F401 - the heavy imports, while the driver plans
 
-        for module in preload:  # the SDKs the driver's model checks imported: needed at once
-            with contextlib.suppress(ImportError):
-                importlib.import_module(module)
+        self.name = name
+        """What the limiter knows this worker by (its lessee)."""
+        self.warm(preload)
         self.pool = ClientPool()
         self.run: str | None = None
         self.gate = asyncio.Semaphore(1)
         self.plugins: set[str] = set()
 
-    def _prepare(self, setup: Setup, node: str) -> None:
+    def warm(self, preload: tuple[str, ...]) -> None:
+        """Import the SDKs the driver's model checks imported: the first episodes need them."""
+        import importlib
+
+        for module in preload:
+            with contextlib.suppress(ImportError):
+                importlib.import_module(module)
+
+    def _prepare(self, setup: Setup) -> None:
         if self.run == setup.run:
             return
         from limbo.providers import cache, limiter, secrets
@@ -89,12 +98,13 @@ class EpisodeWorker:
             if plugin not in self.plugins:
                 load_plugin(plugin)
                 self.plugins.add(plugin)
+        os.environ.update(setup.env)
         cache.configure(setup.cache_root)
         for var in setup.watched:
             secrets.watch(var)
         actor = setup.limiter
         limiter.set_limiter_factory(
-            None if actor is None else (lambda key: RayLimiter(key, actor, node)))
+            None if actor is None else (lambda key: RayLimiter(key, actor, self.name)))
         self.gate = asyncio.Semaphore(setup.concurrency)
         self.run = setup.run
 
@@ -107,7 +117,7 @@ class EpisodeWorker:
         batch = Batch(node=node, version=__version__)
         done: list[tuple[Cell, dict[str, Any]]] = []
         try:
-            self._prepare(setup, node)
+            self._prepare(setup)
             with bound(self.pool):
                 await self._episodes(cells, setup.timeout, done)
         except UsageError as exc:

@@ -209,8 +209,6 @@ def _check_executor(args: argparse.Namespace) -> None:
 
 
 def _validate(args: argparse.Namespace) -> list[Grid]:
-    _check_numbers(args)
-    _check_executor(args)
     if args.out is not None:
         check_dir(args.out, "--out")
     refs = list(dict.fromkeys(args.grids))
@@ -328,10 +326,13 @@ def run(args: argparse.Namespace) -> int:
 def run_grids(args: argparse.Namespace, console: Any) -> int:
     """Validate everything, then run (or, with ``--dry-run``, count) each grid."""
     shard = parse_shard(args.shard) if args.shard else None
-    grids = _validate(args)
-    gate = check.gate_options(args)
+    _check_numbers(args)
+    _check_executor(args)
     outs: list[Path] = []
-    with _executor(args):
+    with _executor(args):  # first: a cluster's workers start while the grids are checked
+        grids = _validate(args)
+        gate = check.gate_options(args)
+        _warm(args)
         for grid in grids:
             _one_grid(grid, shard, args, console, outs)
     return check.gate_runs(outs, gate, args.junit, console.file) if gate and outs else 0
@@ -345,6 +346,13 @@ def _executor(args: argparse.Namespace) -> contextlib.AbstractContextManager[Non
     from limbo.ray_executor import connected
 
     return connected(args.ray_address)
+
+
+def _warm(args: argparse.Namespace) -> None:
+    if args.executor == "ray" and not args.dry_run:
+        from limbo.ray_executor import warm
+
+        warm()
 
 
 def _one_grid(grid: Grid, shard: tuple[int, int] | None, args: argparse.Namespace,
