@@ -30,7 +30,7 @@ import os
 import re
 import socket
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -70,9 +70,10 @@ def forwarded() -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def connected(address: str | None) -> Iterator[None]:
+def connected(address: str | None, models: Sequence[str] = ()) -> Iterator[None]:
     """Connect this process to the cluster at ``address`` (``None``: ``$RAY_ADDRESS``, else a
-    cluster started on this machine, else a new one-machine cluster) for the block inside."""
+    cluster started on this machine, else a new one-machine cluster) for the block inside;
+    the workers started import the SDKs of ``models`` (:func:`sdks`) in their constructor."""
     import ray
 
     if ray.is_initialized():
@@ -86,32 +87,42 @@ def connected(address: str | None) -> Iterator[None]:
         raise UsageError(f"--executor ray: cannot connect to the Ray cluster"
                          f"{f' at {address}' if address else ''}: {_first_line(exc)}") from None
     try:
-        _start(ray)
+        _start(ray, sdks(models))
         yield
     finally:
         _workers.clear()
+        _preload.clear()
         _names.clear()
         _session.clear()
         ray.shutdown()
 
 
-def _start(ray: Any) -> None:
+def _start(ray: Any, preload: tuple[str, ...]) -> None:
     """The session's limiter, then one worker per CPU: asked for at once, so that their
-    processes start while the driver checks the grid and plans the run. The limiter first: a
-    node starts its worker processes one after another, and every episode's first model call
-    waits for the limiter, only the head node's episodes for the worker asked after it. No
+    processes start while the driver checks the grid and plans the run. The limiter first:
+    every episode's first model call waits for it, and a node may start its worker processes
+    one after another (Ray starts as many at once as the node has CPUs, unless
+    ``RAY_worker_maximum_startup_concurrency`` says more: docs/scale.md). No
     runtime environment: Ray would start new processes for it instead of taking the ones it
     keeps ready (the driver's variables go with each run's :class:`Setup` instead)."""
     from limbo.ray_limiter import limiter_actor
 
     _session["limiter"] = limiter_actor(ray.get_runtime_context().get_node_id())
+    _preload[:] = preload
     _workers[:] = [_new_worker(ray) for _ in range(_View(ray).slots())]
 
 
+def sdks(models: Sequence[str]) -> tuple[str, ...]:
+    """The SDKs (of :data:`PRELOAD`) the providers of ``models`` import: known from the
+    grids before the driver checks them, so that the workers import them while it does."""
+    named = (spec.partition("/")[0] for spec in models)
+    return tuple(dict.fromkeys(p for p in named if p in PRELOAD))
+
+
 def warm() -> None:
-    """Have the session's workers import the SDKs the driver's model checks imported (about
-    a second each, better spent while the driver plans than in the first episodes)."""
-    preload = tuple(m for m in PRELOAD if m in sys.modules)
+    """Have the session's workers import the SDKs the driver's model checks imported and
+    :func:`sdks` did not foresee (a plugin's provider, a harness's ``mcp``)."""
+    preload = tuple(m for m in PRELOAD if m in sys.modules and m not in _preload)
     for worker in _workers if preload else ():
         worker.warm.remote(preload)
 
@@ -156,14 +167,17 @@ class RayPool:
         self.again: list[tuple[list[Cell], int]] = []
         """Batches whose worker was lost, to run again."""
         self.seen: set[str] = set()
+        self.held = 0
+        """Cells each worker is kept holding (:func:`held`)."""
         self.view = _View(ray)
 
     def run(self, cells: Iterator[Cell], emit: Emit) -> None:
         limiter = _session["limiter"]
         self.view.limiter = limiter
         setup = self.ray.put(replace(self.setup, limiter=limiter))
-        batches = guided(cells, batch_size(self.setup.concurrency, self.total,
-                                           self.view.slots()), self.total, self.view)
+        size = batch_size(self.setup.concurrency, self.total, self.view.slots())
+        self.held = held(self.setup.concurrency, size)
+        batches = guided(cells, size, self.total, self.view)
         try:
             self._grow()
             self._fill(batches, setup)
@@ -193,10 +207,12 @@ class RayPool:
             self.load.setdefault(worker, (0, 0))
 
     def _fill(self, batches: Iterator[list[Cell]], setup: Any) -> None:
-        """Each worker gets :data:`PER_SLOT` batches, and more while it holds fewer cells than
-        it runs at once (the small batches at the end)."""
+        """Each worker gets :data:`PER_SLOT` batches, and more while it holds fewer than
+        :func:`held` cells: a batch's records come back only when its last cell ends, so a
+        worker holding only what it runs at once would leave the slots of its batch's
+        earlier cells idle until then."""
         for worker in self.workers:
-            while self.load[worker][0] < PER_SLOT or self.load[worker][1] < self.setup.concurrency:
+            while self.load[worker][0] < PER_SLOT or self.load[worker][1] < self.held:
                 cells, tries = self.again.pop() if self.again else (next(batches, None), 0)
                 if cells is None:
                     return
@@ -268,6 +284,8 @@ _session: dict[str, Any] = {}
 the runs of one command, as one process's limiters are."""
 
 
+_preload: list[str] = []
+"""The SDKs the session's workers import on starting (:func:`sdks` of the grids' models)."""
 _names: dict[Any, str] = {}
 """Each worker's name, its lessee for the limiter."""
 _named = itertools.count()
@@ -276,14 +294,17 @@ _named = itertools.count()
 def _new_worker(ray: Any) -> Any:
     """An :class:`~limbo.ray_tasks.EpisodeWorker` on one CPU wherever Ray finds one; never
     restarted by Ray (its batches are re-queued by the driver instead)."""
-    preload = tuple(m for m in PRELOAD if m in sys.modules)
+    preload = tuple(dict.fromkeys((*_preload, *(m for m in PRELOAD if m in sys.modules))))
     name = f"worker{next(_named)}"
     worker = ray.remote(EpisodeWorker).options(
-        num_cpus=1, max_restarts=0, max_concurrency=4 * PER_SLOT).remote(name, preload)
+        num_cpus=1, max_restarts=0, max_concurrency=MAX_CALLS).remote(name, preload)
     _names[worker] = name
     return worker
 
 
+MAX_CALLS = 1_000
+"""Batches a worker takes in at once: they wait on its ``--concurrency`` gate, not on Ray's
+call limit (towards the end a worker holds many small batches)."""
 PRELOAD = ("openai", "anthropic", "mcp")
 """Packages a worker imports on starting if the driver has (its model checks import the
 grid's SDKs): about a second each, better spent while the driver plans than in an episode."""
@@ -292,8 +313,14 @@ grid's SDKs): about a second each, better spent while the driver plans than in a
 def batch_size(concurrency: int, total: int, slots: int) -> int:
     """Cells per batch: enough for ``concurrency`` episodes at once (the next batch's cells
     wait in the worker behind them), and small enough that every worker gets work."""
-    size = max(CHUNK, concurrency)
+    size = CHUNK if concurrency <= 1 else max(CHUNK // 4, concurrency // 4)
     return max(1, min(size, -(-total // (PER_SLOT * max(slots, 1)))))
+
+
+def held(concurrency: int, size: int) -> int:
+    """Cells a worker is kept holding (besides its :data:`PER_SLOT` batches): as many as it
+    runs at once and one batch more, waiting for the first slots that free up."""
+    return concurrency + size if concurrency > 1 else 0
 
 
 def guided(cells: Iterator[Cell], size: int, total: int, view: _View) -> Iterator[list[Cell]]:

@@ -208,7 +208,8 @@ def _check_executor(args: argparse.Namespace) -> None:
                          "start; drop --executor ray for a budgeted run")
 
 
-def _validate(args: argparse.Namespace) -> list[Grid]:
+def _load(args: argparse.Namespace) -> list[Grid]:
+    """The grids named, with the command line's flags applied (cheap: no model is built)."""
     if args.out is not None:
         check_dir(args.out, "--out")
     refs = list(dict.fromkeys(args.grids))
@@ -216,14 +217,16 @@ def _validate(args: argparse.Namespace) -> list[Grid]:
         raise UsageError(f"--out names one run directory, and {len(refs)} grids need one each: "
                          f"drop --out (each grid goes to runs/<name>), or write one grid that "
                          f"includes them (include = [...])")
-    grids = []
-    for ref in refs:
-        grid = _apply_flags(load_grid(ref), args)
+    return [_apply_flags(load_grid(ref), args) for ref in refs]
+
+
+def _validate(grids: list[Grid], args: argparse.Namespace) -> None:
+    """Everything else a run would trip on: factor levels, size, the models (built, priced
+    under a budget, their endpoints reached)."""
+    for grid in grids:
         resolved(grid)
         check_size(grid)
         check_models(grid.models, args.max_cost, reach=not args.dry_run)
-        grids.append(grid)
-    return grids
 
 
 # Rough sizes of one model call in an episode, for the dry-run estimate only: the tool
@@ -329,8 +332,9 @@ def run_grids(args: argparse.Namespace, console: Any) -> int:
     _check_numbers(args)
     _check_executor(args)
     outs: list[Path] = []
-    with _executor(args):  # first: a cluster's workers start while the grids are checked
-        grids = _validate(args)
+    grids = _load(args)
+    with _executor(args, grids):  # a cluster's workers start while the grids are checked
+        _validate(grids, args)
         gate = check.gate_options(args)
         _warm(args)
         for grid in grids:
@@ -338,14 +342,16 @@ def run_grids(args: argparse.Namespace, console: Any) -> int:
     return check.gate_runs(outs, gate, args.junit, console.file) if gate and outs else 0
 
 
-def _executor(args: argparse.Namespace) -> contextlib.AbstractContextManager[None]:
+def _executor(args: argparse.Namespace,
+              grids: list[Grid]) -> contextlib.AbstractContextManager[None]:
     """Connected to the Ray cluster for the whole command (``--executor ray``, not a dry run):
-    a cluster that cannot be reached is one line before any run directory is touched."""
+    a cluster that cannot be reached is one line before any run directory is touched. The
+    grids' models tell the workers which SDKs to import as they start."""
     if args.executor != "ray" or args.dry_run:
         return contextlib.nullcontext()
     from limbo.ray_executor import connected
 
-    return connected(args.ray_address)
+    return connected(args.ray_address, [m for grid in grids for m in grid.models])
 
 
 def _warm(args: argparse.Namespace) -> None:

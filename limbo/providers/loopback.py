@@ -94,6 +94,8 @@ class PacedServer:
         self.pace, self.counts = pace, Counts()
         self.port = 0
         self._server: asyncio.AbstractServer | None = None
+        self._handlers: set[asyncio.Future[Any]] = set()
+        self._stopping = False
 
     @property
     def url(self) -> str:
@@ -105,13 +107,27 @@ class PacedServer:
         self.port = self._server.sockets[0].getsockname()[1]
 
     async def stop(self) -> None:
+        """Stop listening, then end every open connection's handler here, before the loop
+        goes: a handler left to ``asyncio.run``'s cancellation ends cancelled, which Python
+        3.11's stream callback reports as a ``CancelledError`` traceback, and one left to a
+        closed loop says "Event loop is closed" when it is collected."""
+        self._stopping = True
         if self._server is not None:
             self._server.close()
+        handlers = list(self._handlers)
+        for task in handlers:
+            task.cancel()
+        await asyncio.gather(*handlers, return_exceptions=True)
+        await asyncio.sleep(0)  # the closed connections' transports finish closing
+        if self._server is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._server.wait_closed(), 2)
 
     async def _connection(self, reader: asyncio.StreamReader,
                           writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._handlers.add(task)
         self.counts.connections += 1
         self.counts.open_connections += 1
         try:
@@ -124,7 +140,13 @@ class PacedServer:
                 await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError):
             pass
+        except asyncio.CancelledError:
+            if not self._stopping:
+                raise
+            # stop() ended this connection: it ends here, not cancelled (see stop)
         finally:
+            if task is not None:
+                self._handlers.discard(task)
             self.counts.open_connections -= 1
             writer.close()
 

@@ -26,9 +26,13 @@ RAY = str(Path(sys.executable).parent / "ray")
 READY = "Ray runtime started"
 # A killed node is declared dead after about 2 s instead of about 30 s; worker processes run
 # at the priority of the rest (Ray nices them to 15 by default: on a shared two-core machine
-# they would lose every CPU contest to the local runs they are compared with).
+# they would lose every CPU contest to the local runs they are compared with); a node starts
+# up to four worker processes at once, not one per CPU (Ray's default): with one CPU, the
+# head would start the limiter's process and then its episode worker's, one after the other
+# (docs/scale.md tells users to set the same).
 CONFIG = {"RAY_health_check_period_ms": "500", "RAY_health_check_timeout_ms": "500",
-          "RAY_health_check_failure_threshold": "4", "RAY_worker_niceness": "0"}
+          "RAY_health_check_failure_threshold": "4", "RAY_worker_niceness": "0",
+          "RAY_worker_maximum_startup_concurrency": "4"}
 
 
 def free_port() -> int:
