@@ -5,6 +5,9 @@ Both are recorded in every episode header, and a grid may override any field.
 
 from __future__ import annotations
 
+from functools import lru_cache
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict, Field
 
 EPISODE_TIMEOUT_S = 3600.0
@@ -39,3 +42,14 @@ class Limits(BaseModel):
     agent_time_s: float = Field(3 * 3600.0, gt=0)
     settle_s: float = Field(2 * 3600.0 + 180.0, gt=0)
     """How long after the agent stops the clock runs on for in-flight requests to land."""
+
+
+def dumped(settings: Timing | Limits) -> dict[str, Any]:
+    """``settings.model_dump()``, computed once per distinct value (every episode header holds
+    both, and a grid has one of each); a fresh dict each call, so a caller may change it."""
+    return dict(_dumped(settings))
+
+
+@lru_cache(maxsize=64)
+def _dumped(settings: Timing | Limits) -> dict[str, Any]:
+    return settings.model_dump()
