@@ -110,7 +110,11 @@ def fill(value: Any, env: dict[str, Any]) -> Any:
 
 
 def _text(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return value if isinstance(value, str) else _TEXT.encode(value)
+
+
+_TEXT = json.JSONEncoder(ensure_ascii=False)
+"""``json.dumps(value, ensure_ascii=False)`` without building an encoder per placeholder."""
 
 
 def dig(result: dict[str, Any], path: str) -> Any:
