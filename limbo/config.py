@@ -5,10 +5,11 @@ Both are recorded in every episode header, and a grid may override any field.
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from limbo.memo import per_object
 
 EPISODE_TIMEOUT_S = 3600.0
 """Default wall-clock limit of one episode (``--episode-timeout``): an hour, so that only a hang
@@ -45,11 +46,12 @@ class Limits(BaseModel):
 
 
 def dumped(settings: Timing | Limits) -> dict[str, Any]:
-    """``settings.model_dump()``, computed once per distinct value (every episode header holds
-    both, and a grid has one of each); a fresh dict each call, so a caller may change it."""
+    """``settings.model_dump()``, computed once per object (every episode header holds both;
+    the cells of a grid, and of a chunk sent to a worker, share one of each); a fresh dict each
+    call, so a caller may change it."""
     return dict(_dumped(settings))
 
 
-@lru_cache(maxsize=64)
+@per_object
 def _dumped(settings: Timing | Limits) -> dict[str, Any]:
     return settings.model_dump()
