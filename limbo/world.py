@@ -6,7 +6,6 @@ name, and the only clock is the simpy environment.
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any
 
 import simpy
@@ -27,12 +26,6 @@ from limbo.tools import ToolSpec, toolset
 PRINCIPAL = "agent"
 
 
-@lru_cache(maxsize=4096)
-def _service_seed(seed: int, name: str) -> int:
-    """Once per (world seed, service): every arm of a paired comparison has the same world."""
-    return derive_seed(seed, f"service.{name}")
-
-
 class World:
     """Builds the world for ``cell``, runs the task's setup, and exposes the boundary."""
 
@@ -43,7 +36,8 @@ class World:
         self.ledger: list[dict[str, Any]] = []
         self.inflight: list[dict[str, Any]] = []
         self.services: dict[str, Service] = {
-            name: cls(_service_seed(cell.seed, name)) for name, cls in entries("service").items()
+            name: cls(derive_seed(cell.seed, f"service.{name}"))
+            for name, cls in entries("service").items()
         }
         self.tools: dict[str, ToolSpec] = toolset(cell.contract)
         self.endpoint = Endpoint(self.services, cell.contract, PRINCIPAL, self.log, self.ledger)
