@@ -13,6 +13,7 @@ import tomllib
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
@@ -139,7 +140,13 @@ def world_seed(grid_seed: int, cell: dict[str, object]) -> int:
     conditions, contracts, fault modes — therefore runs in the same world: the same ids, the
     same in-flight delay δ, the same partial-batch k. Adding a level to any factor never
     changes an existing cell."""
-    return derive_seed(grid_seed, digest({k: cell[k] for k in WORLD_FACTORS}, 32)) % (2**31)
+    return _world_seed(grid_seed, *(cell[k] for k in WORLD_FACTORS))
+
+
+@lru_cache(maxsize=4096)
+def _world_seed(grid_seed: int, *task: object) -> int:
+    """Once per task: a grid has a few hundred tasks and tens of thousands of cells."""
+    return derive_seed(grid_seed, digest(dict(zip(WORLD_FACTORS, task, strict=True)), 32)) % (2**31)
 
 
 def included(grid: Grid) -> list[Grid]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from functools import lru_cache
 from importlib import resources
 from typing import Any, ClassVar, Literal, Protocol, TypeVar
 
@@ -24,6 +25,12 @@ from limbo.results import Result
 
 C = TypeVar("C", bound=type)
 _FILE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+
+
+@lru_cache(maxsize=256)
+def _text_digest(text: str) -> str:
+    """A prompt file's digest, once per text (every episode header lists them)."""
+    return digest(text)
 
 
 class ToolLayer(Protocol):
@@ -48,7 +55,7 @@ class Condition:
         return "\n\n".join(self.texts[f].strip() for f in self.prompt_files) + "\n"
 
     def prompt_hashes(self) -> dict[str, str]:
-        return {f: digest(self.texts[f]) for f in (*self.prompt_files, *self.note_files)}
+        return {f: _text_digest(self.texts[f]) for f in (*self.prompt_files, *self.note_files)}
 
     def note(self, file: str) -> str:
         """The text of note file ``file`` as the model is shown it."""

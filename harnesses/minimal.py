@@ -16,6 +16,10 @@ from limbo.harnesses.conditions import Condition
 from limbo.harnesses.toolcalls import ToolCalls, account, tool_defs
 from limbo.world import World
 
+_TEXT = json.JSONEncoder(ensure_ascii=False)
+"""What the model is shown of a result: ``json.dumps(result, ensure_ascii=False)``, with one
+encoder for every call rather than one built per call."""
+
 
 @harness("minimal")
 class MinimalHarness:
@@ -73,7 +77,7 @@ class MinimalHarness:
             return False
         if handled.result is not None:
             messages.append(Message(role="tool", tool_call_id=call_id, name=name,
-                                    content=json.dumps(handled.result, ensure_ascii=False)))
+                                    content=_TEXT.encode(handled.result)))
         if handled.note:
             messages.append(Message(role="user", content=handled.note))
         if handled.stop is not None:

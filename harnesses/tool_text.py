@@ -20,6 +20,10 @@ from limbo.results import Result
 
 ENVELOPE = re.compile(r"<untrusted_tool_result[^>]*>(.*)</untrusted_tool_result>", re.S)
 MAX_SCAN = 200_000
+_BRACE = re.compile(r"{")
+_DECODER = json.JSONDecoder()
+"""One decoder for every result read: it keeps no state between calls, and a reference policy
+reads a result on every turn of every episode."""
 
 
 def read_result(content: str) -> Result:
@@ -41,10 +45,9 @@ def _embedded(text: str, depth: int) -> Result | None:
     inner = ENVELOPE.search(text)
     if inner:
         text = inner.group(1)
-    decoder = json.JSONDecoder()
-    for match in re.finditer(r"{", text[:MAX_SCAN]):
+    for match in _BRACE.finditer(text[:MAX_SCAN]):
         try:
-            value, _ = decoder.raw_decode(text, match.start())
+            value, _ = _DECODER.raw_decode(text, match.start())
         except ValueError:
             continue
         found = _from_value(value, depth)

@@ -22,6 +22,9 @@ from limbo.results import Result, error
 from limbo.world import World
 
 MAX_LOGGED_ARGS = 4000
+_STRICT = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+_LOOSE = json.JSONEncoder(ensure_ascii=False)
+"""Built once: ``json.dumps`` with options builds an encoder per call, and every call is logged."""
 
 
 class BoundaryLayer:
@@ -47,9 +50,9 @@ def loggable(args: Any) -> Any:
         text = args
     else:
         try:
-            text = json.dumps(args, ensure_ascii=False, allow_nan=False)
+            text = _STRICT.encode(args)
         except ValueError:
-            text = args = json.dumps(args, ensure_ascii=False)
+            text = args = _LOOSE.encode(args)
     if len(text) <= MAX_LOGGED_ARGS:
         return args
     return {"_truncated": text[:200], "_chars": len(text)}

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from limbo.endpoint import Endpoint
 from limbo.events import EventLog
-from limbo.hashing import digest
+from limbo.hashing import canonical_json
 from limbo.request import Request
 from limbo.results import Result, error, ok
 from limbo.tools import KEY_FIELD, ToolSpec
@@ -172,7 +172,7 @@ class Boundary:
         assert spec.op is not None
         batch = spec.op.batch
         basis = batch.basis(args) if batch is not None else args
-        fingerprint = digest([spec.name, basis])
+        fingerprint = canonical_json([spec.name, basis])  # a key of this episode's table only
         n = self._seen.get(fingerprint, 0)
         self._seen[fingerprint] = n + 1
         return "original" if n == 0 else f"reissue-{n}"

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from limbo.config import Limits, Timing
 from limbo.hashing import digest
+from limbo.memo import per_object
 from limbo.services import Contract
 
 CELL_ID_VERSION = 1
@@ -52,15 +53,22 @@ class Cell(CellFields):
     @cached_property
     def episode_id(self) -> str:
         body = self.public()
-        if self.timing != _TIMING:
+        if not _default(self.timing):
             body["timing"] = self.timing.model_dump(mode="json")
-        if self.limits != _LIMITS:
+        if not _default(self.limits):
             body["limits"] = self.limits.model_dump(mode="json")
         return _id(body)
 
 
 PUBLIC_FIELDS = tuple(CellFields.model_fields)
 _TIMING, _LIMITS = Timing(), Limits()
+
+
+@per_object
+def _default(settings: Timing | Limits) -> bool:
+    """Whether ``settings`` are the defaults: asked once per object, not once per cell (the
+    cells of a grid share its settings)."""
+    return settings == (_TIMING if isinstance(settings, Timing) else _LIMITS)
 
 
 def _id(body: dict[str, Any]) -> str:

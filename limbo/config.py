@@ -5,7 +5,11 @@ Both are recorded in every episode header, and a grid may override any field.
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict, Field
+
+from limbo.memo import per_object
 
 EPISODE_TIMEOUT_S = 3600.0
 """Default wall-clock limit of one episode (``--episode-timeout``): an hour, so that only a hang
@@ -39,3 +43,15 @@ class Limits(BaseModel):
     agent_time_s: float = Field(3 * 3600.0, gt=0)
     settle_s: float = Field(2 * 3600.0 + 180.0, gt=0)
     """How long after the agent stops the clock runs on for in-flight requests to land."""
+
+
+def dumped(settings: Timing | Limits) -> dict[str, Any]:
+    """``settings.model_dump()``, computed once per object (every episode header holds both;
+    the cells of a grid, and of a chunk sent to a worker, share one of each); a fresh dict each
+    call, so a caller may change it."""
+    return dict(_dumped(settings))
+
+
+@per_object
+def _dumped(settings: Timing | Limits) -> dict[str, Any]:
+    return settings.model_dump()

@@ -17,15 +17,15 @@ from limbo import __version__
 from limbo.adapter import ModelAdapter, make_adapter
 from limbo.briefing import answer_key, brief, context
 from limbo.cell import Cell
+from limbo.config import dumped
 from limbo.errors import ModelError
 from limbo.grading import grade
 from limbo.harness import TERMINATIONS, Harness, LoopResult, Termination
-from limbo.hashing import digest
 from limbo.isolation import AdapterFailure, Isolated, escapes, where
 from limbo.records import SCHEMA, parse_record
 from limbo.registry import lookup
 from limbo.runtime import host_facts, stopwatch
-from limbo.tasks import fill
+from limbo.tasks import fill, plan_hash
 from limbo.world import World
 
 
@@ -86,10 +86,10 @@ async def _build(cell: Cell, adapter: ModelAdapter | None,
         isolated = Isolated(adapter) if adapter else Isolated(_make(cell.model),
                                                               cell.model.split("?")[0])
         world = World(cell)
-        header = {"timing": cell.timing.model_dump(), "limits": cell.limits.model_dump(),
+        header = {"timing": dumped(cell.timing), "limits": dumped(cell.limits),
                   "prompts": condition.prompt_hashes(), "task_prompt": world.prompt(),
                   "intents": world.intents(), "version": __version__,
-                  "plan_hash": digest(world.task.template.model_dump(mode="json"))}
+                  "plan_hash": plan_hash(world.task.template)}
         brief(isolated.inner, answer_key(world))  # a reference policy's key; no other's
         harness: Harness = harness_cls(world, isolated, condition, context(world))
     except BaseException as exc:
@@ -159,7 +159,7 @@ def _record(cell: Cell, header: dict[str, Any], outcome: dict[str, Any], started
 
 
 def _unbuilt_header(cell: Cell) -> dict[str, Any]:
-    return {"timing": cell.timing.model_dump(), "limits": cell.limits.model_dump(),
+    return {"timing": dumped(cell.timing), "limits": dumped(cell.limits),
             "prompts": {}, "task_prompt": None, "intents": [], "version": __version__,
             "plan_hash": None}
 

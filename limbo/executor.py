@@ -2,8 +2,9 @@
 
 In this process every finished episode is written at once, one write per record, so a kill
 loses only the episodes in flight. Only the parent process writes: a worker sends its records
-over a pipe in small groups, none held more than 20 ms, so a kill of the whole run loses the
-episodes in flight and, with workers, at most the last 20 ms of finished ones.
+over a pipe in small groups, none held more than 20 ms, and the parent writes each group with
+one write, so a kill of the whole run loses the episodes in flight and, with workers, at most
+the last 20 ms of finished ones.
 
 In this process, at most ``concurrency`` episodes run at a time (model grids are I/O-bound).
 Workers (``--workers N``, for CPU-bound reference-policy grids) each take small chunks of cells
@@ -32,8 +33,13 @@ from limbo.errors import UsageError
 from limbo.providers.clients import ClientPool, bound, shared_clients
 from limbo.runtime import stopwatch
 from limbo.store import encode
+from limbo.summary import tallied
 
 Emit = Callable[[bytes, dict[str, Any], dict[str, Any]], None]
+Item = tuple[bytes, dict[str, Any], dict[str, Any]]
+"""A finished episode on its way to the writer: its record's line, and what the summary tallies
+of its cell and outcome (:func:`limbo.summary.tallied`)."""
+EmitGroup = Callable[[list[Item]], None]
 CHUNK = 32
 GROUP, HOLD_S = 16, 0.02
 
@@ -129,11 +135,11 @@ class _Outbox:
 
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
-        self.items: list[tuple[bytes, dict[str, Any], dict[str, Any]]] = []
+        self.items: list[Item] = []
         self.since = 0.0
         self.timer: asyncio.TimerHandle | None = None
 
-    def add(self, item: tuple[bytes, dict[str, Any], dict[str, Any]]) -> None:
+    def add(self, item: Item) -> None:
         self.items.append(item)
         if len(self.items) == 1:
             self.since = stopwatch()
@@ -180,7 +186,7 @@ def _worker(conn: Connection, concurrency: int, timeout: float | None, close: li
     outbox = _Outbox(conn)
 
     def sink(cell: Cell, record: dict[str, Any]) -> None:
-        outbox.add((encoded(record, cell, scrub), record["cell"], record["outcome"]))
+        outbox.add((encoded(record, cell, scrub), *tallied(record["cell"], record["outcome"])))
 
     try:
         asyncio.run(stream(_pull(conn, outbox), concurrency, timeout, sink))
@@ -220,7 +226,9 @@ class Pool:
             child.close()
             self.procs[parent] = proc
 
-    def run(self, cells: Iterator[Cell], emit: Emit) -> None:
+    def run(self, cells: Iterator[Cell], emit: EmitGroup) -> None:
+        """Run ``cells``, handing each group of records a worker sends to ``emit`` (the
+        writer writes a group at once: one system call, not one per record)."""
         todo = chunks(cells, CHUNK)
         live = dict(self.procs)
         try:
@@ -236,7 +244,7 @@ class Pool:
             self.stop()
 
     def _handle(self, conn: Any, live: dict[Connection, Any], chunks: Iterator[list[Cell]],
-                emit: Emit) -> bool:
+                emit: EmitGroup) -> bool:
         """One message from a worker; False once that worker is done. A worker that hangs up
         without saying so has died, whatever it was doing."""
         try:
@@ -248,8 +256,7 @@ class Pool:
                              f"episodes it had finished are recorded, re-run to resume") from None
         kind = message[0]
         if kind == "recs":
-            for item in message[1]:
-                emit(*item)
+            emit(message[1])
         elif kind == "ready":
             conn.send(next(chunks, None))
         elif kind == "done":
@@ -260,15 +267,14 @@ class Pool:
             raise RuntimeError(f"a worker process failed:\n{message[1]}")
         return True
 
-    def _drain(self, live: dict[Connection, Any], emit: Emit) -> None:
+    def _drain(self, live: dict[Connection, Any], emit: EmitGroup) -> None:
         """Keep the records that already arrived (Ctrl-C stops the run, not the writing)."""
         for conn in live:
             with contextlib.suppress(Exception):  # a message cut by the interrupt is lost
                 while conn.poll(0):
                     message = conn.recv()
                     if message[0] == "recs":
-                        for item in message[1]:
-                            emit(*item)
+                        emit(message[1])
 
     def stop(self) -> None:
         for conn, proc in self.procs.items():

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+from functools import lru_cache
 
 Rng = random.Random
 """The type of a generator, for annotations. The linter bans ``random.Random`` everywhere but
@@ -16,8 +17,11 @@ here: building one elsewhere (unseeded, or seeded ad hoc) would escape the per-c
 seeding, and naming the class through this alias keeps annotations legal."""
 
 
+@lru_cache(maxsize=8192, typed=True)
 def derive_seed(root: int | str, name: str) -> int:
-    """A 64-bit seed for component ``name`` under ``root``."""
+    """A 64-bit seed for component ``name`` under ``root``. Memoised (``typed``, so ``1`` and
+    ``True`` stay apart): the cells of a paired comparison share their world seed, so each of
+    its components' seeds is asked for again by every arm."""
     raw = hashlib.sha256(f"{root}\x1f{name}".encode()).digest()
     return int.from_bytes(raw[:8], "big")
 

@@ -26,7 +26,7 @@ from limbo import __version__
 from limbo.cell import Cell
 from limbo.config import EPISODE_TIMEOUT_S
 from limbo.errors import UsageError
-from limbo.executor import Pool, encoded, stream
+from limbo.executor import Item, Pool, encoded, stream
 from limbo.plan import Plan, plan
 from limbo.providers.secrets import scrubber
 from limbo.runlock import WriterLock
@@ -197,6 +197,19 @@ class _Tally:
         if self.on_result is not None:
             self.on_result(self.ran, self.total, self.summary)
 
+    def emit_group(self, items: list[Item]) -> None:
+        """A worker's group of records, written with one ``write``: a failed write is cut back
+        off the file whole (:class:`RecordWriter`), so the file still never ends in part of a
+        record, and none of the group counts as done."""
+        if not items:
+            return
+        self.writer.write(b"".join(item[0] for item in items))
+        for _line, cell, outcome in items:
+            self.summary.add(cell, outcome)
+        self.ran += len(items)
+        if self.on_result is not None:
+            self.on_result(self.ran, self.total, self.summary)
+
     def sink(self, cell: Cell, record: dict[str, Any]) -> None:
         self.emit(encoded(record, cell, self.scrub), record["cell"], record["outcome"])
 
@@ -222,7 +235,7 @@ def _execute(todo: Iterator[Cell], opts: RunOptions, tally: _Tally, keep_fds: li
                            tally.may_start))
         return
     pool = Pool(opts.workers, opts.concurrency, opts.episode_timeout, keep_fds, tally.scrub)
-    pool.run(todo, tally.emit)
+    pool.run(todo, tally.emit_group)
 
 
 def run_cells(cells: Iterable[Cell], opts: RunOptions, manifest: dict[str, Any],

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from limbo.errors import UsageError
+from limbo.hashing import digest
+from limbo.memo import LIMIT, per_object
 from limbo.rng import generator
 
 if TYPE_CHECKING:
@@ -108,7 +110,11 @@ def fill(value: Any, env: dict[str, Any]) -> Any:
 
 
 def _text(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return value if isinstance(value, str) else _TEXT.encode(value)
+
+
+_TEXT = json.JSONEncoder(ensure_ascii=False)
+"""``json.dumps(value, ensure_ascii=False)`` without building an encoder per placeholder."""
 
 
 def dig(result: dict[str, Any], path: str) -> Any:
@@ -180,12 +186,35 @@ def _draw(spec: VarSpec, rng: Any, env: dict[str, Any]) -> Any:
 
 
 def instantiate(template: Template, instance: int) -> TaskInstance:
-    """Resolve the template's variables for ``instance`` (deterministic)."""
+    """Resolve the template's variables for ``instance`` (deterministic). Every cell of that
+    instance gets the same :class:`TaskInstance`, drawn once per process: it is shared, so
+    whoever may change its variables copies them (a world does)."""
+    drawn = _instances(template)
+    task = drawn.get(instance)
+    if task is None:
+        if len(drawn) >= LIMIT:
+            drawn.clear()
+        task = drawn[instance] = _instantiate(template, instance)
+    return task
+
+
+@per_object
+def _instances(template: Template) -> dict[int, TaskInstance]:
+    return {}
+
+
+def _instantiate(template: Template, instance: int) -> TaskInstance:
     rng = generator(f"task:{template.id}", str(instance))
     env: dict[str, Any] = {"instance": instance}
     for name, spec in template.vars.items():
         env[name] = _draw(spec, rng, env)
     return TaskInstance(template=template, instance=instance, vars=env)
+
+
+@per_object
+def plan_hash(template: Template) -> str:
+    """The digest of a template's plan, recorded in every episode header (once per template)."""
+    return digest(template.model_dump(mode="json"))
 
 
 def templates() -> dict[str, Template]:

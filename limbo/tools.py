@@ -12,7 +12,7 @@ import inspect
 import types
 import typing
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, create_model
@@ -45,8 +45,9 @@ class ToolSpec:
     model: type[BaseModel]
     op: OpSpec | None = None
 
-    @property
+    @cached_property
     def accepts_key(self) -> bool:
+        """Asked on every call; the model's fields never change (a tool is built once)."""
         return KEY_FIELD in self.model.model_fields
 
     def schema(self) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from limbo.endpoint import Endpoint
 from limbo.errors import InfraError
 from limbo.events import EventLog
 from limbo.registry import entries, lookup
-from limbo.results import Result
+from limbo.results import Result, copied
 from limbo.rng import derive_seed, generator
 from limbo.services import Service
 from limbo.services.base import OpContext
@@ -50,7 +50,7 @@ class World:
         self.fault = fault_cls(ctx, inner)
         self.boundary = Boundary(self.env, self.log, self.tools, self.fault, cell.timing.max_wait_s)
         self.task: TaskInstance = instantiate(template(cell.template), cell.instance)
-        self.vars: dict[str, Any] = dict(self.task.vars)
+        self.vars: dict[str, Any] = copied(self.task.vars)  # the instance is shared
         self._setup()
 
     def _setup(self) -> None:

@@ -16,6 +16,7 @@ read lag and stale reads alike.
 from __future__ import annotations
 
 import copy
+import hashlib
 import inspect
 import re
 from collections.abc import Callable, Iterable, Iterator
@@ -25,7 +26,7 @@ from functools import cache
 from typing import Any, ClassVar, Literal
 
 from limbo.errors import UsageError
-from limbo.hashing import digest
+from limbo.hashing import canonical_json
 from limbo.registry import registrar, shipped_files
 from limbo.results import Result
 
@@ -289,9 +290,15 @@ class Service:
         self._counter = 0
 
     def mint(self, prefix: str) -> str:
-        """A fresh, plausible-looking id; deterministic in (seed, service, sequence number)."""
+        """A fresh, plausible-looking id; deterministic in (seed, service, sequence number):
+        the digest of ``[str(seed), name, n]`` in canonical JSON, whose text up to ``n`` is the
+        same for every id this service mints, so it is written once."""
         self._counter += 1
-        return f"{prefix}_{digest([str(self.seed), self.name, self._counter], 10)}"
+        head = self.__dict__.get("_mint_head")
+        if head is None:
+            head = self._mint_head = canonical_json([str(self.seed), self.name])[:-1]
+        text = f"{head},{self._counter}]"
+        return f"{prefix}_{hashlib.sha256(text.encode()).hexdigest()[:10]}"
 
     def snapshot(self) -> Any:
         """Everything mutable, for a dry run that must leave no trace."""

@@ -12,7 +12,7 @@ read path after waiting out that path's documented lag on the sim clock. Decisio
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import partial
 from typing import Any
 
@@ -76,10 +76,13 @@ def _classify(result: Result) -> Outcome:
 
 
 def receipt_fields(receipt: Receipt) -> dict[str, Any]:
-    """The receipt as the agent sees it (the arguments it sent are left out)."""
-    body = receipt.as_dict()
-    body.pop("args")
-    return body
+    """The receipt as the agent sees it (the arguments it sent are left out): its fields in
+    order, all of them flat values (what ``as_dict`` gives without copying the arguments
+    deeply only to drop them, on every guarded write)."""
+    return {name: getattr(receipt, name) for name in _SHOWN}
+
+
+_SHOWN = tuple(f.name for f in fields(Receipt) if f.name != "args")
 
 
 _ERRORS: dict[str, tuple[Any, int | None]] = {

@@ -16,6 +16,7 @@ import json
 import math
 import typing
 from collections.abc import Callable, Mapping
+from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
@@ -65,14 +66,19 @@ def _describe(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
+@lru_cache(maxsize=1024)
+def _known_fields(model: type[BaseModel]) -> frozenset[str]:
+    """The names and aliases a model declares, once per model (every guarded call asks)."""
+    return frozenset(model.model_fields) | {f.alias for f in model.model_fields.values() if f.alias}
+
+
 def _no_unknown_fields(model: type[BaseModel], raw: Mapping[str, Any]) -> None:
     """Refuse fields the schema does not declare, even if the model would silently drop them
     (pydantic's default): a caller who sent ``note`` must not believe it was used. Only a
     model that says ``extra="allow"`` accepts more."""
     if model.model_config.get("extra") == "allow":
         return
-    known = set(model.model_fields)
-    known |= {f.alias for f in model.model_fields.values() if f.alias}
+    known = _known_fields(model)
     unknown = sorted(str(k) for k in raw if k not in known)
     if unknown:
         raise Invalid(f"unknown field(s): {', '.join(unknown[:5])}")

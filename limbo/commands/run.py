@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from limbo.adapter import ModelAdapter
 
 PROGRESS_EVERY_S = 5.0
+BAR_EVERY_S = 0.1
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -303,10 +304,13 @@ class _Progress:
             f"  {text}" for text in (calls, elsewhere) if text)
 
     def __call__(self, done: int, total: int, summary: Summary) -> None:
-        if self.bar is not None:
-            self.bar.update(self.task, completed=done, total=total, note=self._note(done, summary))
-            return
         now = self.clock()
+        if self.bar is not None:  # the bar redraws ten times a second: updating it more is waste
+            if now - self.last >= BAR_EVERY_S or done >= total:
+                self.last = now
+                self.bar.update(self.task, completed=done, total=total,
+                                note=self._note(done, summary))
+            return
         if self.quiet or (now - self.last < PROGRESS_EVERY_S and done < total):
             return
         self.last = now
