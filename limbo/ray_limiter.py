@@ -38,6 +38,7 @@ import contextlib
 from collections import deque
 from typing import Any
 
+from limbo.errors import UsageError
 from limbo.providers.limiter import OVERLOAD, AimdState
 from limbo.runtime import stopwatch
 
@@ -236,10 +237,15 @@ class RayLimiter:
                 self.free += await self.actor.lease.remote(self.key, self.lessee, want)
                 self._give()
                 self._settle_soon()  # slots left over go back if nobody takes them
-        except Exception as exc:  # noqa: BLE001 - the actor is gone: every waiter hears it
+        except Exception as exc:  # noqa: BLE001 - the actor is gone: the run cannot go on
+            # A UsageError, not the Ray error: no boundary turns it into an episode's
+            # infra_error record, so the cells waiting here stay unrecorded and a re-run
+            # runs them, instead of the run counting them as done.
+            lost = UsageError(f"the cluster's call limiter is gone ({type(exc).__name__}); the "
+                              f"episodes that finished are recorded, re-run to resume")
             for future in self.waiters:
                 if not future.done():
-                    future.set_exception(exc)
+                    future.set_exception(lost)
             self.waiters.clear()
         finally:
             self.leasing = None

@@ -54,6 +54,11 @@ class Caller:
         await asyncio.gather(*waiting, return_exceptions=True)
         self.waits = [w for w in self.waits if not w.cancelled()]
 
+    async def failures(self) -> list[str]:
+        """How the waits that failed failed."""
+        return [f"{type(w.exception()).__name__}: {w.exception()}" for w in self.waits
+                if w.done() and not w.cancelled() and w.exception() is not None]
+
     async def node(self) -> str:
         return str(ray.get_runtime_context().get_node_id())
 
@@ -157,3 +162,19 @@ def test_a_cancelled_wait_and_a_lost_worker_leak_no_slot(cluster: Cluster) -> No
     ray.get(b.end.remote(7, 200))  # a forgotten worker's late reports change nothing
     time.sleep(2 * HOLD_S)
     assert ray.get(actor.snapshot.remote())[0] == 0
+
+
+def test_a_lost_limiter_stops_the_calls_waiting_on_it_as_the_run_stops(cluster: Cluster) -> None:
+    """Not an error an episode would record as its ``infra_error`` (the cell then counted as
+    done, never re-run): a :class:`UsageError`, which ends the run with one line."""
+    actor, a, b = _setup("lost")
+    ray.get(a.ask.remote(START_LIMIT))
+    until(lambda: held(a) == (START_LIMIT, 0), "a holds every slot")
+    ray.get(b.ask.remote(2))
+    until(lambda: ray.get(b.pool.remote()) == (0, 0, 2), "b waits")
+    ray.kill(actor)
+    until(lambda: len(ray.get(b.failures.remote())) == 2, "b's waits fail")
+    assert all(f.startswith("UsageError: the cluster's call limiter is gone")
+               for f in ray.get(b.failures.remote()))
+    ray.get(b.ask.remote(1))  # and so does a call that asks afterwards
+    until(lambda: len(ray.get(b.failures.remote())) == 3, "a later wait fails too")
