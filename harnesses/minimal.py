@@ -7,18 +7,14 @@ order given. Each model turn costs the think time on the sim clock.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from limbo.adapter import EpisodeContext, Message, ModelAdapter
 from limbo.harness import LoopResult, Termination, harness
 from limbo.harnesses.conditions import Condition
 from limbo.harnesses.toolcalls import ToolCalls, account, tool_defs
+from limbo.hashing import plain_json
 from limbo.world import World
-
-_TEXT = json.JSONEncoder(ensure_ascii=False)
-"""What the model is shown of a result: ``json.dumps(result, ensure_ascii=False)``, with one
-encoder for every call rather than one built per call."""
 
 
 @harness("minimal")
@@ -77,7 +73,7 @@ class MinimalHarness:
             return False
         if handled.result is not None:
             messages.append(Message(role="tool", tool_call_id=call_id, name=name,
-                                    content=_TEXT.encode(handled.result)))
+                                    content=plain_json(handled.result)))
         if handled.note:
             messages.append(Message(role="user", content=handled.note))
         if handled.stop is not None:

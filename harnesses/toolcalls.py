@@ -18,12 +18,12 @@ from typing import Any
 from limbo.adapter import ModelTurn, ToolDef
 from limbo.harness import LoopResult, Termination
 from limbo.harnesses.conditions import Condition, ToolLayer
+from limbo.hashing import plain_json
 from limbo.results import Result, error
 from limbo.world import World
 
 MAX_LOGGED_ARGS = 4000
 _STRICT = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
-_LOOSE = json.JSONEncoder(ensure_ascii=False)
 """Built once: ``json.dumps`` with options builds an encoder per call, and every call is logged."""
 
 
@@ -52,7 +52,7 @@ def loggable(args: Any) -> Any:
         try:
             text = _STRICT.encode(args)
         except ValueError:
-            text = args = _LOOSE.encode(args)
+            text = args = plain_json(args)
     if len(text) <= MAX_LOGGED_ARGS:
         return args
     return {"_truncated": text[:200], "_chars": len(text)}

@@ -1,4 +1,4 @@
-"""Canonical JSON and stable digests.
+"""Canonical JSON, plain JSON text, and stable digests.
 
 Everything that must be identical across processes and Python versions (episode ids, request
 fingerprints, derived seeds) goes through :func:`canonical_json`, never through ``hash()``,
@@ -15,6 +15,16 @@ _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_asci
 """One encoder for every call: what ``json.dumps`` with these options builds afresh each time
 (a dozen digests per episode made that construction a visible cost). ``encode`` keeps no state
 between calls (its circular-reference check starts empty each time), so sharing it is safe."""
+
+
+_PLAIN = json.JSONEncoder(ensure_ascii=False)
+
+
+def plain_json(obj: Any) -> str:
+    """``json.dumps(obj, ensure_ascii=False)`` with one shared encoder: the text a model is
+    shown of a value (a tool result, a task's placeholder), made on every call of every
+    episode."""
+    return _PLAIN.encode(obj)
 
 
 def canonical_json(obj: Any) -> str:

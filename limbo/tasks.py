@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from limbo.errors import UsageError
-from limbo.hashing import digest
+from limbo.hashing import digest, plain_json
 from limbo.memo import LIMIT, per_object
 from limbo.rng import generator
 
@@ -110,11 +110,7 @@ def fill(value: Any, env: dict[str, Any]) -> Any:
 
 
 def _text(value: Any) -> str:
-    return value if isinstance(value, str) else _TEXT.encode(value)
-
-
-_TEXT = json.JSONEncoder(ensure_ascii=False)
-"""``json.dumps(value, ensure_ascii=False)`` without building an encoder per placeholder."""
+    return value if isinstance(value, str) else plain_json(value)
 
 
 def dig(result: dict[str, Any], path: str) -> Any:
