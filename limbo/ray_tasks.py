@@ -27,7 +27,7 @@ from typing import Any
 from limbo import __version__
 from limbo.cell import Cell
 from limbo.errors import UsageError
-from limbo.executor import encoded
+from limbo.executor import encoded, freeze_heap
 from limbo.providers.clients import ClientPool, bound
 
 Item = tuple[str, bytes, dict[str, Any], dict[str, Any]]
@@ -78,6 +78,7 @@ class EpisodeWorker:
         self.run: str | None = None
         self.gate = asyncio.Semaphore(1)
         self.plugins: set[str] = set()
+        freeze_heap()  # what it imported lives as long as it does
 
     def warm(self, preload: tuple[str, ...]) -> None:
         """Import the SDKs the driver's model checks imported: the first episodes need them."""

@@ -3,6 +3,8 @@ top-level folder."""
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 from support.cells import cell_for
 
@@ -31,3 +33,12 @@ def _process_wide_cache(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.delenv(cache.ENV, raising=False)
     yield
     cache.reset()
+
+
+@pytest.fixture(autouse=True)
+def _collectable_heap():
+    """An in-process ``limbo run`` freezes the heap for the rest of its process
+    (:func:`limbo.executor.freeze_heap`); give it back to the collector after each test, so the
+    test process does not keep every cycle a test made before it."""
+    yield
+    gc.unfreeze()

@@ -25,6 +25,7 @@ from limbo.commands.common import (
 )
 from limbo.config import EPISODE_TIMEOUT_S
 from limbo.errors import UsageError
+from limbo.executor import freeze_heap
 from limbo.experiments.grid import (
     FACTOR_FIELDS,
     CellSource,
@@ -341,6 +342,7 @@ def run_grids(args: argparse.Namespace, console: Any) -> int:
         _validate(grids, args)
         gate = check.gate_options(args)
         _warm(args)
+        freeze_heap()
         for grid in grids:
             _one_grid(grid, shard, args, console, outs)
     return check.gate_runs(outs, gate, args.junit, console.file) if gate and outs else 0
