@@ -4,17 +4,17 @@ Ray does the cluster's work — placing workers on nodes by their CPUs, starting
 processes, noticing a lost node; this module only feeds it. On connecting, the driver (the
 ``limbo run`` process) asks Ray for one :class:`~limbo.ray_tasks.EpisodeWorker` actor per CPU
 of the cluster, which start while the run is planned. It then cuts the cells to run into
-batches, keeps :data:`PER_SLOT` batches in each worker, and writes the records of each batch
-that comes back through the run's one emit path — the same as forked workers'
-(:class:`limbo.executor.Pool`). So the driver stays the only writer of the run directory: its
+batches, keeps :data:`PER_SLOT` batches in each worker, and writes the records each batch
+streams back as its episodes end through the run's one emit path — the same as forked
+workers' (:class:`limbo.executor.Pool`). So the driver stays the only writer of the run directory: its
 lock, shards, resume and quarantine are untouched by where episodes ran.
 
 A lost node: Ray reports its workers dead (``RayActorError``), and the answers they had
 finished but the driver had not fetched lost with the node's object store
-(``ObjectLostError``); those batches go back in the queue and run on the workers left, and a
-worker is added for every CPU the cluster gains (a replacement node). Exactly once: the
-driver keeps the first record of each episode id and drops any later one, so a batch that runs
-twice is written once. A batch lost :data:`MAX_RETRIES` times, or a cluster with no worker
+(``ObjectLostError``); the cells of those batches whose records the driver has not written go
+back in the queue and run on the workers left, and a worker is added for every CPU the cluster
+gains (a replacement node). Exactly once: the driver keeps the first record of each episode id
+and drops any later one, so a cell that runs twice is written once. A batch lost :data:`MAX_RETRIES` times, or a cluster with no worker
 left, stops the run with one line; what finished is recorded and a re-run resumes.
 
 Ray is an optional dependency: the core never imports this module (``limbo.runner`` imports
@@ -159,8 +159,9 @@ class RayPool:
         self.setup = _setup(concurrency, timeout, plugins)
         self.total = total
         self.workers = _workers
-        self.out: dict[Any, tuple[Any, list[Cell], int]] = {}
-        """Each batch out: its result -> (its worker, its cells, attempts so far)."""
+        self.out: dict[Any, tuple[Any, list[Cell], int, set[str]]] = {}
+        """Each batch out: its answers (a streaming generator) -> (its worker, its cells,
+        attempts so far, the episode ids answered so far)."""
         self.load: dict[Any, tuple[int, int]] = {}
         """Each worker's batches and cells out."""
         self.answered: set[Any] = set()
@@ -208,47 +209,59 @@ class RayPool:
 
     def _fill(self, batches: Iterator[list[Cell]], setup: Any) -> None:
         """Each worker gets :data:`PER_SLOT` batches, and more while it holds fewer than
-        :func:`held` cells: a batch's records come back only when its last cell ends, so a
-        worker holding only what it runs at once would leave the slots of its batch's
-        earlier cells idle until then."""
+        :func:`held` cells: a worker holding only what it runs at once would leave a slot idle
+        from the end of its episode until the driver hears of it and sends the next cell."""
         for worker in self.workers:
             while self.load[worker][0] < PER_SLOT or self.load[worker][1] < self.held:
                 cells, tries = self.again.pop() if self.again else (next(batches, None), 0)
                 if cells is None:
                     return
-                self.out[worker.run_batch.remote(cells, setup)] = (worker, cells, tries)
+                answers = worker.run_batch.options(num_returns="streaming").remote(cells, setup)
+                self.out[answers] = (worker, cells, tries, set())
                 self._count(worker, 1, len(cells))
 
     def _count(self, worker: Any, batches: int, cells: int) -> None:
         held = self.load[worker]
         self.load[worker] = (held[0] + batches, held[1] + cells)
 
-    def _take(self, ref: Any, emit: Emit) -> None:
-        worker, cells, tries = self.out.pop(ref)
-        self._count(worker, -1, -len(cells))
+    def _take(self, answers: Any, emit: Emit) -> None:
+        """The next answer of a batch: records to write, or its end."""
+        worker, cells, tries, got = self.out[answers]
         lost = self.ray.exceptions
         try:
-            batch: Batch = self.ray.get(ref)
+            batch: Batch = self.ray.get(next(answers))
+        except StopIteration:
+            self._end(answers, len(cells) - len(got))
+            return
         except (lost.RayActorError, lost.ObjectLostError, lost.NodeDiedError):
-            # its worker died, or its answer did, in the dead node's object store
-            self._lost(worker, cells, tries)
+            # its worker died, or an answer did, in the dead node's object store
+            self._end(answers, len(cells) - len(got))
+            self._lost(worker, [c for c in cells if c.episode_id not in got], tries)
             return
         except self.ray.exceptions.RayError as exc:
             raise RunAborted(f"a batch of {len(cells)} cells failed on the Ray cluster "
                              f"({type(exc).__name__}); the episodes that finished are recorded, "
                              f"re-run to resume") from None
         self.answered.add(worker)
+        got.update(item[0] for item in batch.items)
+        self._count(worker, 0, -len(batch.items))
         self._write(batch, emit)
+
+    def _end(self, answers: Any, unanswered: int) -> None:
+        worker = self.out.pop(answers)[0]
+        self._count(worker, -1, -unanswered)
 
     def _lost(self, worker: Any, cells: list[Cell], tries: int) -> None:
         """``worker`` died (its node, most likely): forget it — the limiter takes back the
-        call slots it held — and run its batch again."""
+        call slots it held — and run again the cells of its batch that were not answered."""
         if worker in self.workers:
             self.workers.remove(worker)
             self.view.at = -NOTE_EVERY_S  # ask Ray again how many nodes and CPUs are left
             with contextlib.suppress(Exception):  # dead already, most likely
                 self.ray.kill(worker)
             self.view.limiter.forget.remote(_names.pop(worker, ""))
+        if not cells:  # every record of the batch came in before its worker was lost
+            return
         if tries + 1 >= MAX_RETRIES:
             raise RunAborted(f"a batch of {len(cells)} cells was lost with its Ray worker "
                              f"{MAX_RETRIES} times; the episodes that finished are recorded, "
@@ -271,7 +284,7 @@ class RayPool:
             raise RuntimeError(f"a Ray worker failed on node {batch.node[:12]}:\n{batch.crash}")
 
     def _say(self) -> None:
-        cells = sum(len(c) for _, c, _ in self.out.values())
+        cells = sum(len(c) - len(got) for _, c, _, got in self.out.values())
         activity.say("ray", self.view.note(cells))
 
 

@@ -1,11 +1,13 @@
 """The worker side of a Ray run: :class:`EpisodeWorker`, a Ray actor that runs batches of
-cells and returns their records.
+cells and streams their records back as the episodes end.
 
-A worker never writes anything: it returns each record as its encoded line (plus the cell and
+A worker never writes anything: it answers each record as its encoded line (plus the cell and
 outcome the driver's summary needs), and the driver alone appends them to the run directory,
-exactly as forked workers send theirs over a pipe (:mod:`limbo.executor`). So a batch that runs
-again — its worker's node died — costs time, never a record: the driver keeps the first
-record of each episode id and drops any later one.
+exactly as forked workers send theirs over a pipe (:mod:`limbo.executor`), as they end: a
+driver stopped mid-run has written every episode that ended more than a moment before, not
+only the batches that ended. A cell that runs again — its worker's node died — costs time,
+never a record: the driver keeps the first record of each episode id and drops any later
+one.
 
 Why an actor, not a task per batch: an actor is one long-lived process with one event loop,
 so it holds the provider clients its episodes share (:func:`limbo.providers.clients.bound`)
@@ -21,6 +23,7 @@ import asyncio
 import contextlib
 import os
 import traceback
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -109,42 +112,73 @@ class EpisodeWorker:
         self.gate = asyncio.Semaphore(setup.concurrency)
         self.run = setup.run
 
-    async def run_batch(self, cells: list[Cell], setup: Setup) -> Batch:
-        """Run ``cells``, at most ``setup.concurrency`` episodes of this worker at a time
-        (over all its batches); never raises."""
+    async def run_batch(self, cells: list[Cell], setup: Setup) -> AsyncIterator[Batch]:
+        """Run ``cells``, at most ``setup.concurrency`` episodes of this worker at a time (over
+        all its batches), yielding the records of the episodes that ended, a few at a time,
+        as they end (a Ray streaming generator: the driver writes each record without waiting
+        for the rest of the batch). A stop (a :class:`UsageError`, a bug) is the last answer's
+        ``usage`` or ``crash``; never raises."""
         import ray
 
         node = ray.get_runtime_context().get_node_id()
-        batch = Batch(node=node, version=__version__)
-        done: list[tuple[Cell, dict[str, Any]]] = []
         try:
             self._prepare(setup)
-            with bound(self.pool):
-                await self._episodes(cells, setup.timeout, done)
-        except UsageError as exc:
-            batch.usage = str(exc)
-        except Exception:  # noqa: BLE001 - a bug: its traceback goes to the driver, the run stops
-            batch.crash = traceback.format_exc()
-        from limbo.providers.secrets import scrubber
-
-        scrub = scrubber()  # after the episodes: their adapters have named the keys they read
-        batch.items = [(cell.episode_id, encoded(record, cell, scrub), record["cell"],
-                        record["outcome"]) for cell, record in done]
-        return batch
-
-    async def _episodes(self, cells: list[Cell], timeout: float | None,
-                        done: list[tuple[Cell, dict[str, Any]]]) -> None:
-        from limbo.episode import arun_episode
-
-        async def one(cell: Cell) -> None:
-            async with self.gate:
-                done.append((cell, await arun_episode(cell, timeout=timeout)))
-
-        tasks = [asyncio.ensure_future(one(cell)) for cell in cells]
+            with bound(self.pool):  # the episodes' tasks keep the binding they started with
+                tasks = [asyncio.ensure_future(self._one(cell, setup.timeout)) for cell in cells]
+        except Exception as exc:  # noqa: BLE001 - a rejected plugin, a bug: the run stops
+            yield _stopped(Batch(node=node, version=__version__), exc)
+            return
         try:
-            for task in asyncio.as_completed(tasks):
-                await task  # a UsageError (a rejected API key) stops the batch
+            async for ended in _as_they_end(tasks):
+                yield self._answer(node, ended)
+        except Exception as exc:  # noqa: BLE001 - a rejected key, a bug: the run stops
+            yield _stopped(Batch(node=node, version=__version__), exc)
         finally:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _one(self, cell: Cell, timeout: float | None) -> tuple[Cell, dict[str, Any]]:
+        from limbo.episode import arun_episode
+
+        async with self.gate:
+            return cell, await arun_episode(cell, timeout=timeout)
+
+    def _answer(self, node: str, ended: list[tuple[Cell, dict[str, Any]]]) -> Batch:
+        from limbo.providers.secrets import scrubber
+
+        scrub = scrubber()  # after the episodes: their adapters have named the keys they read
+        return Batch(node=node, version=__version__, items=[
+            (cell.episode_id, encoded(record, cell, scrub), record["cell"], record["outcome"])
+            for cell, record in ended])
+
+
+HOLD_S = 0.02
+"""How long an answer waits for more episodes to end after its first (one Ray object per
+episode would cost a CPU-bound worker more than its episodes)."""
+
+
+async def _as_they_end(tasks: list[asyncio.Task[tuple[Cell, dict[str, Any]]]],
+                       ) -> AsyncIterator[list[tuple[Cell, dict[str, Any]]]]:
+    """The tasks' results in groups, as they end: the first to end, and those that end within
+    :data:`HOLD_S` of it. A task that failed raises, after the group it ended in."""
+    pending: set[asyncio.Task[tuple[Cell, dict[str, Any]]]] = set(tasks)
+    while pending:
+        done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+        if pending:
+            more, pending = await asyncio.wait(pending, timeout=HOLD_S)
+            done |= more
+        failed = [task for task in done if task.exception() is not None]
+        ended = [task.result() for task in done if task not in failed]
+        if ended:
+            yield ended
+        if failed:
+            raise failed[0].exception()  # type: ignore[misc]
+
+
+def _stopped(batch: Batch, exc: Exception) -> Batch:
+    if isinstance(exc, UsageError):
+        batch.usage = str(exc)
+    else:
+        batch.crash = "".join(traceback.format_exception(exc))
+    return batch
