@@ -242,3 +242,20 @@ def test_limbo_imports_without_any_vendor_sdk() -> None:
     assert out == ["model openai/gpt-4.1 needs the openai SDK: pip install 'limbo-bench[openai]'",
                    "model anthropic/claude-sonnet-4-5 needs the anthropic SDK: "
                    "pip install 'limbo-bench[anthropic]'"]
+
+
+@pytest.mark.parametrize("base_url", ["http://127.0.0.1:8000/v1", "http://127.0.0.1:8000/v1/",
+                                      "https://api.example.org", "http://h:1/proxy/openai/v1"])
+@pytest.mark.parametrize("path", ["/chat/completions", "/responses", "/v1/messages"])
+def test_a_path_is_joined_to_the_base_url_exactly_as_the_sdk_joins_it(base_url: str, path: str):
+    """The adapters hand the SDK absolute URLs (:func:`limbo.providers.base.absolute`): each
+    must be the URL the SDK itself would have built from the path, for both SDKs."""
+    from anthropic import AsyncAnthropic
+    from openai import AsyncOpenAI
+
+    from limbo.providers.base import absolute
+
+    for client in (AsyncOpenAI(api_key="k", base_url=base_url),
+                   AsyncAnthropic(api_key="k", base_url=base_url)):
+        assert absolute(client, path) == str(client._prepare_url(path))
+        assert absolute(client, path) == absolute(client, path)  # the second from the memo

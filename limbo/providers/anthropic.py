@@ -15,7 +15,7 @@ from typing import Any
 
 from limbo.adapter import Message, ToolDef, model_adapter
 from limbo.providers import messages_api
-from limbo.providers.base import IncompleteStream, ProviderAdapter, body, parsing
+from limbo.providers.base import IncompleteStream, ProviderAdapter, absolute, body, parsing
 from limbo.providers.wire import Reply
 
 
@@ -45,9 +45,11 @@ class AnthropicAdapter(ProviderAdapter):
         typed request models: the body is already the wire format, the answer comes back as
         decoded JSON (``cast_to=object``)."""
         with parsing():
-            answer = await self.client().post("/v1/messages", content=request, cast_to=object,
-                                              options=self._options(), stream=self.stream,
-                                              stream_cls=self.sdk.AsyncStream[object])
+            client = self.client()
+            answer = await client.post(absolute(client, "/v1/messages"), content=request,
+                                       cast_to=object, options=self._options(),
+                                       stream=self.stream,
+                                       stream_cls=self.sdk.AsyncStream[object])
             if not self.stream:
                 return messages_api.reply(body(answer))
             acc = messages_api.Accumulator()

@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 
 from limbo.adapter import EpisodeContext, Message, ModelAdapter, ModelTurn, ToolDef
 from limbo.errors import ModelError, UsageError
+from limbo.memo import per_object
 from limbo.providers import clients
 from limbo.providers.cache import ResponseCache, default_cache
 from limbo.providers.limiter import limiter_for, limiter_key
@@ -349,6 +350,23 @@ class ProviderAdapter(ModelAdapter):
             return UsageError(self.scrub(f"{self.spec}: not found at the provider (HTTP 404): "
                                          f"{describe(exc)}"))
         return ModelError(self.scrub(f"{self.spec}: {describe(exc)}"))
+
+
+def absolute(client: Any, path: str) -> str:
+    """``path`` joined to ``client``'s base URL, as the SDK would join it, once per client and
+    path: given an absolute URL the SDK takes it as it is, instead of parsing the path and
+    rebuilding its base URL around it on every call (a tenth of a call's client CPU)."""
+    urls = _urls(client)
+    url = urls.get(path)
+    if url is None:
+        base = client.base_url
+        url = urls[path] = str(base.copy_with(raw_path=base.raw_path + path.lstrip("/").encode()))
+    return url
+
+
+@per_object
+def _urls(client: Any) -> dict[str, str]:
+    return {}
 
 
 def wire_bytes(request: dict[str, Any], tools: list[ToolDef]) -> bytes:

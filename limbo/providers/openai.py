@@ -22,6 +22,7 @@ from limbo.providers.base import (
     IncompleteStream,
     ProviderAdapter,
     StreamFailure,
+    absolute,
     body,
     parsing,
 )
@@ -69,9 +70,10 @@ class OpenAIAdapter(ProviderAdapter):
         transformation of the body, which walks every message against the API's type
         definitions (about 27 ms a call on our conversations): our body is already the wire
         format. The answer comes back as decoded JSON (``cast_to=object``)."""
-        return await self.client().post(path, content=request, cast_to=object,
-                                        options=self._options(), stream=self.stream,
-                                        stream_cls=self.sdk.AsyncStream[object])
+        client = self.client()
+        return await client.post(absolute(client, path), content=request, cast_to=object,
+                                 options=self._options(), stream=self.stream,
+                                 stream_cls=self.sdk.AsyncStream[object])
 
     async def _call(self, request: bytes) -> Reply:
         if self.api == "chat":
