@@ -170,6 +170,8 @@ class RayPool:
         self.seen: set[str] = set()
         self.held = 0
         """Cells each worker is kept holding (:func:`held`)."""
+        self.sent = 0
+        """Cells handed out for the first time (not counting those run again)."""
         self.view = _View(ray)
 
     def run(self, cells: Iterator[Cell], emit: Emit) -> None:
@@ -212,13 +214,24 @@ class RayPool:
         :func:`held` cells: a worker holding only what it runs at once would leave a slot idle
         from the end of its episode until the driver hears of it and sends the next cell."""
         for worker in self.workers:
-            while self.load[worker][0] < PER_SLOT or self.load[worker][1] < self.held:
+            while self.load[worker][0] < PER_SLOT or self.load[worker][1] < self._keep():
                 cells, tries = self.again.pop() if self.again else (next(batches, None), 0)
                 if cells is None:
                     return
+                self.sent += len(cells) if not tries else 0
                 answers = worker.run_batch.options(num_returns="streaming").remote(cells, setup)
                 self.out[answers] = (worker, cells, tries, set())
                 self._count(worker, 1, len(cells))
+
+    def _keep(self) -> int:
+        """Cells a worker is kept holding: :func:`held`, until what is left to hand out would
+        fit the workers' slots; from then on only what it can run at once, so that the last
+        cells wait for whichever worker frees a slot first instead of queueing behind one
+        worker's running episodes while another's slots are idle (a whole episode more of wall
+        time at the end of a model run)."""
+        if self.total - self.sent <= self.setup.concurrency * len(self.workers):
+            return self.setup.concurrency
+        return self.held
 
     def _count(self, worker: Any, batches: int, cells: int) -> None:
         held = self.load[worker]
