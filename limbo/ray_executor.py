@@ -6,16 +6,17 @@ processes, noticing a lost node; this module only feeds it. On connecting, the d
 of the cluster, which start while the run is planned. It then cuts the cells to run into
 batches, keeps :data:`PER_SLOT` batches in each worker, and writes the records each batch
 streams back as its episodes end through the run's one emit path — the same as forked
-workers' (:class:`limbo.executor.Pool`). So the driver stays the only writer of the run directory: its
-lock, shards, resume and quarantine are untouched by where episodes ran.
+workers' (:class:`limbo.executor.Pool`). So the driver stays the only writer of the run
+directory: its lock, shards, resume and quarantine are untouched by where episodes ran.
 
 A lost node: Ray reports its workers dead (``RayActorError``), and the answers they had
 finished but the driver had not fetched lost with the node's object store
 (``ObjectLostError``); the cells of those batches whose records the driver has not written go
 back in the queue and run on the workers left, and a worker is added for every CPU the cluster
 gains (a replacement node). Exactly once: the driver keeps the first record of each episode id
-and drops any later one, so a cell that runs twice is written once. A batch lost :data:`MAX_RETRIES` times, or a cluster with no worker
-left, stops the run with one line; what finished is recorded and a re-run resumes.
+and drops any later one, so a cell that runs twice is written once. A batch lost
+:data:`MAX_RETRIES` times, or a cluster with no worker left, stops the run with one line; what
+finished is recorded and a re-run resumes.
 
 Ray is an optional dependency: the core never imports this module (``limbo.runner`` imports
 it only when ``--executor ray`` is chosen) and :func:`require` says in one line how to get it.
