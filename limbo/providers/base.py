@@ -19,13 +19,13 @@ import importlib.util
 import json
 import os
 import socket
+import weakref
 from collections.abc import Iterator
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 from limbo.adapter import EpisodeContext, Message, ModelAdapter, ModelTurn, ToolDef
 from limbo.errors import ModelError, UsageError
-from limbo.memo import per_object
 from limbo.providers import clients
 from limbo.providers.cache import ResponseCache, default_cache
 from limbo.providers.limiter import limiter_for, limiter_key
@@ -356,7 +356,7 @@ def absolute(client: Any, path: str) -> str:
     """``path`` joined to ``client``'s base URL, as the SDK would join it, once per client and
     path: given an absolute URL the SDK takes it as it is, instead of parsing the path and
     rebuilding its base URL around it on every call (a tenth of a call's client CPU)."""
-    urls = _urls(client)
+    urls = _URLS.setdefault(client, {})
     url = urls.get(path)
     if url is None:
         base = client.base_url
@@ -364,9 +364,8 @@ def absolute(client: Any, path: str) -> str:
     return url
 
 
-@per_object
-def _urls(client: Any) -> dict[str, str]:
-    return {}
+_URLS: weakref.WeakKeyDictionary[Any, dict[str, str]] = weakref.WeakKeyDictionary()
+"""Each live client's absolute URLs by path (gone with the client)."""
 
 
 def wire_bytes(request: dict[str, Any], tools: list[ToolDef]) -> bytes:
