@@ -30,7 +30,7 @@ from typing import Any
 from limbo import __version__
 from limbo.cell import Cell
 from limbo.errors import UsageError
-from limbo.executor import encoded, freeze_heap
+from limbo.executor import HOLD_S, encoded, freeze_heap
 from limbo.providers.clients import ClientPool, bound
 
 Item = tuple[str, bytes, dict[str, Any], dict[str, Any]]
@@ -126,13 +126,13 @@ class EpisodeWorker:
             with bound(self.pool):  # the episodes' tasks keep the binding they started with
                 tasks = [asyncio.ensure_future(self._one(cell, setup.timeout)) for cell in cells]
         except Exception as exc:  # noqa: BLE001 - a rejected plugin, a bug: the run stops
-            yield _stopped(Batch(node=node, version=__version__), exc)
+            yield _stopped(node, exc)
             return
         try:
             async for ended in _as_they_end(tasks):
                 yield self._answer(node, ended)
         except Exception as exc:  # noqa: BLE001 - a rejected key, a bug: the run stops
-            yield _stopped(Batch(node=node, version=__version__), exc)
+            yield _stopped(node, exc)
         finally:
             for task in tasks:
                 task.cancel()
@@ -153,15 +153,12 @@ class EpisodeWorker:
             for cell, record in ended])
 
 
-HOLD_S = 0.02
-"""How long an answer waits for more episodes to end after its first (one Ray object per
-episode would cost a CPU-bound worker more than its episodes)."""
-
-
 async def _as_they_end(tasks: list[asyncio.Task[tuple[Cell, dict[str, Any]]]],
                        ) -> AsyncIterator[list[tuple[Cell, dict[str, Any]]]]:
     """The tasks' results in groups, as they end: the first to end, and those that end within
-    :data:`HOLD_S` of it. A task that failed raises, after the group it ended in."""
+    :data:`~limbo.executor.HOLD_S` of it, as a forked worker groups its records (one Ray object
+    per episode would cost a CPU-bound worker more than its episodes). A task that failed
+    raises, after the group it ended in."""
     pending: set[asyncio.Task[tuple[Cell, dict[str, Any]]]] = set(tasks)
     while pending:
         done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
@@ -176,7 +173,9 @@ async def _as_they_end(tasks: list[asyncio.Task[tuple[Cell, dict[str, Any]]]],
             raise failed[0].exception()  # type: ignore[misc]
 
 
-def _stopped(batch: Batch, exc: Exception) -> Batch:
+def _stopped(node: str, exc: Exception) -> Batch:
+    """The last answer of a batch that ``exc`` stopped: why, and no record."""
+    batch = Batch(node=node, version=__version__)
     if isinstance(exc, UsageError):
         batch.usage = str(exc)
     else:
