@@ -341,7 +341,10 @@ def test_a_wide_run_against_a_rate_limit_ends_without_model_errors(tmp_path, cap
     shown = [line.split("model calls ")[1] for line in lines if "model calls " in line]
     assert shown and all(" in flight / limit " in text for text in shown)
     limits = [int(text.rsplit(" ", 1)[1]) for text in shown]
-    assert min(limits) <= 3  # the limit came down to what the endpoint accepts
+    # The limit came down from 128 to what the endpoint accepts (3). Between refusals the
+    # limiter probes one call above it (additive increase), so a line printed mid-probe shows 4:
+    # which one each line catches depends on when episodes end, so either counts.
+    assert min(limits) <= 4
 
 
 def _limbo_run(tmp_path: Path, spec: str, episodes: int, concurrency: int,
