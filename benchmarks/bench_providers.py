@@ -7,11 +7,10 @@ request after ``--latency`` seconds, through the real SDK adapters.
 
 Each episode makes exactly two model calls (``wait``, then ``finish``), so the ideal wall time
 at concurrency ``c`` is ``episodes * 2 * latency / c``; efficiency = ideal / run wall, where the
-run wall is the run as ``limbo run`` reports it (``in N s``: from opening the run directory
-to the last record).
-The command wall beside it is the whole ``limbo run`` call (imports, checks, summary too); the
-commands run in this process, so the first of each API also pays for importing its SDK, about a
-second, and the later ones do not. With ``--rate-limit N``
+run wall is the run as ``limbo run`` reports it (``in N s``: from opening the run directory to
+the last record). The command wall beside it is the whole ``limbo run`` call (imports, checks,
+summary too); the commands run in this process, so the first of each API also pays for
+importing its SDK, about a second, and the later ones do not. With ``--rate-limit N``
 the endpoint answers at most N requests at a time and ``429`` + ``Retry-After: 1`` beyond, so
 the run can go no faster than ``episodes * 2 * latency / N``; the benchmark prints the ratio
 of the wall time to that, the 429s the endpoint sent, and the episodes that ended in
