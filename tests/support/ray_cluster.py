@@ -6,6 +6,9 @@ hard way, SIGTERM (then SIGKILL) to tear down. Nothing else on the machine is to
 
 Every port that Ray would otherwise take at a fixed default is chosen free, and the session
 lives in a short temporary directory of its own (Ray's socket paths must stay under 108 bytes).
+Drivers reach the head at 127.0.0.1; each node registers under this machine's own routable
+address when it has one: ``ray start`` swaps a loopback ``--node-ip-address`` for it, so that
+other machines could reach the node. Either way the traffic never leaves this machine.
 """
 
 from __future__ import annotations
