@@ -238,17 +238,29 @@ def expand(grid: Grid) -> Expansion:
 
 def iter_cells(grid: Grid, dropped: Counter[str] | None = None) -> Iterator[Cell]:
     """The runnable cells of ``grid`` one by one (memory does not grow with the grid, except
-    for the ids an ``include`` grid keeps to run shared cells once); ``dropped`` counts the
+    for what an ``include`` grid keeps to run shared cells once); ``dropped`` counts the
     combinations that cannot run, by reason."""
     dropped = Counter() if dropped is None else dropped
-    if grid.include:
-        seen: set[str] = set()
-        for sub in included(grid):
-            for cell in iter_cells(sub, dropped):
-                if cell.episode_id not in seen:
-                    seen.add(cell.episode_id)
-                    yield cell
+    if not grid.include:
+        for combo, seed in _runnable(grid, dropped):
+            yield Cell(**combo, seed=seed, timing=grid.timing, limits=grid.limits)
         return
+    seen: set[tuple[object, ...]] = set()
+    settings: dict[tuple[Timing, Limits], int] = {}
+    for sub in included(grid):
+        same = settings.setdefault((sub.timing, sub.limits), len(settings))
+        for combo, seed in _runnable(sub, dropped):
+            # Everything the cell's id digests (grids with equal settings share a number), so
+            # one key per id; known before the cell is built, so a cell two grids share is
+            # built once (a quarter of the paper grid's cells are shared).
+            key = (*combo.values(), seed, same)
+            if key not in seen:
+                seen.add(key)
+                yield Cell(**combo, seed=seed, timing=sub.timing, limits=sub.limits)
+
+
+def _runnable(grid: Grid, dropped: Counter[str]) -> Iterator[tuple[dict[str, object], int]]:
+    """The combinations of a grid without includes that can run here, with their seeds."""
     lv = resolved(grid)
     temps, faults, ops = templates(), entries("fault"), operations()
     cannot_run = _unavailable(lv["harnesses"])
@@ -262,8 +274,7 @@ def iter_cells(grid: Grid, dropped: Counter[str] | None = None) -> Iterator[Cell
             if reason is not None:
                 dropped[reason] += 1
                 continue
-            seed = world_seed(grid.seed, combo)
-            yield Cell(**combo, seed=seed, timing=grid.timing, limits=grid.limits)
+            yield combo, world_seed(grid.seed, combo)
 
 
 def _why_not(cell: dict[str, object], faults: dict[str, Any], cannot_run: dict[str, str],

@@ -106,6 +106,32 @@ def test_adding_a_level_never_changes_existing_cells() -> None:
     assert small.items() <= large.items()
 
 
+def test_an_include_grid_runs_each_cell_of_its_grids_once_in_their_order(tmp_path: Path) -> None:
+    from limbo.experiments.grid import included, iter_cells
+
+    paper = load_grid("paper")
+    first: dict[str, None] = {}
+    every = 0
+    for sub in included(paper):
+        for cell in iter_cells(sub):
+            first.setdefault(cell.episode_id)
+            every += 1
+    assert [c.episode_id for c in iter_cells(paper)] == list(first)
+    assert len(first) < every  # its grids share cells: each runs once
+
+    # The same cells at other timings are other cells: both grids' run.
+    body = 'models = ["policy/verify"]\nfaults = ["none"]\ntemplates = ["import_batch"]\n'
+    (tmp_path / "fast.toml").write_text(body)
+    (tmp_path / "slow.toml").write_text(body + "[timing]\nread_s = 2.0\n")
+    fast_file, slow_file = tmp_path / "fast.toml", tmp_path / "slow.toml"
+    (tmp_path / "both.toml").write_text(f'include = ["{fast_file}", "{slow_file}"]\n')
+    fast = [c.episode_id for c in iter_cells(load_grid(str(tmp_path / "fast.toml")))]
+    slow = [c.episode_id for c in iter_cells(load_grid(str(tmp_path / "slow.toml")))]
+    both = [c.episode_id for c in iter_cells(load_grid(str(tmp_path / "both.toml")))]
+    assert fast and len(fast) == len(slow) and not set(fast) & set(slow)
+    assert both == fast + slow
+
+
 def _peak_rss_kb(args: list[str]) -> int:
     proc = subprocess.Popen([LIMBO, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)
