@@ -154,8 +154,11 @@ def test_losing_the_extra_node_mid_run_loses_and_duplicates_nothing(
     assert proc.returncode == 0, err  # the run went on without the node
     assert at_kill < len(reference)  # the node died mid-run, with cells still to run
     progress = [line for line in out.splitlines() if line.startswith("[limbo] ")]
-    assert re.search(r"ray 1 node, 0 cells in flight, [1-9]\d* lost batch(es)? run again",
-                     progress[-1]), progress  # its batches ran again on the head
+    # Its batches ran again on the head. The node count is Ray's own view, which marks a
+    # killed node dead only after its health checks time out: a run that ends sooner still
+    # counts two nodes.
+    assert re.search(r"ray [12] nodes?, 0 cells in flight, [1-9]\d* lost batch(es)? run again",
+                     progress[-1]), progress
     got = records(tmp_path)
     assert len({r["episode_id"] for r in got}) == len(got) == len(reference)
     assert got == reference
