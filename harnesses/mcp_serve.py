@@ -43,6 +43,7 @@ class ExternalAgent(ModelAdapter):
     """Stands for the model of an outside MCP client: limbo never asks it anything."""
 
     provider = "external"
+    offline = True
 
     async def generate(self, messages: list[Message], tools: list[ToolDef],
                        ctx: EpisodeContext) -> ModelTurn:

@@ -28,6 +28,7 @@ from limbo.commands import (
     view,
 )
 from limbo.errors import UsageError
+from limbo.interrupts import from_user, watching
 
 COMMANDS = (run, episode, show, status, listing, tables, figures, compare, report, view, check,
             mcp, schema)
@@ -54,15 +55,27 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    try:
-        args = parser().parse_args(argv)
-        return int(args.handler(args) or 0)
-    except UsageError as exc:
-        print(f"limbo: error: {_one_line(str(exc))}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("limbo: interrupted; re-run the same command to resume", file=sys.stderr)
-        return 130
+    with watching():
+        try:
+            args = parser().parse_args(argv)
+            args.argv = list(sys.argv[1:] if argv is None else argv)  # for the re-run commands
+            return int(args.handler(args) or 0)
+        except UsageError as exc:
+            print(f"limbo: error: {_one_line(str(exc))}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt as exc:
+            if not from_user():  # raised by some code (a plugin), not a Ctrl-C
+                print(f"limbo: error: {_one_line(_not_ctrl_c(exc))}", file=sys.stderr)
+                return 2
+            print("limbo: interrupted; re-run the same command to resume", file=sys.stderr)
+            return 130
+
+
+def _not_ctrl_c(exc: KeyboardInterrupt) -> str:
+    from limbo.isolation import where
+
+    return (f"{where(exc)} was raised by code (a plugin?), not by a Ctrl-C; nothing was "
+            f"interrupted by you")
 
 
 def _one_line(text: str) -> str:

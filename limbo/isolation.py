@@ -3,11 +3,12 @@
 A model adapter is somebody else's code, and a model's reply is somebody else's data. Between
 them and the harness stands :class:`Isolated`, which
 
-- turns anything the adapter raises — ``SystemExit``, a ``CancelledError`` of its own, any
-  exception — into an :class:`AdapterFailure` naming the adapter (the episode ends as
-  ``infra_error``). Three things pass unchanged: a :class:`~limbo.errors.ModelError` (the
-  provider failed after retries: ``model_error``), a :class:`~limbo.errors.UsageError` (the user
-  must fix something, e.g. a rejected key: the run stops), and the user's own Ctrl-C. The
+- turns anything the adapter raises — ``SystemExit``, a ``KeyboardInterrupt`` or a
+  ``CancelledError`` of its own, any exception — into an :class:`AdapterFailure` naming the
+  adapter (the episode ends as ``infra_error``). Three things pass unchanged: a
+  :class:`~limbo.errors.ModelError` (the provider failed after retries: ``model_error``), a
+  :class:`~limbo.errors.UsageError` (the user must fix something, e.g. a rejected key: the run
+  stops), and the user's own Ctrl-C (told apart by :func:`limbo.interrupts.from_user`). The
   cancellation of the episode itself (its ``--episode-timeout``) passes through as well;
 - refuses a turn that is not a :class:`ModelTurn` (from any adapter but LIMBO's own reference
   policies, see :attr:`ModelAdapter.trusted`), or whose usage is not token counts that are
@@ -42,6 +43,7 @@ from limbo.adapter import (
     is_utf8,
 )
 from limbo.errors import InfraError, ModelError, UsageError
+from limbo.interrupts import from_user
 
 ACLOSE_TIMEOUT_S = 30.0
 TOKEN_FIELDS = ("input_tokens", "output_tokens", "cached_input_tokens")
@@ -67,10 +69,13 @@ def where(exc: BaseException) -> str:
 
 
 def escapes(exc: BaseException) -> bool:
-    """The exceptions no boundary may swallow: the user's Ctrl-C, a :class:`UsageError`, and
-    the cancellation of the running task."""
-    if isinstance(exc, (KeyboardInterrupt, UsageError)):
+    """The exceptions no boundary may swallow: the user's Ctrl-C (not a ``KeyboardInterrupt``
+    some code raised itself, :mod:`limbo.interrupts`), a :class:`UsageError`, and the
+    cancellation of the running task."""
+    if isinstance(exc, UsageError):
         return True
+    if isinstance(exc, KeyboardInterrupt):
+        return from_user()
     return isinstance(exc, asyncio.CancelledError) and being_cancelled()
 
 

@@ -61,7 +61,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run(args: argparse.Namespace) -> int:
-    from limbo.commands.run import check_models
+    from limbo.commands.model_check import check_models
     from limbo.episode import run_episode
     from limbo.store import dumps
     from limbo.timeline import render
