@@ -35,8 +35,11 @@ def retried(which: str | None) -> tuple[str, ...]:
 
 
 def first_line(reason: object) -> str:
-    """What groups a reason: its first line, cut at :data:`REASON_CHARS`."""
-    text = str(reason or "no reason recorded").strip().splitlines()
+    """What groups a reason: its first line, cut at :data:`REASON_CHARS`, with any credential
+    masked (a reason held in memory has not been through the records' scrubbing yet)."""
+    from limbo.providers.secrets import scrub  # lazily: the providers package imports the store
+
+    text = scrub(str(reason or "no reason recorded")).strip().splitlines()
     line = text[0] if text else "no reason recorded"
     return line if len(line) <= REASON_CHARS else line[:REASON_CHARS - 1] + "…"
 
