@@ -22,6 +22,7 @@ leaves the records files as they were.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 from collections.abc import Iterable, Iterator
@@ -97,5 +98,6 @@ def _rewrite_without(path: Path, numbers: set[int], why: str) -> None:
             os.fsync(out.fileno())
         os.replace(tmp, path)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # a temporary name taken by a directory stays
+            tmp.unlink(missing_ok=True)
         raise StoreError(f"cannot rewrite {path} to {why}: {exc.strerror}") from None

@@ -27,6 +27,7 @@ from limbo import __version__
 from limbo.cell import Cell
 from limbo.config import EPISODE_TIMEOUT_S
 from limbo.errors import UsageError
+from limbo.errored import ERROR_TERMINATIONS
 from limbo.executor import Item, Pool, encoded, stream
 from limbo.moves import quarantine, supersede
 from limbo.plan import Plan, plan
@@ -91,6 +92,9 @@ class RunResult:
     wall_s: float
     retried: int = 0
     """Errored cells of this shard whose records were set aside to run them again."""
+    errored: int = 0
+    """Cells of this shard whose record ended in an error (``infra_error``, ``model_error``)
+    after this pass: the run is not complete until they run again."""
 
 
 class RunDir:
@@ -308,7 +312,17 @@ def _run(cells: Iterable[Cell], opts: RunOptions, manifest: dict[str, Any], the_
     if skipped:  # a resumed run: summarise everything recorded, not this pass
         summary = Summary.of(iter_records(opts.out))
     return RunResult(summary, tally.ran, skipped, len(pending) - tally.ran, reason,
-                     stopwatch() - started, retried)
+                     stopwatch() - started, retried, _errored_before(run, the_plan)
+                     + tally.summary.errors.count())
+
+
+def _errored_before(run: RunDir, the_plan: Plan) -> int:
+    """This shard's cells whose record, kept from an earlier pass, ended in an error."""
+    if not run.scan.errored:
+        return 0
+    mine = set(the_plan.mine)
+    return sum(1 for episode, e in run.scan.errored.items()
+               if e.termination in ERROR_TERMINATIONS and episode in mine)
 
 
 def _workers(asked: int, todo: int, notice: Notice) -> int:

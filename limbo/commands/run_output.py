@@ -80,8 +80,8 @@ def say(console: Any, text: str) -> None:
 
 
 def report_end(result: RunResult, name: str, out: Any, console: Any, argv: list[str]) -> int:
-    """Print how a grid's pass ended; the errored episodes left in the run (``infra_error``,
-    ``model_error``), which make ``limbo run`` exit 1."""
+    """Print how a grid's pass ended; the errored cells left in this run's shard
+    (``infra_error``, ``model_error``), which make ``limbo run`` exit 1."""
     left = f", {result.left} left to run" if result.left else ""
     retried = (f" ({result.retried} errored cells set aside and run again)"
                if result.retried else "")
@@ -106,4 +106,4 @@ def report_end(result: RunResult, name: str, out: Any, console: Any, argv: list[
                      f"{retry_command(argv, False)}")
     if timeouts:
         say(console, f"to run the timed-out ones again too: {retry_command(argv, True)}")
-    return errored
+    return result.errored
