@@ -26,8 +26,8 @@ from typing import Any, Literal, get_args
 from limbo import __version__
 from limbo.cell import Cell
 from limbo.config import EPISODE_TIMEOUT_S
-from limbo.errors import UsageError
 from limbo.errored import ERROR_TERMINATIONS
+from limbo.errors import UsageError
 from limbo.executor import Item, Pool, encoded, stream
 from limbo.moves import quarantine, supersede
 from limbo.plan import Plan, plan
