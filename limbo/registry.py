@@ -214,4 +214,5 @@ def _reraise_plugin(spec: str, exc: BaseException) -> NoReturn:
 
     if isinstance(exc, UsageError) or (isinstance(exc, KeyboardInterrupt) and from_user()):
         raise exc
-    raise UsageError(f"plugin {spec} failed to load: {type(exc).__name__}: {exc}") from None
+    detail = f": {exc}" if str(exc) else ""
+    raise UsageError(f"plugin {spec} failed to load: {type(exc).__name__}{detail}") from None
