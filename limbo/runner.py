@@ -117,6 +117,7 @@ class RunDir:
         for path in (self.records, self.manifest):
             if path.exists() and not path.is_file():
                 raise UsageError(f"{path} is not a regular file; move it out of the run directory")
+        _grid_kind(self.out)  # before the lock too: a refused directory gains no lock file
         self.lock.acquire()
         try:
             _same_grid(self.out, the_plan, name)
@@ -191,11 +192,17 @@ def _make_dir(out: Path) -> None:
         raise UsageError(f"cannot create --out {out}: {exc.strerror}") from None
 
 
-def _same_grid(out: Path, the_plan: Plan, name: str) -> None:
+def _grid_kind(out: Path) -> None:
+    """``out`` holds no run of another kind (``limbo mcp``'s episodes)."""
     for file, manifest in manifests(out).items():
         if kind_of(manifest) != GRID:
             raise UsageError(f"{out} holds episodes of `{manifest.get('command') or kind_of(manifest)}` "
                              f"({file}), not a grid's run; choose another --out")
+
+
+def _same_grid(out: Path, the_plan: Plan, name: str) -> None:
+    _grid_kind(out)
+    for file, manifest in manifests(out).items():
         theirs = manifest.get("fingerprint")
         if theirs is not None and theirs != the_plan.fingerprint:
             grid = (manifest.get("grid") or {}).get("name", "?")

@@ -98,6 +98,7 @@ def run(args: argparse.Namespace) -> int:
         args.out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UsageError(f"cannot create --out {args.out}: {exc.strerror}") from None
+    _refuse_other_kind(args.out)  # before the lock too: a refused directory gains no lock file
     lock = WriterLock(args.out, None)  # one writer, as for `limbo run`, for the whole episode
     lock.acquire()
     try:
