@@ -63,12 +63,26 @@ def main(argv: list[str] | None = None) -> int:
         except UsageError as exc:
             print(f"limbo: error: {_one_line(str(exc))}", file=sys.stderr)
             return 2
+        except BrokenPipeError:  # the reader went away (`limbo list ... | head`): not an error
+            _quiet_stdout()
+            return 141
         except KeyboardInterrupt as exc:
             if not from_user():  # raised by some code (a plugin), not a Ctrl-C
                 print(f"limbo: error: {_one_line(_not_ctrl_c(exc))}", file=sys.stderr)
                 return 2
             print("limbo: interrupted; re-run the same command to resume", file=sys.stderr)
             return 130
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so that flushing it at exit does not fail a second time."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is not a file descriptor (captured in a test)
+        pass
 
 
 def _not_ctrl_c(exc: KeyboardInterrupt) -> str:

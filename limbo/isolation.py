@@ -18,6 +18,8 @@ them and the harness stands :class:`Isolated`, which
 - replaces lone surrogates in what the model said (text, tool names, ids and arguments) with
   U+FFFD, so that every record is valid UTF-8. (Non-finite numbers in arguments are refused
   further in, by the tool boundary, as ``invalid_argument``.)
+- prices a turn whose usage spent tokens without a ``cost_usd`` from the adapter class's
+  prices, or marks its cost unknown (``None``), never free;
 - bounds :meth:`ModelAdapter.aclose` to :data:`ACLOSE_TIMEOUT_S` and reports its failure.
 
 An adapter that blocks the event loop (a synchronous call that never returns) or that swallows
@@ -96,6 +98,8 @@ class Isolated(ModelAdapter):
         self.provider = getattr(inner, "provider", "")  # type: ignore[misc]
         self.model = getattr(inner, "model", "")
         self.params = getattr(inner, "params", {})
+        self._price: dict[str, float] | None = None
+        self._price_asked = False
 
     @property
     def spec(self) -> str:
@@ -112,7 +116,29 @@ class Isolated(ModelAdapter):
             if escapes(exc) or isinstance(exc, ModelError):
                 raise
             raise AdapterFailure(f"adapter {self.name} raised {where(exc)}") from None
-        return checked(turn, self.name) if self.check else turn
+        if not self.check:
+            return turn
+        return self._priced(checked(turn, self.name))
+
+    def _priced(self, turn: ModelTurn) -> ModelTurn:
+        """A turn that spent tokens without saying what they cost is priced from the adapter
+        class's :meth:`~ModelAdapter.price_per_mtok`, or marked unknown (``None``): an adapter
+        that leaves ``cost_usd`` at its default must not read as free."""
+        usage = turn.usage
+        if "cost_usd" in usage.model_fields_set or not (usage.input_tokens or usage.output_tokens):
+            return turn
+        if not self._price_asked:
+            self._price_asked = True
+            try:
+                self._price = type(self.inner).price_per_mtok(self.model, self.params)
+            except Exception:  # noqa: BLE001 - a broken price method prices nothing
+                self._price = None
+        price, cost = self._price, None
+        if price is not None:
+            cached = usage.cached_input_tokens
+            cost = ((usage.input_tokens - cached) * price["input"] + cached * price.get(
+                "cached_input", price["input"]) + usage.output_tokens * price["output"]) / 1e6
+        return turn.model_copy(update={"usage": usage.model_copy(update={"cost_usd": cost})})
 
     async def aclose(self) -> None:
         problem = await self.close()
