@@ -43,8 +43,10 @@ from limbo.paths import check_output
 from limbo.plan import Plan, plan
 from limbo.provenance import provenance
 from limbo.providers.secrets import scrub
+from limbo.rerun import where
 from limbo.runner import EXECUTORS, RunOptions, run_cells
 from limbo.store import scan
+from limbo.transport import transports
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -182,7 +184,10 @@ def _run_grid(grid: Grid, out: Path, shard: tuple[int, int] | None, args: argpar
                       retry=retried(args.retry_errors))
     argv = [scrub(a) for a in argv_of(args)]
     manifest = {"grid": grid.model_dump(mode="json"), "levels": resolved(grid),
-                "dropped": dict(source.dropped), **provenance(), "argv": argv}
+                "dropped": dict(source.dropped), **provenance(), "argv": argv,
+                "transport": transports(resolved(grid)["models"]),
+                "plugins": [where(p) for p in args.plugin],
+                "prices": [str(p.resolve()) for p in args.prices]}
     progress = Progress(console, len(the_plan.mine), args.quiet)
     try:
         result = run_cells(source, opts, manifest, progress, lambda text: say(console, text),
