@@ -55,6 +55,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    args: argparse.Namespace | None = None
     with watching():
         try:
             args = parser().parse_args(argv)
@@ -70,7 +71,9 @@ def main(argv: list[str] | None = None) -> int:
             if not from_user():  # raised by some code (a plugin), not a Ctrl-C
                 print(f"limbo: error: {_one_line(_not_ctrl_c(exc))}", file=sys.stderr)
                 return 2
-            print("limbo: interrupted; re-run the same command to resume", file=sys.stderr)
+            resumes = args is not None and args.command == "run"
+            print("limbo: interrupted" + ("; re-run the same command to resume" if resumes
+                                          else ""), file=sys.stderr)
             return 130
 
 
