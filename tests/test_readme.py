@@ -161,3 +161,14 @@ def _run_all(commands: list[str], tmp_path: Path, env: dict[str, str], bindir: P
         result = subprocess.run(argv, capture_output=True, text=True, cwd=tmp_path, env=env,
                                 stdin=subprocess.DEVNULL)
         assert result.returncode == 0, (command, result.stderr)
+
+
+def test_the_tour_writes_only_where_git_ignores() -> None:
+    """A run's manifest records whether the checkout was dirty: the tour must not make it so."""
+    import shlex
+
+    ignored = (ROOT / ".gitignore").read_text().splitlines()
+    assert "runs/" in ignored and "/figures/" in ignored  # and figures' own default --out
+    outs = [argv[argv.index("--out") + 1] for argv in map(shlex.split, tour_commands())
+            if "--out" in argv]
+    assert len(outs) >= 4 and all(out.startswith("runs/") for out in outs), outs
