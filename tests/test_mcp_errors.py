@@ -71,7 +71,7 @@ def _post(url: str, body: bytes, session: str | None) -> tuple[dict, str | None]
     return (json.loads(raw) if raw else {}), sid
 
 
-def test_every_bad_message_is_answered_over_stdio_as_over_http(tmp_path) -> None:
+def test_every_bad_message_is_answered_over_stdio_as_over_http(capsys, tmp_path) -> None:
     stdio = Stdio(tmp_path / "stdio")
     http, url = _http_server(tmp_path / "http")
     try:
@@ -96,6 +96,10 @@ def test_every_bad_message_is_answered_over_stdio_as_over_http(tmp_path) -> None
         record = json.loads((out / "episodes.jsonl").read_text())
         assert record["outcome"]["termination"] == "finished"
         assert record["report"]["summary"] == "probed"
+        manifest = json.loads((out / "manifest.json").read_text())
+        assert manifest["kind"] == "mcp" and manifest["episodes"] == 1
+        status = cli(capsys, "status", str(out))  # its own kind: each episode is its cell
+        assert status.code == 0 and "limbo mcp: 1 episode(s) recorded" in status.out
 
 
 def test_a_port_that_cannot_be_served_is_a_usage_error(capsys, tmp_path) -> None:

@@ -109,9 +109,11 @@ def _pass(name: str, manifest: dict[str, Any], result: Scan) -> dict[str, Any]:
     raw = manifest.get("shard")
     shard = (int(raw[0]), int(raw[1])) if isinstance(raw, list) and len(raw) == 2 else None
     done = sum(1 for i in result.ids if in_shard(i, shard))
-    return {"manifest": name, "shard": f"{shard[0]}/{shard[1]}" if shard else None,
+    return {"manifest": name, "kind": kind_of(manifest),
+            "shard": f"{shard[0]}/{shard[1]}" if shard else None,
             "cells": manifest.get("cells"), "done": done, "status": manifest.get("status"),
-            "stop_reason": manifest.get("stop_reason"), "ran": manifest.get("ran")}
+            "stop_reason": manifest.get("stop_reason"), "ran": manifest.get("ran"),
+            "last_episode": manifest.get("last_episode")}
 
 
 def verdict(info: dict[str, Any]) -> tuple[bool, str]:
@@ -152,6 +154,10 @@ def _lines(info: dict[str, Any]) -> list[str]:
                    f"{SUPERSEDED} (history: counted by no reader)")
     out += [f"  {line}" for line in info["bad_lines"][:20]]
     for p in info["passes"]:
+        if p["kind"] != GRID:
+            out.append(f"limbo mcp: {p['done']} episode(s) recorded, each its own cell; the "
+                       f"last: {p['last_episode']}")
+            continue
         what = f"shard {p['shard']}" if p["shard"] else "whole grid"
         reason = f" ({p['stop_reason']})" if p["stop_reason"] else ""
         out.append(f"{what}: {p['done']} of {p['cells']} done; last pass {p['status']}{reason}")
