@@ -24,12 +24,16 @@ def where(plugin: str) -> str:
 
 def recorded(run_dir: Path) -> tuple[list[str], list[str]]:
     """The plugins and price files of the runs that wrote ``run_dir`` (every manifest's,
-    first seen first)."""
-    return _recorded(str(run_dir))
+    first seen first). Read once per state of its manifests: a report asks for each of its
+    episodes."""
+    state = tuple((p.name, p.stat().st_mtime_ns, p.stat().st_size)
+                  for p in sorted(run_dir.glob("manifest*.json")) if p.is_file())
+    return _recorded(str(run_dir), state)
 
 
 @functools.lru_cache(maxsize=64)
-def _recorded(run_dir: str) -> tuple[list[str], list[str]]:
+def _recorded(run_dir: str, state: tuple[tuple[str, int, int], ...]) -> tuple[list[str],
+                                                                           list[str]]:
     from limbo.store import manifests
 
     plugins: dict[str, None] = {}
