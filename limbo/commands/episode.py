@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
 from typing import Any
 
 from limbo.commands.common import (
@@ -112,22 +111,10 @@ def flag_cell(args: argparse.Namespace) -> Any:
         model = raw.get("model", Cell.model_fields["model"].default)
         raw["model"] = with_params(model, args.model_param)
     seed = world_seed(0 if args.seed is None else args.seed, task)
-    return _cell({**raw, **task, "service": t.service, "seed": seed},
+    from limbo.commands.episode_from import build_cell
+
+    return build_cell({**raw, **task, "service": t.service, "seed": seed},
                  lambda loc: "--" + loc.replace("_", "-"))
-
-
-def _cell(raw: dict[str, Any], name: Callable[[str], str]) -> Any:
-    """``raw`` as a :class:`~limbo.cell.Cell`; a one-line error naming the bad field (as
-    ``name`` spells a field's location for the user)."""
-    from pydantic import ValidationError
-
-    from limbo.cell import Cell
-
-    try:
-        return Cell.model_validate({k: v for k, v in raw.items() if v is not None})
-    except ValidationError as exc:
-        err = exc.errors(include_url=False)[0]
-        raise UsageError(f"{name('.'.join(map(str, err['loc'])))}: {err['msg']}") from None
 
 
 def _check_levels(cell: Any) -> None:

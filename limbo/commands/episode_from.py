@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +40,6 @@ def adopt_run_options(args: argparse.Namespace) -> None:
 def stored_cell(args: argparse.Namespace) -> Any:
     """The cell of the stored episode ``--from`` names, rebuilt with the timing and limits
     under which it hashes to its id."""
-    from limbo.commands.episode import _cell
     from limbo.commands.show import stored_record
 
     given = [f"--{n.replace('_', '-')}" for n in CELL_FLAGS if getattr(args, n) not in (None, [])]
@@ -51,7 +51,7 @@ def stored_cell(args: argparse.Namespace) -> Any:
     where = f"episode {episode_id} in {run_dir}"
     settings, problem = _settings(run_dir)
     for timing, limits in settings:
-        cell = _cell({**record["cell"], "timing": timing, "limits": limits},
+        cell = build_cell({**record["cell"], "timing": timing, "limits": limits},
                      lambda loc: f"{where}: cell.{loc}")
         if cell.episode_id == episode_id:
             return cell.model_copy(update={"transport": tuple(sorted(
@@ -145,3 +145,17 @@ def _short(value: Any, limit: int = 120) -> str:
 
     text = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else repr(value)
     return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def build_cell(raw: dict[str, Any], name: Callable[[str], str]) -> Any:
+    """``raw`` as a :class:`~limbo.cell.Cell`; a one-line error naming the bad field (as
+    ``name`` spells a field's location for the user)."""
+    from pydantic import ValidationError
+
+    from limbo.cell import Cell
+
+    try:
+        return Cell.model_validate({k: v for k, v in raw.items() if v is not None})
+    except ValidationError as exc:
+        err = exc.errors(include_url=False)[0]
+        raise UsageError(f"{name('.'.join(map(str, err['loc'])))}: {err['msg']}") from None

@@ -80,17 +80,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--max-cost", type=float, metavar="USD",
                    help="a model budget: start an episode only while, at the mean cost per "
                         "episode so far, it stays within USD")
-    p.add_argument("--allow-unpriced", action="store_true",
-                   help="with --max-cost: run models without a known price too (the budget "
-                        "cannot count their cost)")
-    p.add_argument("--retry-errors", nargs="?", const="errors", type=retry_value,
-                   metavar="timeout",
-                   help="run again the cells whose record ended in infra_error or model_error "
-                        "(=timeout: and in timeout); the old records are kept in "
-                        "superseded.jsonl, counted by no reader")
-    p.add_argument("--no-preflight", action="store_true",
-                   help="do not check each real model with one cheap call before the first "
-                        "cell (e.g. to re-run from the response cache without the endpoint)")
+    _add_real_model_flags(p)
     add_plugin_flag(p)
     p.add_argument("--dry-run", action="store_true",
                    help="print the cells, the real harness processes and model calls, their "
@@ -103,6 +93,21 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     check.add_gate_flags(p)
 
 
+
+
+def _add_real_model_flags(p: argparse.ArgumentParser) -> None:
+    """The flags for runs against real endpoints: budgets, errored cells, the preflight."""
+    p.add_argument("--allow-unpriced", action="store_true",
+                   help="with --max-cost: run models without a known price too (the budget "
+                        "cannot count their cost)")
+    p.add_argument("--retry-errors", nargs="?", const="errors", type=retry_value,
+                   metavar="timeout",
+                   help="run again the cells whose record ended in infra_error or model_error "
+                        "(=timeout: and in timeout); the old records are kept in "
+                        "superseded.jsonl, counted by no reader")
+    p.add_argument("--no-preflight", action="store_true",
+                   help="do not check each real model with one cheap call before the first "
+                        "cell (e.g. to re-run from the response cache without the endpoint)")
 
 
 def run(args: argparse.Namespace) -> int:

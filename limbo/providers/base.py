@@ -172,7 +172,7 @@ class ProviderAdapter(ModelAdapter):
         """One cheap call before a run: endpoint, key and model (:mod:`.preflight`)."""
         from limbo.providers.preflight import preflight
 
-        preflight(self)
+        preflight(self, transport_errors())
 
     def scrub(self, text: str) -> str:
         """``text`` with the API key (and any other credential we know of) masked."""

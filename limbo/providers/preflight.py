@@ -38,32 +38,34 @@ LISTED = 8
 """Model ids quoted in the message for an unknown model."""
 
 
-def preflight(adapter: ProviderAdapter) -> None:
-    """Check that ``adapter``'s endpoint, key and model work (see the module docstring)."""
+def preflight(adapter: ProviderAdapter, transport: tuple[type[BaseException], ...]) -> None:
+    """Check that ``adapter``'s endpoint, key and model work (see the module docstring);
+    ``transport`` are the HTTP library's transport errors (unreachable, when raised bare)."""
     probe = type(adapter)(adapter.model, cache=None, **{
         **adapter.params, "stream": False, "max_tokens": PROBE_TOKENS, "max_attempts": 1,
         "timeout": min(adapter.timeout, PROBE_TIMEOUT_S)})
-    asyncio.run(_check(probe))
+    asyncio.run(_check(probe, transport))
 
 
-async def _check(probe: ProviderAdapter) -> None:
+async def _check(probe: ProviderAdapter, transport: tuple[type[BaseException], ...]) -> None:
     try:
-        listed = await _listed(probe)
+        listed = await _listed(probe, transport)
         if listed is None or probe.model in listed or f"{probe.model}:latest" in listed:
             return
-        await _ask(probe, listed)
+        await _ask(probe, listed, transport)
     finally:
         await probe.aclose()
 
 
-async def _listed(probe: ProviderAdapter) -> set[str] | None:
+async def _listed(probe: ProviderAdapter,
+                  transport: tuple[type[BaseException], ...]) -> set[str] | None:
     """The ids the endpoint lists; ``None`` when it lists none (no such route, an odd body)."""
     client = probe.client()
     try:
         answer = await client.get(probe.models_path, cast_to=object, options={
             "timeout": probe.timeout, "params": probe.models_query})
     except Exception as exc:  # noqa: BLE001 - sorted below: what stops the run is raised
-        _stop_for(probe, exc, None)
+        _stop_for(probe, exc, None, transport)
         return None
     data = answer.get("data") if isinstance(answer, dict) else None
     if not isinstance(data, list):
@@ -71,22 +73,24 @@ async def _listed(probe: ProviderAdapter) -> set[str] | None:
     return {str(m["id"]) for m in data if isinstance(m, dict) and "id" in m}
 
 
-async def _ask(probe: ProviderAdapter, listed: set[str]) -> None:
+async def _ask(probe: ProviderAdapter, listed: set[str],
+               transport: tuple[type[BaseException], ...]) -> None:
     """One short request for the model, as the run would make it."""
     request = wire_bytes(probe._request([Message(role="user", content="Answer OK.")], []), [])
     try:
         await probe._call(request)
     except Exception as exc:  # noqa: BLE001 - sorted below: what stops the run is raised
-        _stop_for(probe, exc, listed)
+        _stop_for(probe, exc, listed, transport)
 
 
-def _stop_for(probe: ProviderAdapter, exc: BaseException, listed: set[str] | None) -> None:
+def _stop_for(probe: ProviderAdapter, exc: BaseException, listed: set[str] | None,
+              transport: tuple[type[BaseException], ...]) -> None:
     """Raise the :class:`UsageError` that stops the run, if ``exc`` is such a failure."""
     sdk = probe.sdk
     url = _url(probe)
     status = getattr(exc, "status_code", None)
     if isinstance(exc, sdk.APIConnectionError | sdk.APITimeoutError) or (
-            status is None and _transport(exc)):
+            status is None and isinstance(exc, transport)):
         cause = exc.__cause__ or exc.__context__ or exc
         raise UsageError(probe.scrub(f"cannot reach {url} for {probe.spec} ({_why(cause)}); is "
                                      f"the server running?")) from None
@@ -100,12 +104,6 @@ def _stop_for(probe: ProviderAdapter, exc: BaseException, listed: set[str] | Non
         raise UsageError(probe.scrub(
             f"{probe.spec}: {url} does not know the model {probe.model!r} ({describe(exc)}); "
             f"it lists: {offered}{more}"))
-
-
-def _transport(exc: BaseException) -> bool:
-    from limbo.providers.base import transport_errors
-
-    return isinstance(exc, transport_errors())
 
 
 def _why(exc: BaseException) -> str:
