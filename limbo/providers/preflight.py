@@ -21,6 +21,7 @@ and its cost, a few tokens, is not counted.
 from __future__ import annotations
 
 import asyncio
+import copy
 from typing import TYPE_CHECKING, Any
 
 from limbo.adapter import Message
@@ -41,9 +42,10 @@ LISTED = 8
 def preflight(adapter: ProviderAdapter, transport: tuple[type[BaseException], ...]) -> None:
     """Check that ``adapter``'s endpoint, key and model work (see the module docstring);
     ``transport`` are the HTTP library's transport errors (unreachable, when raised bare)."""
-    probe = type(adapter)(adapter.model, cache=None, **{
-        **adapter.params, "stream": False, "max_tokens": PROBE_TOKENS, "max_attempts": 1,
-        "timeout": min(adapter.timeout, PROBE_TIMEOUT_S)})
+    probe = copy.copy(adapter)  # not rebuilt: a subclass's constructor may take other arguments
+    probe.params = {**adapter.params, "stream": False, "max_tokens": PROBE_TOKENS,
+                    "timeout": min(adapter.timeout, PROBE_TIMEOUT_S)}
+    probe.cache, probe._client = None, None  # its own client, closed when done
     asyncio.run(_check(probe, transport))
 
 
