@@ -19,7 +19,7 @@ import contextlib
 import signal
 import sys
 from collections.abc import Callable
-from typing import Literal
+from typing import Any, Literal, cast
 
 from limbo.adapter import EpisodeContext, Message, ModelAdapter, ModelTurn, ToolDef
 from limbo.errors import InfraError
@@ -43,6 +43,7 @@ class ExternalAgent(ModelAdapter):
     """Stands for the model of an outside MCP client: limbo never asks it anything."""
 
     provider = "external"
+    offline = True
 
     async def generate(self, messages: list[Message], tools: list[ToolDef],
                        ctx: EpisodeContext) -> ModelTurn:
@@ -96,9 +97,13 @@ class ServedEpisode:
     async def _stdio(self) -> None:
         from mcp.server.stdio import stdio_server
 
+        from limbo.harnesses.mcp_stdio import CheckedLines
+
         mcp = self.server.server
         self.announce("limbo mcp: serving the episode on stdio")
-        async with stdio_server() as (read, write):
+        lines = CheckedLines()  # every line gets an answer, as over HTTP
+        async with stdio_server(stdin=cast(Any, lines)) as (read, write):
+            lines.answer_with(write.send)
             serving = asyncio.ensure_future(
                 mcp.run(read, write, mcp.create_initialization_options()))
             ended = asyncio.ensure_future(self._done.wait())

@@ -19,7 +19,9 @@ from limbo.world import World
 
 @harness("minimal")
 class MinimalHarness:
-    """Runs one episode's agent loop against ``world`` (implements :class:`limbo.harness.Harness`)."""
+    """LIMBO's own agent loop, in this process: one model turn, its tool calls, and so on.
+
+    Implements :class:`limbo.harness.Harness` for one episode's ``world``."""
 
     def __init__(self, world: World, adapter: ModelAdapter, condition: Condition,
                  ctx: EpisodeContext) -> None:

@@ -356,6 +356,7 @@ class PolicyAdapter(ReferenceAdapter):
     It follows the answer key the episode briefs it with (:mod:`limbo.briefing`)."""
 
     trusted = True
+    offline = True
 
     def __init__(self, model: str, **params: Any) -> None:
         self.policy = make_policy(model, params)

@@ -98,6 +98,10 @@ class ModelAdapter:
     """Set only by LIMBO's own reference policies, whose turns are
     built from validated models by tested code: the adapter boundary skips its per-turn checks
     for them (exceptions are still caught). Every other adapter's turns are checked."""
+    offline: ClassVar[bool] = False
+    """Set by adapters that call no model (the reference policies, scripted turns, replay):
+    a run does not count their episodes among the real-model ones it estimates before
+    starting. An adapter of a plugin calls a model unless it says otherwise."""
 
     def __init__(self, model: str, **params: Any) -> None:
         self.model = model

@@ -3,7 +3,9 @@
 The episode id is a digest of the canonical cell, so it is the same when computed from a grid
 before running and when read back from a record afterwards — which is what lets a re-run skip
 finished cells. Settings that do not change what happens (concurrency, workers, output
-directory) are not part of a cell.
+directory) are not part of a cell, and neither is how the model is reached (its server's
+address, timeouts, retry budget: :mod:`limbo.transport`), which a cell carries beside its
+fields.
 """
 
 from __future__ import annotations
@@ -11,12 +13,13 @@ from __future__ import annotations
 from functools import cached_property
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from limbo.config import Limits, Timing
 from limbo.hashing import digest
 from limbo.memo import per_object
 from limbo.services import Contract
+from limbo.transport import split_transport
 
 CELL_ID_VERSION = 1
 
@@ -45,6 +48,23 @@ class Cell(CellFields):
 
     timing: Timing = Timing()
     limits: Limits = Limits()
+    transport: tuple[tuple[str, Any], ...] = ()
+    """The model string's transport parameters (``base_url``, ``timeout``, ...), split off
+    ``model`` as the cell is built: how to reach the model, not part of the cell's id or of
+    its record (the run's manifest records them)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _transport_apart(cls, data: Any) -> Any:
+        model = data.get("model") if isinstance(data, dict) else None
+        if not isinstance(model, str) or "?" not in model:
+            return data
+        identity, transport = split_transport(model)
+        if not transport:
+            return data
+        given = dict(data.get("transport") or ())
+        return {**data, "model": identity, "transport": tuple(sorted({**dict(transport),
+                                                                      **given}.items()))}
 
     def public(self) -> dict[str, Any]:
         """The ten cell fields of the episode record."""

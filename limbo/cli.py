@@ -28,6 +28,7 @@ from limbo.commands import (
     view,
 )
 from limbo.errors import UsageError
+from limbo.interrupts import from_user, watching
 
 COMMANDS = (run, episode, show, status, listing, tables, figures, compare, report, view, check,
             mcp, schema)
@@ -54,15 +55,44 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    args: argparse.Namespace | None = None
+    with watching():
+        try:
+            args = parser().parse_args(argv)
+            args.argv = list(sys.argv[1:] if argv is None else argv)  # for the re-run commands
+            return int(args.handler(args) or 0)
+        except UsageError as exc:
+            print(f"limbo: error: {_one_line(str(exc))}", file=sys.stderr)
+            return 2
+        except BrokenPipeError:  # the reader went away (`limbo list ... | head`): not an error
+            _quiet_stdout()
+            return 141
+        except KeyboardInterrupt as exc:
+            if not from_user():  # raised by some code (a plugin), not a Ctrl-C
+                print(f"limbo: error: {_one_line(_not_ctrl_c(exc))}", file=sys.stderr)
+                return 2
+            resumes = args is not None and args.command == "run"
+            print("limbo: interrupted" + ("; re-run the same command to resume" if resumes
+                                          else ""), file=sys.stderr)
+            return 130
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so that flushing it at exit does not fail a second time."""
+    import os
+
     try:
-        args = parser().parse_args(argv)
-        return int(args.handler(args) or 0)
-    except UsageError as exc:
-        print(f"limbo: error: {_one_line(str(exc))}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("limbo: interrupted; re-run the same command to resume", file=sys.stderr)
-        return 130
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is not a file descriptor (captured in a test)
+        pass
+
+
+def _not_ctrl_c(exc: KeyboardInterrupt) -> str:
+    from limbo.isolation import where
+
+    return (f"{where(exc)} was raised by code (a plugin?), not by a Ctrl-C; nothing was "
+            f"interrupted by you")
 
 
 def _one_line(text: str) -> str:

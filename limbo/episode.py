@@ -83,7 +83,7 @@ async def _build(cell: Cell, adapter: ModelAdapter | None,
     try:
         condition = lookup("condition", cell.condition)()
         harness_cls = make_harness or lookup("harness", cell.harness)
-        isolated = Isolated(adapter) if adapter else Isolated(_make(cell.model),
+        isolated = Isolated(adapter) if adapter else Isolated(_make(cell),
                                                               cell.model.split("?")[0])
         world = World(cell)
         header = {"timing": dumped(cell.timing), "limits": dumped(cell.limits),
@@ -101,13 +101,14 @@ async def _build(cell: Cell, adapter: ModelAdapter | None,
     return world, header, harness, isolated
 
 
-def _make(spec: str) -> ModelAdapter:
+def _make(cell: Cell) -> ModelAdapter:
+    """The cell's adapter, reaching its model the way the cell's transport says."""
     try:
-        return make_adapter(spec)
+        return make_adapter(cell.model, dict(cell.transport))
     except BaseException as exc:
         if escapes(exc):
             raise
-        raise AdapterFailure(f"adapter {spec} could not be created: {where(exc)}") from None
+        raise AdapterFailure(f"adapter {cell.model} could not be created: {where(exc)}") from None
 
 
 async def _drive(harness: Harness, timeout: float | None) -> LoopResult:

@@ -3,11 +3,12 @@
 A model adapter is somebody else's code, and a model's reply is somebody else's data. Between
 them and the harness stands :class:`Isolated`, which
 
-- turns anything the adapter raises — ``SystemExit``, a ``CancelledError`` of its own, any
-  exception — into an :class:`AdapterFailure` naming the adapter (the episode ends as
-  ``infra_error``). Three things pass unchanged: a :class:`~limbo.errors.ModelError` (the
-  provider failed after retries: ``model_error``), a :class:`~limbo.errors.UsageError` (the user
-  must fix something, e.g. a rejected key: the run stops), and the user's own Ctrl-C. The
+- turns anything the adapter raises — ``SystemExit``, a ``KeyboardInterrupt`` or a
+  ``CancelledError`` of its own, any exception — into an :class:`AdapterFailure` naming the
+  adapter (the episode ends as ``infra_error``). Three things pass unchanged: a
+  :class:`~limbo.errors.ModelError` (the provider failed after retries: ``model_error``), a
+  :class:`~limbo.errors.UsageError` (the user must fix something, e.g. a rejected key: the run
+  stops), and the user's own Ctrl-C (told apart by :func:`limbo.interrupts.from_user`). The
   cancellation of the episode itself (its ``--episode-timeout``) passes through as well;
 - refuses a turn that is not a :class:`ModelTurn` (from any adapter but LIMBO's own reference
   policies, see :attr:`ModelAdapter.trusted`), or whose usage is not token counts that are
@@ -17,6 +18,8 @@ them and the harness stands :class:`Isolated`, which
 - replaces lone surrogates in what the model said (text, tool names, ids and arguments) with
   U+FFFD, so that every record is valid UTF-8. (Non-finite numbers in arguments are refused
   further in, by the tool boundary, as ``invalid_argument``.)
+- prices a turn whose usage spent tokens without a ``cost_usd`` from the adapter class's
+  prices, or marks its cost unknown (``None``), never free;
 - bounds :meth:`ModelAdapter.aclose` to :data:`ACLOSE_TIMEOUT_S` and reports its failure.
 
 An adapter that blocks the event loop (a synchronous call that never returns) or that swallows
@@ -42,6 +45,7 @@ from limbo.adapter import (
     is_utf8,
 )
 from limbo.errors import InfraError, ModelError, UsageError
+from limbo.interrupts import from_user
 
 ACLOSE_TIMEOUT_S = 30.0
 TOKEN_FIELDS = ("input_tokens", "output_tokens", "cached_input_tokens")
@@ -67,10 +71,13 @@ def where(exc: BaseException) -> str:
 
 
 def escapes(exc: BaseException) -> bool:
-    """The exceptions no boundary may swallow: the user's Ctrl-C, a :class:`UsageError`, and
-    the cancellation of the running task."""
-    if isinstance(exc, (KeyboardInterrupt, UsageError)):
+    """The exceptions no boundary may swallow: the user's Ctrl-C (not a ``KeyboardInterrupt``
+    some code raised itself, :mod:`limbo.interrupts`), a :class:`UsageError`, and the
+    cancellation of the running task."""
+    if isinstance(exc, UsageError):
         return True
+    if isinstance(exc, KeyboardInterrupt):
+        return from_user()
     return isinstance(exc, asyncio.CancelledError) and being_cancelled()
 
 
@@ -91,6 +98,8 @@ class Isolated(ModelAdapter):
         self.provider = getattr(inner, "provider", "")  # type: ignore[misc]
         self.model = getattr(inner, "model", "")
         self.params = getattr(inner, "params", {})
+        self._price: dict[str, float] | None = None
+        self._price_asked = False
 
     @property
     def spec(self) -> str:
@@ -107,7 +116,29 @@ class Isolated(ModelAdapter):
             if escapes(exc) or isinstance(exc, ModelError):
                 raise
             raise AdapterFailure(f"adapter {self.name} raised {where(exc)}") from None
-        return checked(turn, self.name) if self.check else turn
+        if not self.check:
+            return turn
+        return self._priced(checked(turn, self.name))
+
+    def _priced(self, turn: ModelTurn) -> ModelTurn:
+        """A turn that spent tokens without saying what they cost is priced from the adapter
+        class's :meth:`~ModelAdapter.price_per_mtok`, or marked unknown (``None``): an adapter
+        that leaves ``cost_usd`` at its default must not read as free."""
+        usage = turn.usage
+        if "cost_usd" in usage.model_fields_set or not (usage.input_tokens or usage.output_tokens):
+            return turn
+        if not self._price_asked:
+            self._price_asked = True
+            try:
+                self._price = type(self.inner).price_per_mtok(self.model, self.params)
+            except Exception:  # noqa: BLE001 - a broken price method prices nothing
+                self._price = None
+        price, cost = self._price, None
+        if price is not None:
+            cached = usage.cached_input_tokens
+            cost = ((usage.input_tokens - cached) * price["input"] + cached * price.get(
+                "cached_input", price["input"]) + usage.output_tokens * price["output"]) / 1e6
+        return turn.model_copy(update={"usage": usage.model_copy(update={"cost_usd": cost})})
 
     async def aclose(self) -> None:
         problem = await self.close()

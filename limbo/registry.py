@@ -210,6 +210,9 @@ def _load_file(spec: str, path: Path) -> None:
 
 
 def _reraise_plugin(spec: str, exc: BaseException) -> NoReturn:
-    if isinstance(exc, (UsageError, KeyboardInterrupt)):
+    from limbo.interrupts import from_user
+
+    if isinstance(exc, UsageError) or (isinstance(exc, KeyboardInterrupt) and from_user()):
         raise exc
-    raise UsageError(f"plugin {spec} failed to load: {type(exc).__name__}: {exc}") from None
+    detail = f": {exc}" if str(exc) else ""
+    raise UsageError(f"plugin {spec} failed to load: {type(exc).__name__}{detail}") from None

@@ -3,7 +3,8 @@
 Each cell runs exactly once per run directory: the run takes the directory's writer lock for its
 shard (:mod:`limbo.runlock`), checks that the directory holds the same grid (the fingerprint in
 its manifests, :mod:`limbo.plan`), moves lines that are not valid records aside
-(:func:`limbo.store.quarantine`), and runs the cells not yet recorded. The same command re-run
+(:func:`limbo.moves.quarantine`), sets aside the errored records it was asked to retry
+(:func:`limbo.moves.supersede`), and runs the cells not yet recorded. The same command re-run
 after a kill picks up where it stopped. Records are written as each episode ends
 (:mod:`limbo.executor`) and never accumulated in memory.
 
@@ -25,13 +26,16 @@ from typing import Any, Literal, get_args
 from limbo import __version__
 from limbo.cell import Cell
 from limbo.config import EPISODE_TIMEOUT_S
+from limbo.errored import ERROR_TERMINATIONS
 from limbo.errors import UsageError
 from limbo.executor import Item, Pool, encoded, stream
+from limbo.moves import quarantine, supersede
 from limbo.plan import Plan, plan
 from limbo.providers.secrets import scrubber
 from limbo.runlock import WriterLock
 from limbo.runtime import host_facts, now_iso, stopwatch
 from limbo.store import (
+    GRID,
     BadLine,
     RecordWriter,
     Reserve,
@@ -39,9 +43,9 @@ from limbo.store import (
     StoreError,
     episodes_file,
     iter_records,
+    kind_of,
     manifest_file,
     manifests,
-    quarantine,
     read_manifest,
     scan,
     temp_name,
@@ -71,6 +75,9 @@ class RunOptions:
     """``local`` (this process, or ``workers`` forked ones) or ``ray`` (the connected cluster:
     :mod:`limbo.ray_executor`)."""
     ray_address: str | None = None
+    retry: tuple[str, ...] = ()
+    """Terminations whose cells run again (``--retry-errors``): their records are set aside
+    as superseded history first (:func:`limbo.moves.supersede`)."""
 
 
 @dataclass
@@ -83,6 +90,11 @@ class RunResult:
     """Cells of this shard still to run after this pass (``--limit``, the budget, a stop)."""
     stopped: str | None
     wall_s: float
+    retried: int = 0
+    """Errored cells of this shard whose records were set aside to run them again."""
+    errored: int = 0
+    """Cells of this shard whose record ended in an error (``infra_error``, ``model_error``)
+    after this pass: the run is not complete until they run again."""
 
 
 class RunDir:
@@ -96,12 +108,16 @@ class RunDir:
         self.reserve: Reserve | None = None
         self.writer: RecordWriter | None = None
         self.scan = Scan()
+        self.retried = 0
+        """Errored cells whose records :meth:`open` set aside to run them again."""
 
-    def open(self, the_plan: Plan, name: str, notice: Notice) -> None:
+    def open(self, the_plan: Plan, name: str, notice: Notice,
+             retry: tuple[str, ...] = ()) -> None:
         _make_dir(self.out)
         for path in (self.records, self.manifest):
             if path.exists() and not path.is_file():
                 raise UsageError(f"{path} is not a regular file; move it out of the run directory")
+        _grid_kind(self.out)  # before the lock too: a refused directory gains no lock file
         self.lock.acquire()
         try:
             _same_grid(self.out, the_plan, name)
@@ -109,6 +125,7 @@ class RunDir:
                 path.unlink(missing_ok=True)  # left by a writer of this claim that was killed
             self.scan = scan(self.out, live=self._live)
             self._repair(notice)
+            self.retried = self._supersede(retry, the_plan.mine)  # before the file is opened
             self.reserve = Reserve(self.out, self.lock.claim.tag)
             self.writer = RecordWriter(self.records)
         except BaseException:
@@ -133,6 +150,20 @@ class RunDir:
         if len(told) > MAX_NOTICES:
             notice(f"... and {len(told) - MAX_NOTICES} more such lines (see quarantine.jsonl "
                    f"and limbo status)")
+
+    def _supersede(self, terminations: tuple[str, ...], mine: tuple[str, ...]) -> int:
+        """Set aside the records of this shard's cells that ended in ``terminations`` (in the
+        files this writer owns), so that they run again; how many."""
+        if not terminations:
+            return 0
+        ours = set(mine)
+        errored = {i: e for i, e in self.scan.errored.items()
+                   if e.termination in terminations and i in ours and self._owns(e.path)}
+        supersede(self.out, list(errored.values()))
+        for episode in errored:
+            self.scan.ids.discard(episode)
+            del self.scan.errored[episode]
+        return len(errored)
 
     def close(self) -> None:
         if self.writer is not None:
@@ -161,7 +192,16 @@ def _make_dir(out: Path) -> None:
         raise UsageError(f"cannot create --out {out}: {exc.strerror}") from None
 
 
+def _grid_kind(out: Path) -> None:
+    """``out`` holds no run of another kind (``limbo mcp``'s episodes)."""
+    for file, manifest in manifests(out).items():
+        if kind_of(manifest) != GRID:
+            raise UsageError(f"{out} holds episodes of `{manifest.get('command') or kind_of(manifest)}` "
+                             f"({file}), not a grid's run; choose another --out")
+
+
 def _same_grid(out: Path, the_plan: Plan, name: str) -> None:
+    _grid_kind(out)
     for file, manifest in manifests(out).items():
         theirs = manifest.get("fingerprint")
         if theirs is not None and theirs != the_plan.fingerprint:
@@ -245,7 +285,7 @@ def run_cells(cells: Iterable[Cell], opts: RunOptions, manifest: dict[str, Any],
     started = stopwatch()
     the_plan = the_plan or plan(cells, opts.shard)
     run = RunDir(opts.out, opts.shard)
-    run.open(the_plan, (manifest.get("grid") or {}).get("name", "?"), notice)
+    run.open(the_plan, (manifest.get("grid") or {}).get("name", "?"), notice, opts.retry)
     try:
         return _run(cells, opts, manifest, the_plan, run, on_result, notice, started)
     finally:
@@ -256,11 +296,12 @@ def _run(cells: Iterable[Cell], opts: RunOptions, manifest: dict[str, Any], the_
          run: RunDir, on_result: Callable[[int, int, Summary], None] | None, notice: Notice,
          started: float) -> RunResult:
     assert run.writer is not None
+    retried = run.retried
     pending = [i for i in the_plan.mine if i not in run.scan.ids]
     todo = pending if opts.limit is None else pending[:opts.limit]
     skipped = len(the_plan.mine) - len(pending)
     opts.workers = _workers(opts.workers, len(todo), notice)
-    base = _manifest(run, manifest, the_plan, skipped, len(todo))
+    base = {**_manifest(run, manifest, the_plan, skipped, len(todo)), "retried": retried}
     write_manifest(run.manifest, base, scrubber())
     tally = _Tally(run.writer, len(todo), opts.max_cost, on_result)
     fds = [run.writer.fd, *([run.lock.fd] if run.lock.fd is not None else [])]
@@ -278,7 +319,17 @@ def _run(cells: Iterable[Cell], opts: RunOptions, manifest: dict[str, Any], the_
     if skipped:  # a resumed run: summarise everything recorded, not this pass
         summary = Summary.of(iter_records(opts.out))
     return RunResult(summary, tally.ran, skipped, len(pending) - tally.ran, reason,
-                     stopwatch() - started)
+                     stopwatch() - started, retried, _errored_before(run, the_plan)
+                     + tally.summary.errors.count())
+
+
+def _errored_before(run: RunDir, the_plan: Plan) -> int:
+    """This shard's cells whose record, kept from an earlier pass, ended in an error."""
+    if not run.scan.errored:
+        return 0
+    mine = set(the_plan.mine)
+    return sum(1 for episode, e in run.scan.errored.items()
+               if e.termination in ERROR_TERMINATIONS and episode in mine)
 
 
 def _workers(asked: int, todo: int, notice: Notice) -> int:
@@ -298,7 +349,7 @@ def _manifest(run: RunDir, manifest: dict[str, Any], the_plan: Plan, skipped: in
     first: dict[str, Any] = {}
     if run.manifest.exists():
         first = read_manifest(run.manifest)
-    return {**manifest, "version": __version__, "fingerprint": the_plan.fingerprint,
+    return {"kind": GRID, **manifest, "version": __version__, "fingerprint": the_plan.fingerprint,
             "grid_cells": the_plan.total, "shard": list(run.shard) if run.shard else None,
             "started_at": first.get("started_at") or now_iso(),
             "resumed_at": now_iso() if first.get("started_at") else None, **host_facts(),

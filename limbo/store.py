@@ -10,7 +10,10 @@ Layout of ``RUN_DIR`` (one concept per file; only the record files match ``episo
   record (torn by a kill, not UTF-8, not JSON, not a record, a termination or event type outside
   the closed sets, a duplicate), each with the file, the line number, the reason and the raw
   bytes. Their cells run again. A record of a schema version this LIMBO does not read is not a
-  bad line: readers refuse the directory with one line (see :mod:`limbo.records`).
+  bad line: readers refuse the directory with one line (see :mod:`limbo.records`). Moving
+  lines aside is :mod:`limbo.moves`.
+- ``superseded.jsonl`` — the records of errored cells that ``limbo run --retry-errors`` ran
+  again, as they were: history, which no reader of the run counts (:mod:`limbo.moves`).
 - ``manifest.json`` / ``manifest.shard-I-of-N.json`` — the grid's identity (a fingerprint of its
   cells), counts and the run's status (see :mod:`limbo.runner`).
 - ``.writer.*.lock``, ``.writers.lock`` — who writes (see :mod:`limbo.runlock`);
@@ -23,7 +26,6 @@ skipped by readers (never counted as done) and reported by ``limbo status``.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import json
 import os
@@ -34,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from limbo.errored import ERROR_TERMINATIONS, TIMEOUT
 from limbo.errors import UsageError
 from limbo.records import (
     EPISODE_ID,
@@ -43,13 +46,14 @@ from limbo.records import (
     parse_record,
     version_problem,
 )
-from limbo.runtime import now_iso
 
 EPISODES_GLOB = "episodes*.jsonl"
 QUARANTINE = "quarantine.jsonl"
+SUPERSEDED = "superseded.jsonl"
 _SHARD_FILE = re.compile(r"^episodes\.shard-(\d+)-of-(\d+)\.jsonl$")
 _ID = re.compile(EPISODE_ID)
 RESERVE_BYTES = 256 * 1024
+RETRYABLE = (*ERROR_TERMINATIONS, TIMEOUT)
 
 
 class StoreError(UsageError):
@@ -166,15 +170,28 @@ class FileStats:
     bad: int = 0
 
 
+@dataclass(frozen=True)
+class Errored:
+    """Where a record that ended in an error (or a timeout) is, and why it ended so."""
+
+    termination: str
+    reason: str | None
+    model: str
+    path: Path
+    line: int
+
+
 @dataclass
 class Scan:
     """What the records files hold: the ids done (first valid copy), every line that is not a
-    valid new record, and per-termination counts."""
+    valid new record, per-termination counts, and the records that ended in an error or a
+    timeout (what ``--retry-errors`` runs again)."""
 
     ids: set[str] = field(default_factory=set)
     bad: list[BadLine] = field(default_factory=list)
     terminations: Counter[str] = field(default_factory=Counter)
     files: dict[str, FileStats] = field(default_factory=dict)
+    errored: dict[str, Errored] = field(default_factory=dict)
 
 
 def _parse(path: Path, number: int, raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
@@ -184,7 +201,7 @@ def _parse(path: Path, number: int, raw: bytes) -> tuple[dict[str, Any] | None, 
         raise RecordError(f"{path} line {number}: {exc}") from None
 
 
-def _lines(path: Path) -> Iterator[tuple[int, bytes]]:
+def lines(path: Path) -> Iterator[tuple[int, bytes]]:
     with path.open("rb") as fh:
         yield from enumerate(fh, start=1)
 
@@ -196,7 +213,7 @@ def scan(run_dir: Path, live: Callable[[Path], bool] = lambda p: False) -> Scan:
     first: dict[str, str] = {}
     for path in record_files(run_dir):
         stats = out.files.setdefault(path.name, FileStats())
-        for number, raw in _lines(path):
+        for number, raw in lines(path):
             if not raw.endswith(b"\n"):
                 if not live(path):
                     out.bad.append(BadLine(path, number, "torn last line (an interrupted write)",
@@ -213,7 +230,12 @@ def scan(run_dir: Path, live: Callable[[Path], bool] = lambda p: False) -> Scan:
             assert record is not None
             out.ids.add(record["episode_id"])
             first[record["episode_id"]] = f"{path.name} line {number}"
-            out.terminations[record["outcome"]["termination"]] += 1
+            term = record["outcome"]["termination"]
+            out.terminations[term] += 1
+            if term in RETRYABLE:
+                out.errored[record["episode_id"]] = Errored(
+                    term, record["outcome"].get("termination_reason"),
+                    str(record["cell"].get("model")), path, number)
             stats.records += 1
     return out
 
@@ -222,7 +244,7 @@ def iter_records(run_dir: Path) -> Iterator[dict[str, Any]]:
     """Every valid record of every records file, each episode once (bad lines skipped)."""
     seen: set[str] = set()
     for path in record_files(run_dir):
-        for number, raw in _lines(path):
+        for number, raw in lines(path):
             if not raw.endswith(b"\n"):
                 continue
             record, _problem = _parse(path, number, raw)
@@ -246,54 +268,6 @@ def find_record(run_dir: Path, episode_id: str) -> dict[str, Any]:
             raise RecordError(f"episode {episode_id} in {run_dir} is not a valid record "
                               f"({bad.describe()}); limbo status lists such lines")
     raise UsageError(f"episode {episode_id} is not in {run_dir}")
-
-
-# ------------------------------------------------------------------ quarantine
-
-
-def quarantine(run_dir: Path, bad: list[BadLine]) -> None:
-    """Move ``bad`` lines out of their files into ``quarantine.jsonl``: first the quarantine
-    entries are written and synced, then each file is rewritten without them (temporary file +
-    rename), so a kill at any point loses nothing — at worst a line is quarantined twice."""
-    if not bad:
-        return
-    entries = b"".join(_entry(b) for b in bad)
-    target = run_dir / QUARANTINE
-    try:
-        with target.open("ab") as fh:
-            fh.write(entries)
-            fh.flush()
-            os.fsync(fh.fileno())
-    except OSError as exc:
-        raise StoreError(f"cannot write {target} to quarantine {len(bad)} bad line(s): "
-                         f"{exc.strerror}") from None
-    by_file: dict[Path, set[int]] = {}
-    for b in bad:
-        by_file.setdefault(b.path, set()).add(b.line)
-    for path, numbers in by_file.items():
-        _rewrite_without(path, numbers)
-
-
-def _entry(b: BadLine) -> bytes:
-    entry = {"file": b.path.name, "line": b.line, "reason": b.reason, "quarantined_at": now_iso(),
-             "raw_base64": base64.b64encode(b.raw).decode("ascii"),
-             "preview": b.raw[:200].decode("utf-8", "replace")}
-    return json.dumps(entry, ensure_ascii=True).encode("ascii") + b"\n"
-
-
-def _rewrite_without(path: Path, numbers: set[int]) -> None:
-    tmp = temp_name(path)
-    try:
-        with tmp.open("wb") as out:
-            for number, raw in _lines(path):
-                if number not in numbers:
-                    out.write(raw)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise StoreError(f"cannot rewrite {path} to quarantine bad lines: {exc.strerror}") from None
 
 
 def temp_name(path: Path) -> Path:
@@ -361,6 +335,20 @@ def manifest_file(run_dir: Path, shard: tuple[int, int] | None) -> Path:
     if shard is None:
         return run_dir / "manifest.json"
     return run_dir / f"manifest.shard-{shard[0]}-of-{shard[1]}.json"
+
+
+GRID, MCP = "grid", "mcp"
+"""The kinds of run directory: a grid's (``limbo run``), or episodes served by ``limbo mcp``."""
+
+
+def kind_of(manifest: dict[str, Any]) -> str:
+    """A manifest's kind, also for manifests written before the field existed."""
+    kind = manifest.get("kind")
+    if isinstance(kind, str):
+        return kind
+    if manifest.get("command") == "limbo mcp":
+        return MCP
+    return GRID
 
 
 def manifests(run_dir: Path) -> dict[str, dict[str, Any]]:

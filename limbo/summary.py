@@ -11,6 +11,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from limbo.errored import ErrorGroups
 from limbo.registry import entries
 
 FAILED = ("infra_error", "model_error", "timeout")
@@ -75,6 +76,8 @@ class Summary:
     by_model: dict[str, Tally] = field(default_factory=lambda: defaultdict(Tally))
     families: dict[str, str] = field(default_factory=dict)
     """Family of each fault seen (looked up once per fault, not once per episode)."""
+    errors: ErrorGroups = field(default_factory=ErrorGroups)
+    """The errored and timed-out episodes, grouped by reason."""
 
     @classmethod
     def of(cls, records: Any) -> Summary:
@@ -92,11 +95,14 @@ class Summary:
             family = self.families[fault] = family_of(fault)
         self.by_family[family].add(outcome)
         self.by_model[cell["model"]].add(outcome)
+        if outcome["termination"] in FAILED:
+            self.errors.add(outcome["termination"], outcome.get("termination_reason"),
+                            cell["model"])
 
 
 TALLIED_CELL = ("model", "fault")
 TALLIED_OUTCOME = ("cost_usd", "termination", "fault_fired", "duplicate", "task_success",
-                   "exactly_once", "overclaim")
+                   "exactly_once", "overclaim", "termination_reason")
 
 
 def tallied(cell: dict[str, Any], outcome: dict[str, Any]) -> tuple[dict[str, Any],

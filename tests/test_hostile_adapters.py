@@ -232,7 +232,8 @@ def test_an_adapter_that_exits_or_cancels_never_stops_the_grid(capsys, tmp_path,
             "charge_invoice", "--out", str(tmp_path / "out"), "--quiet", "--workers", workers,
             "--instances", "2"]
     first = cli(capsys, *args)
-    assert first.code == 0, first.err
+    assert first.code == 1, first.err  # the run went on, and says that errored cells remain
+    assert f"× infra_error: adapter {name}/{mode} raised" in first.out
     got = records(tmp_path / "out")
     assert len(got) == 96
     broken = [r for r in got if r["outcome"]["termination"] == "infra_error"]
@@ -241,7 +242,7 @@ def test_an_adapter_that_exits_or_cancels_never_stops_the_grid(capsys, tmp_path,
     assert all(f"adapter {name}/{mode} raised" in r["outcome"]["termination_reason"]
                for r in broken)
     again = cli(capsys, *args)  # the resume does not crash on the same cells either
-    assert again.code == 0 and "ran 0 episodes, 96 already done" in again.out
+    assert again.code == 1 and "ran 0 episodes, 96 already done" in again.out
 
 
 def test_twelve_cells_at_concurrency_four_with_one_hang_finish_at_the_timeout(capsys,
@@ -296,7 +297,7 @@ def test_an_adapter_whose_constructor_raises_during_the_run_records_each(capsys,
     plugin = write_plugin(tmp_path, "ctor2", CTOR.replace("{name}", "ctor2"))
     result = cli(capsys, "run", "--model", "ctor2/sometimes", "--plugin", str(plugin),
                  "--template", "charge_invoice", "--out", str(tmp_path / "out"), "--quiet")
-    assert result.code == 0, result.err
+    assert result.code == 1, result.err  # errored cells remain
     got = records(tmp_path / "out")
     broken = [r for r in got if r["outcome"]["termination"] == "infra_error"]
     assert len(got) == 48 and len(broken) >= 9

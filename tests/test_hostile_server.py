@@ -3,7 +3,8 @@
 A reply that cannot be read — an HTML page with status 200, a body that is not JSON, ``null``, a
 stream line that is not JSON, impossible usage — is a ``model_error``, retried like a transport
 error; an empty reply is a ``model_error``, never the agent finishing. A rejected key or an
-unknown model stops the run with one line. Every cell is recorded exactly once either way."""
+unknown model stops the run with one line. Every cell is recorded exactly once either way, and
+a run that leaves errored cells exits 1, naming their reason."""
 
 from __future__ import annotations
 
@@ -60,13 +61,15 @@ def test_a_reply_that_cannot_be_read_is_a_model_error(capsys, tmp_path, label, p
                                                       reply: Reply, needle: str) -> None:
     with BadServer(reply) as server:
         result, out = _run(capsys, tmp_path, server, params)
-    assert result.code == 0, result.err
+    assert result.code == 1, result.err  # errored cells remain
+    assert "2 × model_error: openai/m: " in result.out
     got = records(out)
     assert len(got) == 2 and len(server.requests) == 2  # one attempt per cell (max_attempts=1)
     for record in got:
         assert record["outcome"]["termination"] == "model_error"
         assert needle in record["outcome"]["termination_reason"], record["outcome"]
-    assert cli(capsys, "status", str(out)).code == 0
+    status = cli(capsys, "status", str(out))
+    assert status.code == 1 and "2 cell(s) ended in an error" in status.out
 
 
 def test_an_unreadable_reply_is_retried_like_a_transport_error(capsys, tmp_path) -> None:
@@ -85,7 +88,7 @@ def test_an_anthropic_reply_that_cannot_be_read_is_a_model_error(capsys, tmp_pat
                      f"{server.url.removesuffix('/v1')}&max_attempts=1", "--template",
                      "charge_invoice", "--contract", "native", "--fault", "none", "--out",
                      str(out), "--no-cache", "--quiet", )
-    assert result.code == 0, result.err
+    assert result.code == 1, result.err
     assert all("unreadable reply" in r["outcome"]["termination_reason"] for r in records(out))
 
 
@@ -109,5 +112,5 @@ def test_a_rejected_key_or_unknown_model_stops_the_run_in_one_line(capsys, tmp_p
 def test_a_server_slower_than_the_timeout_is_a_model_error(capsys, tmp_path) -> None:
     with BadServer(Reply(body=CHAT_OK, delay_s=3.0)) as server:
         result, out = _run(capsys, tmp_path, server, "&api=chat&timeout=0.3")
-    assert result.code == 0, result.err
+    assert result.code == 1, result.err
     assert all("request timed out" in r["outcome"]["termination_reason"] for r in records(out))

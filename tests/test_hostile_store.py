@@ -276,6 +276,6 @@ def test_replay_of_a_directory_without_records(capsys, tmp_path: Path) -> None:
     out = tmp_path / "out"
     result = cli(capsys, "run", "--model", f"replay/{empty}", *GRID[:2], "--out", str(out),
                  "--quiet", "--contract", "native", "--fault", "none")
-    assert result.code == 0, result.err
+    assert result.code == 1, result.err  # every cell errored
     terminations = {r["outcome"]["termination"] for r in records(out)}
     assert terminations == {"model_error"}

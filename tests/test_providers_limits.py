@@ -324,7 +324,7 @@ class _Counted(collections.abc.Coroutine):  # type: ignore[type-arg]
 @pytest.mark.parametrize("api", list(SPECS))
 def test_a_wide_run_against_a_rate_limit_ends_without_model_errors(tmp_path, capsys, monkeypatch,
                                                                     api) -> None:
-    from limbo.commands import run as run_command
+    from limbo.commands import run_output as run_command
 
     monkeypatch.setattr(run_command, "PROGRESS_EVERY_S", 0.0)
     pace = Pace(latency_s=0.05, max_in_flight=3, retry_after_s=0.1)

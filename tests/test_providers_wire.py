@@ -16,7 +16,7 @@ import pytest
 from limbo.adapter import Message, ModelTurn, ToolCall, ToolDef, Usage
 from limbo.errors import ModelError, UsageError
 from limbo.providers import chat_api, messages_api, pricing, responses_api
-from limbo.providers.base import wire_bytes
+from limbo.providers.encoded import wire_bytes
 from limbo.providers.retry import Retryable, RetryPolicy, retry_after, with_retries
 from limbo.providers.secrets import scrub
 from limbo.providers.wire import Tokens, parse_args
@@ -253,7 +253,7 @@ def test_a_path_is_joined_to_the_base_url_exactly_as_the_sdk_joins_it(base_url: 
     from anthropic import AsyncAnthropic
     from openai import AsyncOpenAI
 
-    from limbo.providers.base import absolute
+    from limbo.providers.encoded import absolute
 
     for client in (AsyncOpenAI(api_key="k", base_url=base_url),
                    AsyncAnthropic(api_key="k", base_url=base_url)):

@@ -38,3 +38,40 @@ def test_the_layout_names_only_record_files_episodes_star_jsonl() -> None:
     names = re.findall(r"^\s+(\S+)", layout, re.M)
     records = [n for n in names if Path(n).match("episodes*.jsonl")]
     assert records == ["episodes.jsonl", "episodes.shard-2-of-3.jsonl"]
+
+
+def _text_block(containing: str) -> list[str]:
+    blocks = re.findall(r"```text\n(.*?)```", DOC.read_text(), re.S)
+    return next(b for b in blocks if containing in b).strip().splitlines()
+
+
+def test_the_errors_by_reason_example_is_what_the_run_prints(tmp_path: Path) -> None:
+    """The example's own command, against a local server answering every call with 500."""
+    from support.bad_server import BadServer, Reply
+
+    shown = _text_block("by reason:")
+    boom = Reply(500, b'{"error": {"message": "upstream exploded", "type": "server_error"}}')
+    with BadServer(boom) as server:
+        port = server.url.split(":")[2].split("/")[0]
+        command = shlex.split(shown[-1].split("once the cause is fixed: ")[1])[:-1]
+        command = [a.replace("127.0.0.1:8000", f"127.0.0.1:{port}") for a in command]
+        result = subprocess.run([LIMBO, *command[1:]], capture_output=True, text=True,
+                                cwd=tmp_path, timeout=600)
+    assert result.returncode == 1, result.stderr
+    printed = result.stdout.strip().splitlines()[-len(shown):]
+    assert printed == [line.replace("127.0.0.1:8000", f"127.0.0.1:{port}") for line in shown]
+
+
+def test_the_plan_line_example_is_what_a_dry_run_of_the_paper_grid_prints() -> None:
+    from limbo.harness import availability
+
+    harnesses = ("claude-code", "codex", "copilot", "hermes")
+    if not all(availability(h)[0] for h in harnesses):
+        import pytest
+
+        pytest.skip("the production harnesses are not installed here (make harnesses)")
+    shown = _text_block("plan: ")
+    result = subprocess.run([LIMBO, "run", "paper", "--dry-run"], capture_output=True, text=True,
+                            timeout=600)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == shown[0]

@@ -93,7 +93,8 @@ def test_running_out_of_turns_is_a_recorded_model_error_and_the_grid_goes_on(tmp
     result = cli(capsys, "run", "--model", f"scripted/{path}", "--template", "charge_invoice",
                  "--fault", "none", "--fault", "timeout_post", "--contract", "native",
                  "--out", str(out), "--quiet")
-    assert result.code == 0, result.err
+    assert result.code == 1, result.err  # recorded, and the run says errored cells remain
+    assert "4 × model_error: scripted/" in result.out
     got = records(out)
     assert len(got) == 4 and all(r["cell"]["model"] == f"scripted/{path}" for r in got)
     for record in got:

@@ -29,7 +29,9 @@ def test_cli_run_through_the_sdk_leaves_no_key_anywhere(gw, tmp_path: Path) -> N
         result = subprocess.run(
             [str(Path(sys.executable).parent / "limbo"), "run", "--model", model, "--template",
              "charge_invoice", "--fault", "timeout_post", "--limit", "1", "--out", str(out),
-             "--cache-dir", str(cache)], capture_output=True, text=True, env=env, timeout=300)
+             "--cache-dir", str(cache),
+             "--no-preflight"],  # the gateway serves one session: a probe would take its turn
+            capture_output=True, text=True, env=env, timeout=300)
     finally:
         gw.close(cell.episode_id)
     assert result.returncode == 0, result.stderr

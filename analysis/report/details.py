@@ -15,7 +15,6 @@ import base64
 import gzip
 import json
 import math
-import shlex
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +26,10 @@ def bucket_file(bucket: int) -> str:
 
 
 def rerun_command(run_dir: Path, episode_id: str) -> str:
-    return f"limbo episode --from {shlex.quote(str(run_dir))} {shlex.quote(episode_id)}"
+    """The command that re-runs the episode, with the plugins and prices its run used."""
+    from limbo.rerun import rerun_command as command
+
+    return command(run_dir, episode_id)
 
 
 def _ledger_roles(record: dict[str, Any]) -> dict[str, Any]:

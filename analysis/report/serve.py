@@ -130,10 +130,22 @@ def _handler(live: Live, allowed_hosts: set[str]) -> type[BaseHTTPRequestHandler
     return Handler
 
 
+class _Server(ThreadingHTTPServer):
+    """A client that resets its connection, or goes away mid-answer, is the client's business:
+    nothing to print. Any other failure of one request is one line, never a traceback."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        exc = sys.exc_info()[1]
+        if isinstance(exc, ConnectionError | TimeoutError):
+            return
+        print(f"limbo view: a request from {client_address[0]} failed "
+              f"({type(exc).__name__}: {exc})", file=sys.stderr, flush=True)
+
+
 def serve(paths: Sequence[Path], weighting: str, port: int, announce: Any = print) -> None:
     """Serve until interrupted; ``announce`` gets the address once the socket is bound."""
     try:  # bind before building, so a busy port is said at once
-        server = ThreadingHTTPServer(("127.0.0.1", port), BaseHTTPRequestHandler)
+        server = _Server(("127.0.0.1", port), BaseHTTPRequestHandler)
     except OSError as exc:
         raise UsageError(f"--port {port}: cannot listen on 127.0.0.1 ({exc.strerror})") from None
     try:

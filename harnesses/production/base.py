@@ -64,6 +64,10 @@ class ProductionHarness:
     hold_margin_s: ClassVar[float] = 3.0
     wall_s: ClassVar[float] = 300.0
     """Wall-time bound of one harness run."""
+    median_wall_s: ClassVar[float]
+    """The median wall time of one episode of this pinned version, as measured (rounded up;
+    docs/harnesses.md says how): what ``limbo run`` estimates a grid's harness episodes from
+    before it starts them."""
 
     def __init__(self, world: World, adapter: ModelAdapter, condition: Condition,
                  ctx: EpisodeContext) -> None:

@@ -21,6 +21,7 @@ class CopilotHarness(ProductionHarness):
     """GitHub Copilot CLI (Chat Completions, offline BYOK; MCP tools as sandbox-<tool>)."""
 
     install = Install("npm", "@github/copilot", "1.0.102", "node_modules/.bin/copilot")
+    median_wall_s = 5.0  # measured: 2.9-6.2 s, median 4.7 (4 episodes, charge_invoice)
     timeout_texts = (r"MCP error -32001: Request timed out",)
 
     def command(self, home: Path, prompt: str, at: Endpoints) -> tuple[list[str], dict[str, str]]:

@@ -45,6 +45,10 @@ def gate_options(args: argparse.Namespace) -> Any:
     was given; a :class:`UsageError` for a bad one. Needs the ``analysis`` extra only when a
     gate is asked for."""
     asked = args.max_dup is not None or args.min_eos is not None
+    if args.junit is not None:
+        from limbo.paths import check_output
+
+        check_output(args.junit, "--junit", file=True)
     if not asked:
         if args.family or args.junit:
             raise UsageError("--family and --junit need a threshold: --max-dup RATE and/or "
@@ -94,7 +98,10 @@ def gate_runs(runs: list[Path], thresholds: Any, junit: Path | None, out: Any = 
         print(f"ERR  {episode.episode_id} ended in {episode.why}: {episode.show}", file=out)
     _more(len(errors), "errored episodes", junit, out)
     if junit is not None:
-        junit_xml.write(verdict, junit)
+        try:
+            junit_xml.write(verdict, junit)
+        except OSError as exc:
+            raise UsageError(f"cannot write --junit {junit}: {exc.strerror or exc}") from None
     failed = sum(c.failed for c in verdict.checks)
     print(f"limbo check: {'passed' if verdict.passed else 'FAILED'}: {failed} of "
           f"{len(verdict.checks)} checks failed, {len(verdict.failing_episodes())} failing "

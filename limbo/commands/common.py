@@ -49,7 +49,7 @@ def add_provider_flags(p: argparse.ArgumentParser) -> None:
 
 def apply_providers(args: argparse.Namespace) -> None:
     """Apply the cache and price options, here and (through the environment) in workers."""
-    from limbo.paths import check_dir
+    from limbo.paths import check_output
     from limbo.providers import cache, pricing
 
     if args.no_cache:
@@ -59,7 +59,7 @@ def apply_providers(args: argparse.Namespace) -> None:
         root = args.cache_dir or Path(os.environ.get(cache.ENV) or
                                       Path.home() / ".cache" / "limbo" / "responses")
         if args.cache_dir is not None:
-            check_dir(root, "--cache-dir")
+            check_output(root, "--cache-dir")
         cache.configure(root)
         os.environ[cache.ENV] = str(root)
     for path in args.prices:

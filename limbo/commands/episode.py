@@ -4,16 +4,15 @@ what really happened.
 The cell comes from flags or, with ``--from RUN_DIR EPISODE_ID``, from a stored record. Either
 way it is the cell a grid runs: ``--seed`` is the grid seed, as in ``limbo run``, and the
 world seed derives from it and the task (:func:`limbo.experiments.grid.world_seed`), so the
-flags of a default-grid cell re-run that very cell. ``--from`` also restores the timing and
-limits of the grid that ran it (from the run's manifest), and checks that the rebuilt cell
-hashes to the stored id before running anything.
+flags of a default-grid cell re-run that very cell. ``--from`` is
+:mod:`limbo.commands.episode_from`: the stored cell, with what its run used, and whether the
+new record reproduces the stored one.
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
-from pathlib import Path
+import sys
 from typing import Any
 
 from limbo.commands.common import (
@@ -24,13 +23,11 @@ from limbo.commands.common import (
     load_plugins,
     with_params,
 )
+from limbo.config import EPISODE_TIMEOUT_S
 from limbo.errors import UsageError
 
 TEMPLATE = "charge_invoice"
 """The task when no ``--template`` is given."""
-CELL_FLAGS = ("model", "harness", "condition", "contract", "fault", "template", "focal_write",
-              "instance", "seed", "model_param")
-"""The flags that pick a cell; ``--from`` takes the whole cell from the record instead."""
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -57,25 +54,41 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                    "--seed` (default 0); the world seed derives from it and the task")
     add_plugin_flag(p)
     p.add_argument("--json", action="store_true", help="print the record as JSON (one line)")
+    p.add_argument("--episode-timeout", type=float, default=EPISODE_TIMEOUT_S, metavar="S",
+                   help=f"wall-clock limit of the episode, in seconds (default "
+                        f"{EPISODE_TIMEOUT_S:g}); past it the episode ends as timeout")
+    p.add_argument("--no-preflight", action="store_true",
+                   help="do not check a real model with one cheap call first")
     add_provider_flags(p)
 
 
 def run(args: argparse.Namespace) -> int:
-    from limbo.commands.run import check_models
+    import math
+
+    from limbo.commands.episode_from import adopt_run_options, stored_cell, verdict
+    from limbo.commands.model_check import check_models
     from limbo.episode import run_episode
     from limbo.store import dumps
     from limbo.timeline import render
+    from limbo.transport import joined
 
+    if not 0 < args.episode_timeout < math.inf:
+        raise UsageError(f"--episode-timeout must be a finite number of seconds > 0, got "
+                         f"{args.episode_timeout}")
+    if args.source:
+        adopt_run_options(args)  # the run's plugins and price files
     load_plugins(args)
     apply_providers(args)
     cell = stored_cell(args) if args.source else flag_cell(args)
     _check_levels(cell)
-    check_models([cell.model], None, reach=True)
-    record = run_episode(cell)
+    check_models([joined(cell.model, cell.transport)], None, reach=not args.no_preflight)
+    record = run_episode(cell, timeout=args.episode_timeout)
     if args.json:
         print(dumps(record))
     else:
         render(record, console())
+    if args.source:
+        print(verdict(args, record), file=sys.stderr if args.json else sys.stdout)
     return 0
 
 
@@ -98,69 +111,10 @@ def flag_cell(args: argparse.Namespace) -> Any:
         model = raw.get("model", Cell.model_fields["model"].default)
         raw["model"] = with_params(model, args.model_param)
     seed = world_seed(0 if args.seed is None else args.seed, task)
-    return _cell({**raw, **task, "service": t.service, "seed": seed},
+    from limbo.commands.episode_from import build_cell
+
+    return build_cell({**raw, **task, "service": t.service, "seed": seed},
                  lambda loc: "--" + loc.replace("_", "-"))
-
-
-def stored_cell(args: argparse.Namespace) -> Any:
-    """The cell of the stored episode ``--from`` names, rebuilt with the timing and limits
-    under which it hashes to its id."""
-    from limbo.commands.show import stored_record
-
-    given = [f"--{n.replace('_', '-')}" for n in CELL_FLAGS if getattr(args, n) not in (None, [])]
-    if given:
-        raise UsageError(f"--from re-runs the stored cell as it was; drop {', '.join(given)}")
-    run_dir, episode_id = Path(args.source[0]), args.source[1]
-    record = stored_record(run_dir, episode_id)
-    where = f"episode {episode_id} in {run_dir}"
-    settings, problem = _settings(run_dir)
-    for timing, limits in settings:
-        cell = _cell({**record["cell"], "timing": timing, "limits": limits},
-                     lambda loc: f"{where}: cell.{loc}")
-        if cell.episode_id == episode_id:
-            return cell
-    if problem is not None:
-        raise UsageError(f"{where}: cannot recover the timing and limits of its grid "
-                         f"({problem}); run from the directory the run started in")
-    raise UsageError(f"{where}: its cell does not hash to its id under the timing and limits "
-                     f"of the run's grid; was the record or the manifest edited by hand?")
-
-
-def _settings(run_dir: Path) -> tuple[list[tuple[Any, Any]], str | None]:
-    """The (timing, limits) pairs a cell of ``run_dir`` may have run under — the defaults, and
-    those of each manifest's grid and of the grids it includes — and why a grid could not be
-    loaded, if one could not (an include named by a relative path, say)."""
-    from limbo.experiments.grid import Grid, included, validated
-    from limbo.store import manifests
-
-    found: list[tuple[Any, Any]] = [(None, None)]
-    problem = None
-    for name, manifest in manifests(run_dir).items():
-        raw = manifest.get("grid")
-        if not isinstance(raw, dict):
-            continue
-        try:
-            grid = validated(raw, f"{run_dir / name}")
-            grids: list[Grid] = [grid, *included(grid)]
-        except UsageError as exc:
-            problem = problem or str(exc)
-            continue
-        found += [(g.timing, g.limits) for g in grids]
-    return found, problem
-
-
-def _cell(raw: dict[str, Any], name: Callable[[str], str]) -> Any:
-    """``raw`` as a :class:`~limbo.cell.Cell`; a one-line error naming the bad field (as
-    ``name`` spells a field's location for the user)."""
-    from pydantic import ValidationError
-
-    from limbo.cell import Cell
-
-    try:
-        return Cell.model_validate({k: v for k, v in raw.items() if v is not None})
-    except ValidationError as exc:
-        err = exc.errors(include_url=False)[0]
-        raise UsageError(f"{name('.'.join(map(str, err['loc'])))}: {err['msg']}") from None
 
 
 def _check_levels(cell: Any) -> None:

@@ -6,8 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from limbo.commands.tables import add_common, load_data
-from limbo.errors import UsageError
+from limbo.commands.tables import add_common, load_data, writing
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -20,13 +19,16 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.out.exists() and not args.out.is_dir():
-        raise UsageError(f"--out {args.out} is a file; name a directory")
+    from limbo.paths import check_output
+
+    check_output(args.out, "--out")
     data = load_data(args, "figures")
     from limbo.analysis.figures import render_safely
 
     failed = False
-    for number, files, why in render_safely(data, args.out):
+    with writing(args.out):
+        drawn = render_safely(data, args.out)
+    for number, files, why in drawn:
         if files:
             print("\n".join(map(str, files)))
         else:

@@ -1,14 +1,21 @@
-"""``limbo list``: what is registered, one line each (plugins included).
+"""``limbo list``: what is registered, one line each (plugins included); and ``limbo list
+episodes RUN_DIR``: a run's episodes, one line each, with their outcome.
 
-Every listing reads the registry and nothing else, so whatever a plugin registers shows up
-like a built-in."""
+Every listing of what is registered reads the registry and nothing else, so whatever a plugin
+registers shows up like a built-in. The episodes are read like every reader reads them: the
+run's ``episodes*.jsonl``, each episode once (superseded and quarantined lines are not the
+run's), filtered by ``--model``, ``--termination`` and ``--fault`` (each repeatable; an episode
+shows when it matches one value of every filter given)."""
 
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Iterator
+from pathlib import Path
 
 from limbo.commands.common import add_plugin_flag, load_plugins
+from limbo.errors import UsageError
 from limbo.registry import entries
 
 
@@ -51,8 +58,13 @@ def _models() -> Iterator[str]:
 
 
 def _first_line(cls: type) -> str:
-    doc = (cls.__doc__ or "").strip()
-    return doc.splitlines()[0] if doc else ""
+    """What a class says it is, for a listing: the first sentence of its docstring, without
+    the reStructuredText markup written for the API documentation (``x``, :class:`a.B`)."""
+    doc = " ".join((cls.__doc__ or "").strip().split("\n\n")[0].split())
+    doc = re.sub(r":[a-z]+:`~?(?:[\w.]+\.)?([^`]+)`", r"\1", doc)
+    doc = doc.replace("``", "")
+    sentence = re.match(r"(.+?[.!?])(?:\s|$)", doc)
+    return sentence.group(1) if sentence else doc
 
 
 def _grids() -> Iterator[str]:
@@ -92,21 +104,69 @@ def _harnesses() -> Iterator[str]:
 
 LISTINGS = {"services": _services, "faults": _faults, "conditions": _conditions,
             "harnesses": _harnesses, "models": _models, "grids": _grids, "templates": _templates}
+FILTERS = ("model", "termination", "fault")
 
 
 def listing(what: str) -> Iterator[str]:
     return LISTINGS[what]()
 
 
+def episodes(run_dir: Path, wanted: dict[str, list[str]]) -> Iterator[str]:
+    """One line per episode of ``run_dir`` that passes the filters: id, termination, the
+    graded flags, and the cell."""
+    from limbo.store import iter_records
+
+    if not run_dir.is_dir():
+        raise UsageError(f"no run directory {run_dir}")
+    for record in iter_records(run_dir):
+        cell, outcome = record["cell"], record["outcome"]
+        seen = {"model": cell.get("model"), "fault": cell.get("fault"),
+                "termination": outcome.get("termination")}
+        if any(values and seen[name] not in values for name, values in wanted.items()):
+            continue
+        flags = " ".join(f"{short}={'yes' if outcome.get(name) else 'no'}" for name, short in
+                         (("duplicate", "dup"), ("task_success", "TS"), ("exactly_once", "EOS")))
+        yield (f"{record['episode_id']}  {seen['termination']:<11} {flags}  {cell.get('model')}"
+               f" · {cell.get('harness')} · {cell.get('condition')} · {cell.get('contract')} · "
+               f"{cell.get('fault')} · {cell.get('template')}#{cell.get('instance')}"
+               f" {cell.get('focal_write')}")
+
+
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``limbo list`` on the CLI's subparsers."""
-    p = sub.add_parser("list", help="what is registered (plugins included)")
-    p.add_argument("what", choices=list(LISTINGS), help="which kind of thing to list")
+    p = sub.add_parser("list", help="what is registered (plugins included), or a run's "
+                                    "episodes: limbo list episodes RUN_DIR")
+    p.add_argument("what", choices=[*LISTINGS, "episodes"], help="which kind of thing to list")
+    p.add_argument("run_dir", nargs="?", type=Path, metavar="RUN_DIR",
+                   help="with `episodes`: the run directory")
+    for name in FILTERS:
+        p.add_argument(f"--{name}", action="append", default=[], metavar=name.upper(),
+                       help=f"with `episodes`: only those of this {name} (repeatable)")
     add_plugin_flag(p)
 
 
 def run(args: argparse.Namespace) -> int:
     load_plugins(args)
-    for line in listing(args.what):
+    wanted = {name: getattr(args, name) for name in FILTERS}
+    if args.what != "episodes":
+        given = [f"--{n}" for n, v in wanted.items() if v] + (["RUN_DIR"] if args.run_dir else [])
+        if given:
+            raise UsageError(f"{', '.join(given)}: only `limbo list episodes RUN_DIR` takes them")
+        lines = listing(args.what)
+    else:
+        if args.run_dir is None:
+            raise UsageError("limbo list episodes needs the run directory: limbo list episodes "
+                             "RUN_DIR")
+        _check_terminations(wanted["termination"])
+        lines = episodes(args.run_dir, wanted)
+    for line in lines:
         print(line)
     return 0
+
+
+def _check_terminations(given: list[str]) -> None:
+    from limbo.harness import TERMINATIONS
+
+    for value in given:
+        if value not in TERMINATIONS:
+            raise UsageError(f"--termination {value!r}: choose from {', '.join(TERMINATIONS)}")

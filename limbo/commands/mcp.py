@@ -87,19 +87,22 @@ def _cell(args: argparse.Namespace) -> Any:
 def run(args: argparse.Namespace) -> int:
     from limbo.episode import arun_episode
     from limbo.harnesses.mcp_serve import ExternalAgent, ServedEpisode
-    from limbo.paths import check_dir
+    from limbo.paths import check_output
     from limbo.runlock import WriterLock
 
     load_plugins(args)
+    _check_port(args)
     cell = _cell(args)
-    check_dir(args.out, "--out")
+    check_output(args.out, "--out", run=True)
     try:
         args.out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UsageError(f"cannot create --out {args.out}: {exc.strerror}") from None
+    _refuse_other_kind(args.out)  # before the lock too: a refused directory gains no lock file
     lock = WriterLock(args.out, None)  # one writer, as for `limbo run`, for the whole episode
     lock.acquire()
     try:
+        _refuse_other_kind(args.out)
         _refuse_recorded(args.out, cell.episode_id)
         serve = functools.partial(ServedEpisode, transport=args.transport, port=args.port,
                                   hold_s=args.hold_timeouts or None)
@@ -114,6 +117,42 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_port(args: argparse.Namespace) -> None:
+    """A port that cannot be served is the user's to fix, before the episode starts."""
+    if args.transport != "http":
+        if args.port:
+            raise UsageError("--port is for --transport http (stdio needs no port)")
+        return
+    if not 0 <= args.port <= 65535:
+        raise UsageError(f"--port {args.port}: choose 0 (any free port) to 65535")
+    if args.port:
+        import socket
+
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", args.port))
+            except OSError as exc:
+                raise UsageError(f"--port {args.port}: cannot listen on 127.0.0.1 "
+                                 f"({exc.strerror}); choose another, or 0 for any free "
+                                 f"port") from None
+
+
+def _refuse_other_kind(out: Path) -> None:
+    """``limbo mcp`` records into a directory of its own kind: appending its episodes to a
+    grid's run would change what that run holds (and replace its manifest)."""
+    from limbo.store import MCP, kind_of, manifests, record_files
+
+    found = manifests(out)
+    for name, manifest in found.items():
+        if kind_of(manifest) != MCP:
+            grid = (manifest.get("grid") or {}).get("name", "?")
+            raise UsageError(f"{out} holds the run of grid {grid!r} ({name}); limbo mcp "
+                             f"records into a directory of its own: choose another --out")
+    if not found and record_files(out):
+        raise UsageError(f"{out} holds episode records but no manifest saying limbo mcp wrote "
+                         f"them; choose another --out")
+
+
 def _refuse_recorded(out: Path, episode_id: str) -> None:
     """An episode is recorded once per run directory: a second record of the same cell would
     count it twice."""
@@ -126,14 +165,24 @@ def _refuse_recorded(out: Path, episode_id: str) -> None:
 
 def _append(out: Path, record: dict[str, Any], cell: Any, transport: str) -> None:
     from limbo.provenance import provenance
+    from limbo.providers.secrets import scrubber
     from limbo.runtime import now_iso
-    from limbo.store import RecordWriter, encode, episodes_file, manifest_file, write_manifest
+    from limbo.store import (
+        MCP,
+        RecordWriter,
+        encode,
+        episodes_file,
+        manifest_file,
+        scan,
+        write_manifest,
+    )
 
     writer = RecordWriter(episodes_file(out, None))
     try:
-        writer.write(encode(record))
+        writer.write(encode(record, scrubber()))
     finally:
         writer.close()
     write_manifest(manifest_file(out, None), {
-        "command": "limbo mcp", "cell": cell.public(), "transport": transport,
-        "ended_at": now_iso(), "last_episode": cell.episode_id, **provenance()})
+        "kind": MCP, "command": "limbo mcp", "episodes": len(scan(out).ids),
+        "cell": cell.public(), "transport": transport, "ended_at": now_iso(),
+        "last_episode": cell.episode_id, **provenance()}, scrubber())

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from limbo.commands.tables import add_common
+from limbo.commands.tables import add_common, writing
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -31,7 +31,9 @@ def prepare(args: argparse.Namespace, command: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from limbo.analysis.report.write import check_out
+    from limbo.paths import check_output
 
+    check_output(args.out, "--out")
     check_out(args.out)
     prepare(args, "report")
     from limbo.analysis.report.site import build
@@ -40,6 +42,7 @@ def run(args: argparse.Namespace) -> int:
     site = build(args.runs, args.weights)
     for line in site.loaded.messages() if site.loaded else []:
         print(f"limbo: warning: {line}", file=sys.stderr)
-    size = write_site(site, args.out)
+    with writing(args.out):
+        size = write_site(site, args.out)
     print(f"{args.out / 'index.html'}  ({site.episodes} episodes, {size / 1e6:.1f} MB)")
     return 0

@@ -1,19 +1,21 @@
 """``limbo run``: expand grids, check everything a user could get wrong, run, summarise.
 
-All checks happen before the run directory is touched, so bad input writes nothing.
+All checks happen before the run directory is touched (:mod:`limbo.commands.run_checks`), so
+bad input writes nothing. A run whose grid has real harness processes or real models first
+says how many and how long (:mod:`limbo.commands.run_plan`); its end lists errored episodes
+by reason (:mod:`limbo.commands.run_output`). Exit status: 0 when every episode run or
+recorded ended without an error; 1 when errored cells remain (``--retry-errors`` runs them
+again) or a gate failed; 2 for a usage error.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import math
-import sys
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from limbo import activity
 from limbo.commands import check
 from limbo.commands.common import (
     add_plugin_flag,
@@ -21,34 +23,30 @@ from limbo.commands.common import (
     apply_providers,
     console,
     load_plugins,
-    with_params,
 )
+from limbo.commands.run_checks import (
+    argv_of,
+    check_executor,
+    check_numbers,
+    load,
+    parse_shard,
+    retry_value,
+    validate,
+)
+from limbo.commands.run_output import Progress, report_end, say
 from limbo.config import EPISODE_TIMEOUT_S
+from limbo.errored import retried
 from limbo.errors import UsageError
 from limbo.executor import freeze_heap
-from limbo.experiments.grid import (
-    FACTOR_FIELDS,
-    CellSource,
-    Grid,
-    check_size,
-    load_grid,
-    resolved,
-    validated,
-)
-from limbo.paths import check_dir
-from limbo.plan import in_shard, plan
+from limbo.experiments.grid import FACTOR_FIELDS, CellSource, Grid, resolved
+from limbo.paths import check_output
+from limbo.plan import Plan, plan
 from limbo.provenance import provenance
-from limbo.providers.limiter import progress_note
 from limbo.providers.secrets import scrub
+from limbo.rerun import where
 from limbo.runner import EXECUTORS, RunOptions, run_cells
 from limbo.store import scan
-from limbo.summary import Summary, render
-
-if TYPE_CHECKING:
-    from limbo.adapter import ModelAdapter
-
-PROGRESS_EVERY_S = 5.0
-BAR_EVERY_S = 0.1
+from limbo.transport import transports
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -82,9 +80,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--max-cost", type=float, metavar="USD",
                    help="a model budget: start an episode only while, at the mean cost per "
                         "episode so far, it stays within USD")
+    _add_real_model_flags(p)
     add_plugin_flag(p)
     p.add_argument("--dry-run", action="store_true",
-                   help="print the cells and an estimate of model calls and cost; run nothing")
+                   help="print the cells, the real harness processes and model calls, their "
+                        "duration and cost; run nothing")
     p.add_argument("--episode-timeout", type=float, default=EPISODE_TIMEOUT_S, metavar="S",
                    help=f"wall-clock limit of one episode, in seconds (default "
                         f"{EPISODE_TIMEOUT_S:g}); an episode past it is recorded as timeout")
@@ -93,236 +93,21 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     check.add_gate_flags(p)
 
 
-def parse_shard(text: str) -> tuple[int, int]:
-    """``I/N`` as a pair; a :class:`UsageError` naming the valid range otherwise."""
-    try:
-        index, count = (int(p) for p in text.split("/"))
-    except ValueError:
-        raise UsageError(f"--shard {text!r} must look like I/N, e.g. 1/3") from None
-    if not 1 <= index <= count:
-        raise UsageError(f"--shard {text}: I must be between 1 and N (valid: 1/{count} .. {count}/{count})"
-                         if count > 0 else f"--shard {text}: N must be at least 1")
-    return index, count
 
 
-def _apply_flags(grid: Grid, args: argparse.Namespace) -> Grid:
-    changes: dict[str, Any] = {}
-    notices = list(grid.notices)
-    for flag, field in FACTOR_FIELDS.items():
-        values = getattr(args, flag)
-        if values:
-            for value, n in Counter(values).items():
-                if n > 1:
-                    notices.append(f"--{flag} {value} is given {n} times; it runs once")
-            changes[field] = list(dict.fromkeys(values))
-    if args.model_param:
-        changes["models"] = [with_params(m, args.model_param)
-                             for m in changes.get("models", grid.models)]
-    if args.seed is not None:
-        changes["seed"] = args.seed
-    if args.instances is not None:
-        if args.instances < 1:
-            raise UsageError(f"--instances must be at least 1, got {args.instances}")
-        changes["instances"] = args.instances
-    if not changes:
-        return grid
-    return validated({**grid.model_dump(), **changes, "overrides": changes}, "command line",
-                     notices)
-
-
-def check_models(models: list[str], max_cost: float | None, reach: bool = False) -> None:
-    """Every model can be built (provider known, SDK and key present), priced when a budget is
-    set, and — when ``reach`` — its endpoint answers."""
-    from limbo.adapter import parse_model
-
-    for spec in models:
-        adapter = _built(spec, reach)
-        _, model, params = parse_model(spec)
-        if max_cost is not None and _price(adapter, spec, model, params) is None:
-            raise UsageError(f"--max-cost: no price known for {spec}; add it to a price file "
-                             f"or run without --max-cost")
-
-
-def _built(spec: str, reach: bool) -> ModelAdapter:
-    """An adapter for ``spec``, checked the way a run will use it; any failure of the user's
-    adapter class (its constructor or preflight raising) is one line naming it."""
-    import inspect
-
-    from limbo.adapter import ModelAdapter, make_adapter
-    from limbo.isolation import escapes, where
-
-    try:
-        adapter = make_adapter(spec)
-        generate = getattr(type(adapter), "generate", None)
-        if generate is ModelAdapter.generate or not inspect.iscoroutinefunction(generate):
-            raise UsageError(f"model {spec}: the adapter {type(adapter).__name__} must define "
-                             f"`async def generate(self, messages, tools, ctx)`")
-        if reach:
-            adapter.preflight()
-        return adapter
-    except BaseException as exc:
-        if escapes(exc):
-            raise
-        raise UsageError(f"model {spec}: the adapter failed before the run: {where(exc)}") from None
-
-
-def _price(adapter: ModelAdapter, spec: str, model: str,
-           params: dict[str, Any]) -> dict[str, float] | None:
-    from limbo.isolation import where
-
-    try:
-        return type(adapter).price_per_mtok(model, params)
-    except UsageError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - the user's adapter, reported in one line
-        raise UsageError(f"model {spec}: price_per_mtok raised {where(exc)}") from None
-
-
-def _check_numbers(args: argparse.Namespace) -> None:
-    if args.max_cost is not None and not 0 <= args.max_cost < math.inf:
-        raise UsageError(f"--max-cost must be a finite amount of USD >= 0, got {args.max_cost}")
-    if args.limit is not None and args.limit < 0:
-        raise UsageError(f"--limit must be at least 0, got {args.limit}")
-    for name in ("workers", "concurrency"):
-        if getattr(args, name) < 1:
-            raise UsageError(f"--{name} must be at least 1")
-    if args.concurrency > MAX_CONCURRENCY:
-        raise UsageError(f"--concurrency {args.concurrency} is more than {MAX_CONCURRENCY} "
-                         f"episodes in flight at once; choose 1..{MAX_CONCURRENCY}")
-    timeout = args.episode_timeout
-    if not 0 < timeout < math.inf:
-        raise UsageError(f"--episode-timeout must be a finite number of seconds > 0, got {timeout}")
-
-
-MAX_CONCURRENCY = 10_000
-
-
-def _check_executor(args: argparse.Namespace) -> None:
-    if args.executor != "ray":
-        if args.ray_address is not None:
-            raise UsageError("--ray-address needs --executor ray")
-        return
-    from limbo.ray_executor import require
-
-    require()
-    if args.max_cost is not None:
-        raise UsageError("--max-cost runs its episodes in this process, one budget check per "
-                         "start; drop --executor ray for a budgeted run")
-
-
-def _load(args: argparse.Namespace) -> list[Grid]:
-    """The grids named, with the command line's flags applied (cheap: no model is built)."""
-    if args.out is not None:
-        check_dir(args.out, "--out")
-    refs = list(dict.fromkeys(args.grids))
-    if args.out is not None and len(refs) > 1:
-        raise UsageError(f"--out names one run directory, and {len(refs)} grids need one each: "
-                         f"drop --out (each grid goes to runs/<name>), or write one grid that "
-                         f"includes them (include = [...])")
-    return [_apply_flags(load_grid(ref), args) for ref in refs]
-
-
-def _validate(grids: list[Grid], args: argparse.Namespace) -> None:
-    """Everything else a run would trip on: factor levels, size, the models (built, priced
-    under a budget, their endpoints reached)."""
-    for grid in grids:
-        resolved(grid)
-        check_size(grid)
-        check_models(grid.models, args.max_cost, reach=not args.dry_run)
-
-
-# Rough sizes of one model call in an episode, for the dry-run estimate only: the tool
-# definitions and instructions dominate the input; replies are short tool calls.
-EST_TURNS, EST_INPUT_TOKENS, EST_OUTPUT_TOKENS = 6, 3000, 150
-
-
-def _estimate(model: str) -> float | None:
-    """Estimated USD per episode of ``model``; ``None`` when its price is unknown."""
-    from limbo.adapter import parse_model
-
-    _, name, params = parse_model(model)
-    price = _price(_built(model, False), model, name, params)
-    if price is None:
-        return None
-    per_call = EST_INPUT_TOKENS * price["input"] + EST_OUTPUT_TOKENS * price["output"]
-    return EST_TURNS * per_call / 1e6
-
-
-def _dry_run(grid: Grid, shard: tuple[int, int] | None, console: Any) -> None:
-    """Count the cells as they stream by: nothing is kept but a count per model."""
-    source = CellSource(grid)
-    counts: Counter[str] = Counter(c.model for c in source if in_shard(c.episode_id, shard))
-    _dropped(source, console)
-    total = sum(counts.values())
-    console.print(f"grid {grid.name}: {total} episodes"
-                  + (f" (shard {shard[0]}/{shard[1]})" if shard else ""), highlight=False)
-    for model, n in counts.items():
-        usd = _estimate(model)
-        cost = "price unknown" if usd is None else f"~${n * usd:.2f}"
-        console.print(f"  {model}: {n} episodes, expected model calls ~{n * EST_TURNS}, {cost}",
-                      highlight=False)
-    console.print(f"expected model calls: ~{total * EST_TURNS} (about {EST_TURNS} per "
-                  f"episode)", highlight=False)
-
-
-def _dropped(source: CellSource, console: Any) -> None:
-    for reason, count in sorted(source.dropped.items()):
-        console.print(f"dropped {count} cells: {reason}", highlight=False)
-
-
-class _Progress:
-    """Rich progress bar on a terminal; a plain line every few seconds otherwise."""
-
-    def __init__(self, console: Any, total: int, quiet: bool) -> None:
-        from limbo.runtime import stopwatch
-
-        self.console, self.total, self.quiet = console, total, quiet
-        self.clock = stopwatch
-        self.start = self.last = stopwatch()
-        self.bar: Any = None
-        if console.is_terminal and not quiet:
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TextColumn,
-                TimeRemainingColumn,
-            )
-
-            self.bar = Progress(BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[note]}"),
-                                TimeRemainingColumn(), console=console)
-            self.task = self.bar.add_task("episodes", total=total, note="")
-            self.bar.start()
-
-    def _note(self, done: int, summary: Summary) -> str:
-        rate = done / max(self.clock() - self.start, 1e-9)
-        dup = summary.total.rate("duplicate")
-        unknown = summary.total.cost_unknown
-        cost = f"cost ${summary.total.cost:.4f}" + (f" (+{unknown} unpriced)" if unknown else "")
-        calls = progress_note()  # provider calls in flight and the limiter's current limit
-        elsewhere = activity.note()  # a cluster's nodes and cells in flight
-        return f"{rate:.0f}/s  dup {100 * (dup or 0):.1f}%  {cost}" + "".join(
-            f"  {text}" for text in (calls, elsewhere) if text)
-
-    def __call__(self, done: int, total: int, summary: Summary) -> None:
-        now = self.clock()
-        if self.bar is not None:  # the bar redraws ten times a second: updating it more is waste
-            if now - self.last >= BAR_EVERY_S or done >= total:
-                self.last = now
-                self.bar.update(self.task, completed=done, total=total,
-                                note=self._note(done, summary))
-            return
-        if self.quiet or (now - self.last < PROGRESS_EVERY_S and done < total):
-            return
-        self.last = now
-        rate = done / max(now - self.start, 1e-9)
-        eta = (total - done) / rate if rate else 0.0
-        self.console.print(f"[limbo] {done}/{total} episodes  ETA {eta:.0f}s  "
-                           f"{self._note(done, summary)}", highlight=False, markup=False)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.stop()
+def _add_real_model_flags(p: argparse.ArgumentParser) -> None:
+    """The flags for runs against real endpoints: budgets, errored cells, the preflight."""
+    p.add_argument("--allow-unpriced", action="store_true",
+                   help="with --max-cost: run models without a known price too (the budget "
+                        "cannot count their cost)")
+    p.add_argument("--retry-errors", nargs="?", const="errors", type=retry_value,
+                   metavar="timeout",
+                   help="run again the cells whose record ended in infra_error or model_error "
+                        "(=timeout: and in timeout); the old records are kept in "
+                        "superseded.jsonl, counted by no reader")
+    p.add_argument("--no-preflight", action="store_true",
+                   help="do not check each real model with one cheap call before the first "
+                        "cell (e.g. to re-run from the response cache without the endpoint)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -334,18 +119,21 @@ def run(args: argparse.Namespace) -> int:
 def run_grids(args: argparse.Namespace, console: Any) -> int:
     """Validate everything, then run (or, with ``--dry-run``, count) each grid."""
     shard = parse_shard(args.shard) if args.shard else None
-    _check_numbers(args)
-    _check_executor(args)
+    check_numbers(args)
+    check_executor(args)
     outs: list[Path] = []
-    grids = _load(args)
+    errored = 0
+    grids = load(args)
     with _executor(args, grids):  # a cluster's workers start while the grids are checked
-        _validate(grids, args)
+        for text in validate(grids, args):
+            say(console, f"note: {text}")
         gate = check.gate_options(args)
         _warm(args)
         freeze_heap()
         for grid in grids:
-            _one_grid(grid, shard, args, console, outs)
-    return check.gate_runs(outs, gate, args.junit, console.file) if gate and outs else 0
+            errored += _one_grid(grid, shard, args, console, outs)
+    code = check.gate_runs(outs, gate, args.junit, console.file) if gate and outs else 0
+    return max(code, 1 if errored else 0)
 
 
 def _executor(args: argparse.Namespace,
@@ -368,49 +156,74 @@ def _warm(args: argparse.Namespace) -> None:
 
 
 def _one_grid(grid: Grid, shard: tuple[int, int] | None, args: argparse.Namespace,
-              console: Any, outs: list[Path]) -> None:
+              console: Any, outs: list[Path]) -> int:
+    """Run (or count) one grid; the errored episodes its run directory holds."""
     for text in grid.notices:
-        console.print(f"note: {text}", highlight=False, markup=False, soft_wrap=True)
+        say(console, f"note: {text}")
     if args.dry_run:
-        _dry_run(grid, shard, console)
-        return
+        from limbo.commands.run_plan import dry_run
+
+        dry_run(grid, shard, args, console)
+        return 0
     out = args.out or Path("runs") / grid.name
-    check_dir(out, "--out")
+    check_output(out, "--out", run=True)
     outs.append(out)
-    _run_grid(grid, out, shard, args, console)
+    return _run_grid(grid, out, shard, args, console)
 
 
 def _run_grid(grid: Grid, out: Path, shard: tuple[int, int] | None, args: argparse.Namespace,
-              console: Any) -> None:
+              console: Any) -> int:
     source = CellSource(grid)
     the_plan = plan(source, shard)
-    _dropped(source, console)
+    _dropped(grid.name, source.dropped, the_plan, console)
     if args.limit == 0:
         done = len(set(the_plan.mine) & scan(out).ids) if out.is_dir() else 0
-        console.print(f"grid {grid.name}: --limit 0, so nothing ran; {len(the_plan.mine) - done} "
-                      f"of {len(the_plan.mine)} episodes are left to run in {out}",
-                      highlight=False, markup=False)
-        return
+        say(console, f"grid {grid.name}: --limit 0, so nothing ran; {len(the_plan.mine) - done} "
+                     f"of {len(the_plan.mine)} episodes are left to run in {out}")
+        return 0
+    _plan_line(grid, source, the_plan, shard, out, args, console)
     opts = RunOptions(out=out, workers=args.workers, concurrency=args.concurrency,
                       limit=args.limit, shard=shard, max_cost=args.max_cost,
                       plugins=list(args.plugin), episode_timeout=args.episode_timeout,
-                      executor=args.executor, ray_address=args.ray_address)
+                      executor=args.executor, ray_address=args.ray_address,
+                      retry=retried(args.retry_errors))
+    argv = [scrub(a) for a in argv_of(args)]
     manifest = {"grid": grid.model_dump(mode="json"), "levels": resolved(grid),
-                "dropped": dict(source.dropped), **provenance(),
-                "argv": [scrub(a) for a in sys.argv[1:]]}
-    progress = _Progress(console, len(the_plan.mine), args.quiet)
-
-    def notice(text: str) -> None:
-        console.print(text, highlight=False, markup=False, soft_wrap=True)
-
+                "dropped": dict(source.dropped), **provenance(), "argv": argv,
+                "transport": transports(resolved(grid)["models"]),
+                "plugins": [where(p) for p in args.plugin],
+                "prices": [str(p.resolve()) for p in args.prices]}
+    progress = Progress(console, len(the_plan.mine), args.quiet)
     try:
-        result = run_cells(source, opts, manifest, progress, notice, the_plan)
+        result = run_cells(source, opts, manifest, progress, lambda text: say(console, text),
+                           the_plan)
     finally:
         progress.close()
-    left = f", {result.left} left to run" if result.left else ""
-    console.print(f"grid {grid.name}: ran {result.ran} episodes, {result.skipped} already "
-                  f"done{left}, in {result.wall_s:.1f}s → {out}", highlight=False, markup=False,
-                  soft_wrap=True)
-    if result.stopped:
-        console.print(f"stopped: {result.stopped}", highlight=False)
-    render(result.summary, console)
+    return report_end(result, grid.name, out, console, argv)
+
+
+def _dropped(name: str, dropped: Counter[str], the_plan: Plan, console: Any) -> None:
+    """Say which cells were dropped and why; a grid left with none runs nothing, which is a
+    mistake to fix (a harness not installed here), not a finished run."""
+    if the_plan.total == 0 and dropped:
+        why = "; ".join(f"{n} cells: {reason}" for reason, n in sorted(dropped.items()))
+        raise UsageError(f"grid {name}: every cell was dropped, so nothing can run ({why})")
+    for reason, count in sorted(dropped.items()):
+        say(console, f"dropped {count} cells: {reason}")
+
+
+def _plan_line(grid: Grid, source: CellSource, the_plan: Plan, shard: tuple[int, int] | None,
+               out: Path, args: argparse.Namespace, console: Any) -> None:
+    """Before episodes that start real harness processes or call real models: how many, and
+    about how long (nothing for a grid of reference policies in the minimal loop)."""
+    from limbo.commands.run_plan import count, may_be_real, plan_line
+    from limbo.plan import in_shard
+
+    if not may_be_real(resolved(grid)):
+        return
+    done = scan(out).ids if out.is_dir() and not args.retry_errors else set()
+    work = count(c for c in source if in_shard(c.episode_id, shard)
+                 and c.episode_id not in done)
+    if work.cells:
+        pending = len(the_plan.mine) - len(done & set(the_plan.mine))
+        say(console, plan_line(work, pending, args.concurrency * args.workers))

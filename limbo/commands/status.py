@@ -3,9 +3,11 @@
 It reads the directory without changing it: the manifests (grid identity, shards, how each
 last pass ended), the records files (every line parsed: cells done, errored, duplicates, lines
 that are not records), the quarantine, and the writer locks (whether a writer holds the
-directory now). Exit status 0 means every cell of the grid is recorded exactly once, nothing is
-waiting for quarantine and no writer is running; 1 means something is missing or wrong, and
-the report says what.
+directory now). Exit status 0 means every cell of the grid is recorded exactly once, none ended in an error
+(``infra_error``, ``model_error``: :mod:`limbo.errored`), nothing is waiting for quarantine and
+no writer is running; 1 means something is missing or wrong, and the report says what —
+errored cells grouped by reason, with the command that runs them again. A directory of
+``limbo mcp`` episodes has no grid: each recorded episode is its cell.
 """
 
 from __future__ import annotations
@@ -16,12 +18,23 @@ from pathlib import Path
 from typing import Any
 
 from limbo.commands.common import console
+from limbo.errored import ERROR_TERMINATIONS, TIMEOUT, ErrorGroups, retry_command
 from limbo.errors import UsageError
 from limbo.plan import in_shard
 from limbo.runlock import active_claims, describe_holder
-from limbo.store import QUARANTINE, Scan, manifests, record_files, scan, shard_of
+from limbo.store import (
+    GRID,
+    QUARANTINE,
+    SUPERSEDED,
+    Scan,
+    kind_of,
+    manifests,
+    record_files,
+    scan,
+    shard_of,
+)
 
-ERRORED = ("infra_error", "model_error", "timeout")
+ERRORED = (*ERROR_TERMINATIONS, TIMEOUT)
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -50,19 +63,39 @@ def report(run_dir: Path) -> dict[str, Any]:
         shard_of(p) is not None or p.name == "episodes.jsonl"))
     grids = {m.get("fingerprint"): m for m in found.values() if m.get("fingerprint")}
     total = max((int(m.get("grid_cells") or 0) for m in grids.values()), default=None)
+    kinds = sorted({kind_of(m) for m in found.values()})
+    if kinds and GRID not in kinds:  # limbo mcp: every recorded episode is its own cell
+        total = len(result.ids)
+    groups = ErrorGroups()
+    for errored in result.errored.values():
+        groups.add(errored.termination, errored.reason, errored.model)
+    argv = _argv(found)
     return {
-        "run_dir": str(run_dir),
+        "run_dir": str(run_dir), "kind": kinds[0] if len(kinds) == 1 else kinds,
         "grids": [{"name": (m.get("grid") or {}).get("name"), "fingerprint": f,
                    "cells": m.get("grid_cells")} for f, m in grids.items()],
         "writers": [describe_holder(note) for _, note in writers],
         "cells": total, "done": len(result.ids),
         "missing": None if total is None else max(0, total - len(result.ids)),
         "errored": {t: result.terminations[t] for t in ERRORED if result.terminations[t]},
+        "errors": groups.to_json(),
+        "retry": ({"errors": retry_command(argv, False), "timeouts": retry_command(argv, True)}
+                  if GRID in kinds else None),
+        "superseded": _count_lines(run_dir / SUPERSEDED),
         "bad_lines": [b.describe() for b in result.bad],
         "quarantined": _count_lines(run_dir / QUARANTINE),
         "files": {name: vars(stats) for name, stats in result.files.items()},
         "passes": [_pass(name, m, result) for name, m in found.items()],
     }
+
+
+def _argv(found: dict[str, dict[str, Any]]) -> list[str] | None:
+    """The command line of the run (the whole directory's manifest first, else a shard's)."""
+    for manifest in sorted(found.values(), key=lambda m: m.get("shard") is not None):
+        argv = manifest.get("argv")
+        if isinstance(argv, list) and all(isinstance(a, str) for a in argv):
+            return argv
+    return None
 
 
 def _count_lines(path: Path) -> int:
@@ -76,9 +109,11 @@ def _pass(name: str, manifest: dict[str, Any], result: Scan) -> dict[str, Any]:
     raw = manifest.get("shard")
     shard = (int(raw[0]), int(raw[1])) if isinstance(raw, list) and len(raw) == 2 else None
     done = sum(1 for i in result.ids if in_shard(i, shard))
-    return {"manifest": name, "shard": f"{shard[0]}/{shard[1]}" if shard else None,
+    return {"manifest": name, "kind": kind_of(manifest),
+            "shard": f"{shard[0]}/{shard[1]}" if shard else None,
             "cells": manifest.get("cells"), "done": done, "status": manifest.get("status"),
-            "stop_reason": manifest.get("stop_reason"), "ran": manifest.get("ran")}
+            "stop_reason": manifest.get("stop_reason"), "ran": manifest.get("ran"),
+            "last_episode": manifest.get("last_episode")}
 
 
 def verdict(info: dict[str, Any]) -> tuple[bool, str]:
@@ -95,6 +130,9 @@ def verdict(info: dict[str, Any]) -> tuple[bool, str]:
         problems.append(f"{info['missing']} cell(s) missing (re-run the same command to resume)")
     if info["cells"] is None:
         problems.append("no manifest says how many cells the grid has")
+    errored = sum(info["errored"].get(t, 0) for t in ERROR_TERMINATIONS)
+    if errored:
+        problems.append(f"{errored} cell(s) ended in an error (retry them with --retry-errors)")
     if problems:
         return False, "; ".join(problems)
     return True, "every cell of the grid is recorded exactly once"
@@ -108,13 +146,35 @@ def _lines(info: dict[str, Any]) -> list[str]:
     errored = ", ".join(f"{k} {v}" for k, v in info["errored"].items()) or "none"
     out.append(f"episodes: {info['done']} done, {info['missing'] if info['missing'] is not None else '?'} "
                f"missing, errored: {errored}")
+    out += _error_lines(info)
     out.append(f"quarantine: {info['quarantined']} line(s) in {QUARANTINE}; "
                f"{len(info['bad_lines'])} bad line(s) still in the records files")
+    if info["superseded"]:
+        out.append(f"superseded: {info['superseded']} earlier attempt(s) of retried cells in "
+                   f"{SUPERSEDED} (history: counted by no reader)")
     out += [f"  {line}" for line in info["bad_lines"][:20]]
     for p in info["passes"]:
+        if p["kind"] != GRID:
+            out.append(f"limbo mcp: {p['done']} episode(s) recorded, each its own cell; the "
+                       f"last: {p['last_episode']}")
+            continue
         what = f"shard {p['shard']}" if p["shard"] else "whole grid"
         reason = f" ({p['stop_reason']})" if p["stop_reason"] else ""
         out.append(f"{what}: {p['done']} of {p['cells']} done; last pass {p['status']}{reason}")
+    return out
+
+
+def _error_lines(info: dict[str, Any]) -> list[str]:
+    """The errored and timed-out episodes by reason, and the commands that run them again."""
+    groups = ErrorGroups.from_json(info["errors"])
+    if not groups.groups:
+        return []
+    out = ["errors by reason:", *groups.lines()]
+    retry = info["retry"]
+    if retry and groups.count():
+        out.append(f"  run them again once the cause is fixed: {retry['errors']}")
+    if retry and groups.count((TIMEOUT,)):
+        out.append(f"  timed-out ones too: {retry['timeouts']}")
     return out
 
 

@@ -8,7 +8,9 @@ are reported one line each and the tables are built from everything else.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -77,8 +79,10 @@ def run(args: argparse.Namespace) -> int:
     unknown = [n for n in numbers if n not in TABLES]
     if unknown:
         raise UsageError(f"no table {unknown[0]}; choose from {', '.join(map(str, TABLES))}")
-    if args.out is not None and args.out.exists() and not args.out.is_dir():
-        raise UsageError(f"--out {args.out} is a file; name a directory")
+    if args.out is not None:
+        from limbo.paths import check_output
+
+        check_output(args.out, "--out")
     data = load_data(args, "tables")
     tables, failed = build_safely(data, numbers)
     for line in failed:
@@ -88,11 +92,22 @@ def run(args: argparse.Namespace) -> int:
             for fmt in formats:
                 print({"md": table.markdown, "csv": table.csv, "tex": table.latex}[fmt]())
     else:
-        args.out.mkdir(parents=True, exist_ok=True)
-        for table in tables:
-            for fmt in formats:
-                path = args.out / f"table{table.number}.{SUFFIX[fmt]}"
-                path.write_text({"md": table.markdown, "csv": table.csv,
-                                 "tex": table.latex}[fmt](), encoding="utf-8")
-                print(path)
+        with writing(args.out):
+            args.out.mkdir(parents=True, exist_ok=True)
+            for table in tables:
+                for fmt in formats:
+                    path = args.out / f"table{table.number}.{SUFFIX[fmt]}"
+                    path.write_text({"md": table.markdown, "csv": table.csv,
+                                     "tex": table.latex}[fmt](), encoding="utf-8")
+                    print(path)
     return 1 if failed else 0
+
+
+@contextlib.contextmanager
+def writing(out: Path) -> Iterator[None]:
+    """Writing into ``out``: a failure of the file system (a full disk, a directory that
+    became read-only) is one line naming it, not a traceback."""
+    try:
+        yield
+    except OSError as exc:
+        raise UsageError(f"cannot write into --out {out}: {exc.strerror or exc}") from None

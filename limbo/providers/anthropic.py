@@ -15,7 +15,8 @@ from typing import Any
 
 from limbo.adapter import Message, ToolDef, model_adapter
 from limbo.providers import messages_api
-from limbo.providers.base import IncompleteStream, ProviderAdapter, absolute, body, parsing
+from limbo.providers.base import IncompleteStream, ProviderAdapter, body, parsing
+from limbo.providers.encoded import absolute
 from limbo.providers.wire import Reply
 
 
@@ -26,6 +27,8 @@ class AnthropicAdapter(ProviderAdapter):
     sdk_module = "anthropic"
     extra = "anthropic"
     key_env = "ANTHROPIC_API_KEY"
+    models_path = "/v1/models"
+    models_query = {"limit": 1000}
 
     def _make_client(self, key: str) -> Any:
         kwargs: dict[str, Any] = {"api_key": key, "max_retries": 0,

@@ -16,18 +16,15 @@ import contextlib
 import functools
 import importlib
 import importlib.util
-import json
 import os
-import socket
-import weakref
 from collections.abc import Iterator
 from typing import Any, ClassVar
-from urllib.parse import urlsplit
 
 from limbo.adapter import EpisodeContext, Message, ModelAdapter, ModelTurn, ToolDef
 from limbo.errors import ModelError, UsageError
 from limbo.providers import clients
 from limbo.providers.cache import ResponseCache, default_cache
+from limbo.providers.encoded import wire_bytes
 from limbo.providers.limiter import limiter_for, limiter_key
 from limbo.providers.params import check_params
 from limbo.providers.pricing import cost, price_for
@@ -113,6 +110,9 @@ class ProviderAdapter(ModelAdapter):
     extra: ClassVar[str] = ""
     key_env: ClassVar[str] = ""
     params_allowed: ClassVar[frozenset[str]] = COMMON_PARAMS
+    models_path: ClassVar[str] = "/models"
+    """Where the endpoint lists its models (the preflight reads it), and the query to send."""
+    models_query: ClassVar[dict[str, Any]] = {}
 
     def __init__(self, model: str, *, retry: RetryPolicy | None = None,
                  cache: ResponseCache | None = _DEFAULT, **params: Any) -> None:
@@ -169,20 +169,10 @@ class ProviderAdapter(ModelAdapter):
         raise UsageError(f"model {self.spec} needs an API key: set ${env}")
 
     def preflight(self) -> None:
-        """A server named by ``base_url`` must accept a connection before a run starts, so an
-        unreachable endpoint is one clear message, not a grid of ``model_error`` episodes.
-        (The providers' own endpoints are not probed: that would reach past the loopback in
-        offline tests and dry runs.)"""
-        url = self.params.get("base_url")
-        if not url:
-            return
-        parts = urlsplit(str(url))
-        port = parts.port or (443 if parts.scheme == "https" else 80)
-        try:
-            socket.create_connection((parts.hostname or "", port), timeout=3).close()
-        except OSError as exc:
-            raise UsageError(f"cannot reach {url} for {self.spec} ({exc.strerror or exc}); "
-                             f"is the server running?") from None
+        """One cheap call before a run: endpoint, key and model (:mod:`.preflight`)."""
+        from limbo.providers.preflight import preflight
+
+        preflight(self, transport_errors())
 
     def scrub(self, text: str) -> str:
         """``text`` with the API key (and any other credential we know of) masked."""
@@ -350,56 +340,6 @@ class ProviderAdapter(ModelAdapter):
             return UsageError(self.scrub(f"{self.spec}: not found at the provider (HTTP 404): "
                                          f"{describe(exc)}"))
         return ModelError(self.scrub(f"{self.spec}: {describe(exc)}"))
-
-
-def absolute(client: Any, path: str) -> str:
-    """``path`` joined to ``client``'s base URL, as the SDK would join it, once per client and
-    path: given an absolute URL the SDK takes it as it is, instead of parsing the path and
-    rebuilding its base URL around it on every call (a tenth of a call's client CPU)."""
-    urls = _URLS.setdefault(client, {})
-    url = urls.get(path)
-    if url is None:
-        base = client.base_url
-        url = urls[path] = str(base.copy_with(raw_path=base.raw_path + path.lstrip("/").encode()))
-    return url
-
-
-_URLS: weakref.WeakKeyDictionary[Any, dict[str, str]] = weakref.WeakKeyDictionary()
-"""Each live client's absolute URLs by path (gone with the client)."""
-
-
-def wire_bytes(request: dict[str, Any], tools: list[ToolDef]) -> bytes:
-    """A request body as the JSON bytes sent (compact, UTF-8, as the SDKs encode it).
-
-    Its ``tools`` are most of its bytes (about 11 kB of 11.5 on a first turn) and the same on
-    every turn of every episode under one contract, so they are encoded once per toolset:
-    ``tools`` are the shared definitions (:func:`limbo.harnesses.toolcalls.tool_defs`) the
-    field was made from, and a stored encoding is used only for a field equal to the one it
-    was made from."""
-    if not tools or "tools" not in request:
-        return _json(request)
-    return b"{" + b",".join(_json(key) + b":" + (_tools_json(value, tools) if key == "tools"
-                                                 else _json(value))
-                            for key, value in request.items()) + b"}"
-
-
-def _json(value: Any) -> bytes:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
-
-
-def _tools_json(field: Any, tools: list[ToolDef]) -> bytes:
-    key = (*field[0], *map(id, tools))  # the API's tool shape, then the definitions
-    known = _TOOLS.get(key)
-    if known is None or known[1] != field:  # equal fields share their schema objects: cheap
-        if len(_TOOLS) >= 64:
-            _TOOLS.clear()
-        known = _TOOLS[key] = (tuple(tools), field, _json(field))
-    return known[2]
-
-
-_TOOLS: dict[tuple[str | int, ...], tuple[tuple[ToolDef, ...], Any, bytes]] = {}
-"""Encoded ``tools`` fields by the identities of the definitions they came from (kept alive
-with them, so an id is not reused while its entry stands)."""
 
 
 @functools.cache

@@ -22,10 +22,10 @@ from limbo.providers.base import (
     IncompleteStream,
     ProviderAdapter,
     StreamFailure,
-    absolute,
     body,
     parsing,
 )
+from limbo.providers.encoded import absolute
 from limbo.providers.wire import Reply
 
 APIS = ("responses", "chat")

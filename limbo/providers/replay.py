@@ -134,6 +134,8 @@ def _short(value: Any) -> str:
 class ReplayAdapter(ModelAdapter):
     """Answers with the recorded turns of the matching episode in ``RUN_DIR``."""
 
+    offline = True
+
     def __init__(self, model: str, records: list[dict[str, Any]] | None = None,
                  **params: Any) -> None:
         if params:

@@ -101,6 +101,8 @@ def _turn(where: str, n: int, item: Any) -> ModelTurn:
 class ScriptedAdapter(ModelAdapter):
     """Answers with the turns of a JSON file, in order (a mock LLM for tests and demos)."""
 
+    offline = True
+
     def __init__(self, model: str, **params: Any) -> None:
         if params:
             raise UsageError(f"scripted/{model}: takes no parameters (got {', '.join(params)})")

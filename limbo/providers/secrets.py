@@ -5,13 +5,22 @@ Records, manifests, cache files and log lines may carry provider error text, and
 any text: the values of credential-looking environment variables (``*_API_KEY``, ``*_TOKEN``,
 ``*_SECRET``, ``*_PASSWORD``, plus any variable an adapter was told to read its key from), and
 anything shaped like an OpenAI or Anthropic key.
+
+A server may echo a key in another form: base64 (an ``Authorization: Basic`` header, a token it
+decoded), percent-encoded (a URL), JSON-escaped (a body quoted inside a body). Each value is
+masked in those forms too (:func:`variants`); in base64 wherever it starts in the encoded
+bytes, since a key rarely starts a base64 text (``user:key``): each of the three alignments
+has a core of characters that depend on the key alone, and that core is masked.
 """
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import re
 from collections.abc import Callable
+from urllib.parse import quote, quote_plus
 
 MASK = "***"
 MIN_LEN = 8
@@ -43,13 +52,30 @@ def known_secrets() -> list[str]:
         return list(_memo[1])
     values = {v for k, v in os.environ.items()
               if (k in _extra_vars or _NAMES.search(k)) and len(v) >= MIN_LEN}
-    found = sorted(values, key=len, reverse=True)
+    forms = {form for value in values for form in variants(value)}
+    found = sorted(forms, key=len, reverse=True)
     _memo = (state, tuple(found))
     return found
 
 
 _memo: tuple[object, tuple[str, ...]] | None = None
 """The last environment seen and its secrets."""
+
+
+def variants(secret: str) -> set[str]:
+    """``secret`` and the forms it may be echoed in: percent-encoded, JSON-escaped, and the
+    key-only cores of its base64 (standard and URL-safe) at each alignment. Forms shorter
+    than :data:`MIN_LEN` are left out (they would mask ordinary text)."""
+    forms = {secret, quote(secret, safe=""), quote_plus(secret), secret.replace("/", "\\/"),
+             json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1]}
+    raw = secret.encode("utf-8")
+    for offset in range(3):
+        encoded = base64.b64encode(b"\0" * offset + raw).decode("ascii").rstrip("=")
+        start = (0, 2, 3)[offset]  # the characters that still hold bits of the padding
+        end = len(encoded) - (1 if (offset + len(raw)) % 3 else 0)  # nor of what follows
+        core = encoded[start:end]
+        forms |= {core, core.replace("+", "-").replace("/", "_")}
+    return {form for form in forms if len(form) >= MIN_LEN}
 
 
 def scrub(text: str) -> str:

@@ -1,0 +1,109 @@
+"""What ``limbo run`` prints while it runs and when it ends.
+
+While it runs: a rich bar on a terminal, a plain line every few seconds into a pipe or a file
+(so a log stays readable), nothing with ``--quiet``. When a grid ends: what ran, the summary
+tables, and — when episodes ended in an error or a timeout — their reasons grouped (first line,
+count, models) with the command that retries them (:mod:`limbo.errored`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from limbo import activity
+from limbo.errored import ERROR_TERMINATIONS, TIMEOUT, retry_command
+from limbo.providers.limiter import progress_note
+from limbo.runner import RunResult
+from limbo.summary import Summary, render
+
+PROGRESS_EVERY_S = 5.0
+BAR_EVERY_S = 0.1
+
+
+class Progress:
+    """Rich progress bar on a terminal; a plain line every few seconds otherwise."""
+
+    def __init__(self, console: Any, total: int, quiet: bool) -> None:
+        from limbo.runtime import stopwatch
+
+        self.console, self.total, self.quiet = console, total, quiet
+        self.clock = stopwatch
+        self.start = self.last = stopwatch()
+        self.bar: Any = None
+        if console.is_terminal and not quiet:
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeRemainingColumn,
+            )
+
+            self.bar = Progress(BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[note]}"),
+                                TimeRemainingColumn(), console=console)
+            self.task = self.bar.add_task("episodes", total=total, note="")
+            self.bar.start()
+
+    def _note(self, done: int, summary: Summary) -> str:
+        rate = done / max(self.clock() - self.start, 1e-9)
+        dup = summary.total.rate("duplicate")
+        unknown = summary.total.cost_unknown
+        cost = f"cost ${summary.total.cost:.4f}" + (f" (+{unknown} unpriced)" if unknown else "")
+        calls = progress_note()  # provider calls in flight and the limiter's current limit
+        elsewhere = activity.note()  # a cluster's nodes and cells in flight
+        return f"{rate:.0f}/s  dup {100 * (dup or 0):.1f}%  {cost}" + "".join(
+            f"  {text}" for text in (calls, elsewhere) if text)
+
+    def __call__(self, done: int, total: int, summary: Summary) -> None:
+        now = self.clock()
+        if self.bar is not None:  # the bar redraws ten times a second: updating it more is waste
+            if now - self.last >= BAR_EVERY_S or done >= total:
+                self.last = now
+                self.bar.update(self.task, completed=done, total=total,
+                                note=self._note(done, summary))
+            return
+        if self.quiet or (now - self.last < PROGRESS_EVERY_S and done < total):
+            return
+        self.last = now
+        rate = done / max(now - self.start, 1e-9)
+        eta = (total - done) / rate if rate else 0.0
+        self.console.print(f"[limbo] {done}/{total} episodes  ETA {eta:.0f}s  "
+                           f"{self._note(done, summary)}", highlight=False, markup=False)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def say(console: Any, text: str) -> None:
+    console.print(text, highlight=False, markup=False, soft_wrap=True)
+
+
+def report_end(result: RunResult, name: str, out: Any, console: Any, argv: list[str]) -> int:
+    """Print how a grid's pass ended; the errored cells left in this run's shard
+    (``infra_error``, ``model_error``), which make ``limbo run`` exit 1."""
+    left = f", {result.left} left to run" if result.left else ""
+    retried = (f" ({result.retried} errored cells set aside and run again)"
+               if result.retried else "")
+    total = result.summary.total
+    cost = (f"cost ${total.cost:.4f}" + (f" + unknown for {total.cost_unknown} episodes "
+                                          f"without a known price" if total.cost_unknown else ""))
+    say(console, f"grid {name}: ran {result.ran} episodes{retried}, {result.skipped} already "
+                 f"done{left}, in {result.wall_s:.1f}s, {cost} → {out}")
+    if result.stopped:
+        say(console, f"stopped: {result.stopped}")
+    render(result.summary, console)
+    errors = result.summary.errors
+    errored, timeouts = errors.count(), errors.count((TIMEOUT,))
+    if not errored and not timeouts:
+        return 0
+    say(console, f"{errored} episodes ended in {' or '.join(ERROR_TERMINATIONS)}"
+                 + (f", {timeouts} in timeout" if timeouts else "") + "; by reason:")
+    for line in errors.lines():
+        say(console, line)
+    if errored:
+        say(console, f"the run is not complete until they run again; once the cause is fixed: "
+                     f"{retry_command(argv, False)}")
+    if timeouts:
+        say(console, f"to run the timed-out ones again too: {retry_command(argv, True)}")
+    return result.errored

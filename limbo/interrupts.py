@@ -1,0 +1,59 @@
+"""Whose ``KeyboardInterrupt`` is it? Only the user's own Ctrl-C may stop a run.
+
+Python turns SIGINT into a ``KeyboardInterrupt`` raised wherever the main thread happens to
+be, and any code can also ``raise KeyboardInterrupt`` itself: a plugin adapter that does so
+must end its own episode as ``infra_error``, not stop the grid, and a re-run must not stop
+the same way forever. The two look the same, so while a ``limbo`` command runs its SIGINT
+handler is a :class:`Watch`, which counts the signals it receives before raising what
+Python's own handler raises. :func:`from_user` then tells them apart.
+
+The count lives in the installed handler itself (the process's signal table), not in a module
+variable: a signal belongs to the whole process, and a forked worker, which ignores SIGINT
+(its parent handles Ctrl-C), sees ``SIG_IGN`` there and so knows that no interrupt it meets is
+the user's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Iterator
+from types import FrameType
+
+
+class Watch:
+    """The SIGINT handler of a running command: counts the signals, then raises
+    ``KeyboardInterrupt`` exactly as Python's default handler does."""
+
+    def __init__(self) -> None:
+        self.received = 0
+
+    def __call__(self, signum: int, frame: FrameType | None) -> None:
+        self.received += 1
+        signal.default_int_handler(signum, frame)
+
+
+@contextlib.contextmanager
+def watching() -> Iterator[None]:
+    """Count the user's Ctrl-C while inside (main thread only; elsewhere nothing changes)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, Watch())
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
+def from_user() -> bool:
+    """Whether a ``KeyboardInterrupt`` met now can be the user's Ctrl-C: a SIGINT has been
+    received under :func:`watching`. In a process that ignores SIGINT (a worker) none can be;
+    where nobody counts (library code under Python's own handler) any may be, as Python
+    assumes."""
+    handler = signal.getsignal(signal.SIGINT)
+    if isinstance(handler, Watch):
+        return handler.received > 0
+    return handler is not signal.SIG_IGN
