@@ -26,11 +26,12 @@ from limbo.commands import (
     status,
     tables,
     view,
+    world,
 )
 from limbo.errors import UsageError
 
 COMMANDS = (run, episode, show, status, listing, tables, figures, compare, report, view, check,
-            mcp, schema)
+            mcp, schema, world)
 """Every command module, in the order ``limbo --help`` lists them."""
 
 
