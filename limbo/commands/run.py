@@ -34,6 +34,7 @@ from limbo.experiments.grid import (
     load_grid,
     resolved,
     validated,
+    world_facts,
 )
 from limbo.paths import check_dir
 from limbo.plan import in_shard, plan
@@ -60,6 +61,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         p.add_argument(f"--{flag}", action="append", metavar=flag.upper(),
                        help=f"replace the grid's {field} (repeatable)")
     p.add_argument("--instances", type=int, help="instances per template (replaces the grid's)")
+    p.add_argument("--world", metavar="FILE_OR_DIR",
+                   help="run the grids on a world file (your own API, docs/worlds.md) instead "
+                        "of the built-in services")
     p.add_argument("--out", type=Path, help="the run directory (default: runs/<grid>); a re-run "
                    "into it resumes, running only the cells not yet recorded")
     p.add_argument("--concurrency", type=int, default=1, metavar="N",
@@ -120,6 +124,8 @@ def _apply_flags(grid: Grid, args: argparse.Namespace) -> Grid:
                              for m in changes.get("models", grid.models)]
     if args.seed is not None:
         changes["seed"] = args.seed
+    if args.world is not None:
+        changes["world"] = args.world
     if args.instances is not None:
         if args.instances < 1:
             raise UsageError(f"--instances must be at least 1, got {args.instances}")
@@ -396,7 +402,7 @@ def _run_grid(grid: Grid, out: Path, shard: tuple[int, int] | None, args: argpar
                       plugins=list(args.plugin), episode_timeout=args.episode_timeout,
                       executor=args.executor, ray_address=args.ray_address)
     manifest = {"grid": grid.model_dump(mode="json"), "levels": resolved(grid),
-                "dropped": dict(source.dropped), **provenance(),
+                "dropped": dict(source.dropped), **world_facts(grid), **provenance(),
                 "argv": [scrub(a) for a in sys.argv[1:]]}
     progress = _Progress(console, len(the_plan.mine), args.quiet)
 
