@@ -338,11 +338,18 @@ def world_kit(grid: Grid) -> Kit:
     return kit(None) if grid.world is None else load_world(grid.world).runnable()
 
 
+def world_paths(grid: Grid) -> list[str]:
+    """The world files a grid's cells run in (its includes' too)."""
+    grids = included(grid) if grid.include else [grid]
+    return list(dict.fromkeys(g.world for g in grids if g.world is not None))
+
+
 def world_facts(grid: Grid) -> dict[str, Any]:
     """What a run's manifest says of the world files its grid runs (nothing for the built-in
     world): each file's path, name, digest and services."""
     grids = included(grid) if grid.include else [grid]
-    found = {g.world: world_kit(g).source for g in grids if g.world is not None}
+    found = {g.world: {**world_kit(g).source, "path": str(Path(g.world).resolve())}
+             for g in grids if g.world is not None}
     return {"worlds": list(found.values())} if found else {}
 
 

@@ -35,6 +35,7 @@ from limbo.experiments.grid import (
     resolved,
     validated,
     world_facts,
+    world_paths,
 )
 from limbo.paths import check_dir
 from limbo.plan import in_shard, plan
@@ -399,7 +400,8 @@ def _run_grid(grid: Grid, out: Path, shard: tuple[int, int] | None, args: argpar
         return
     opts = RunOptions(out=out, workers=args.workers, concurrency=args.concurrency,
                       limit=args.limit, shard=shard, max_cost=args.max_cost,
-                      plugins=list(args.plugin), episode_timeout=args.episode_timeout,
+                      plugins=list(args.plugin), worlds=world_paths(grid),
+                      episode_timeout=args.episode_timeout,
                       executor=args.executor, ray_address=args.ray_address)
     manifest = {"grid": grid.model_dump(mode="json"), "levels": resolved(grid),
                 "dropped": dict(source.dropped), **world_facts(grid), **provenance(),

@@ -26,7 +26,11 @@ MAX_PROBLEMS = 200
 
 def check(path: Path) -> tuple[WorldFile | None, Source]:
     """The world at ``path`` and its source; the world is ``None`` when there are problems."""
-    source = read(path)
+    return check_source(read(path))
+
+
+def check_source(source: Source) -> tuple[WorldFile | None, Source]:
+    """:func:`check` of a world already read."""
     if source.problems:
         return None, source
     try:
@@ -44,9 +48,10 @@ def check(path: Path) -> tuple[WorldFile | None, Source]:
     return (None if source.problems else world), source
 
 
-def checked(path: Path) -> tuple[WorldFile, Source]:
-    """The world at ``path``, or a :class:`WorldFileError` listing its problems."""
-    world, source = check(path)
+def checked(path: Path | Source) -> tuple[WorldFile, Source]:
+    """The world at ``path`` (or already read), or a :class:`WorldFileError` listing its
+    problems."""
+    world, source = check_source(path if isinstance(path, Source) else read(path))
     if world is None:
         raise WorldFileError(source.problems)
     return world, source

@@ -24,6 +24,7 @@ from limbo.tasks import Template, templates
 from limbo.worldfile.build import build_services
 from limbo.worldfile.check import checked
 from limbo.worldfile.format import TemplateDef, WorldFile
+from limbo.worldfile.source import read
 from limbo.worldfile.template_rules import focal_steps, template_service
 
 DIGEST_CHARS = 12
@@ -54,7 +55,8 @@ class Kit:
     """In name order (the world builds them, and offers their tools, in this order)."""
     templates: dict[str, Template]
     source: dict[str, Any] = field(default_factory=dict)
-    """A world file's facts for the run's manifest: its path, name, digest, services."""
+    """A world file's facts for the run's manifest: its name, digest, services, and the path
+    it was first loaded from (the same bytes elsewhere are the same world)."""
     proxy: tuple[str, ...] = ()
     """Services declared proxy-only: a world with any cannot be run (it is served)."""
     declared: WorldFile | None = None
@@ -105,45 +107,32 @@ def _builtin(services: tuple[type[Service], ...]) -> Kit:
 
 def load_world(path: Path | str) -> Kit:
     """Check and load the world at ``path`` (a file or a directory); a
-    :class:`~limbo.worldfile.source.WorldFileError` naming the first problem otherwise. A
-    file already loaded and unchanged since is not read again."""
-    stamp = _stamp(Path(path))
-    if stamp is not None and stamp in _BY_STAMP:
-        return _LOADED[_BY_STAMP[stamp]]
-    found = _load(Path(path))
-    if stamp is not None:
-        _BY_STAMP[stamp] = str(found.identity)
-    return found
-
-
-_BY_STAMP: dict[tuple[str, int, int], str] = {}
-
-
-def _stamp(path: Path) -> tuple[str, int, int] | None:
-    """A file's path, size and modification time (``None`` for a directory or no file)."""
-    try:
-        found = path.stat()
-    except OSError:
-        return None
-    return (str(path.resolve()), found.st_size, found.st_mtime_ns) if path.is_file() else None
-
-
-def _load(path: Path) -> Kit:
-    world, source = checked(path)
-    identity = f"{world.world.name}@{source.digest[:DIGEST_CHARS]}"
-    if identity in _LOADED:
-        return _LOADED[identity]
+    :class:`~limbo.worldfile.source.WorldFileError` naming the first problem otherwise. The
+    files are read each time (their digest is the world's identity); a world already loaded
+    is not checked or built again."""
+    source = read(Path(path))
+    info = source.raw.get("world")
+    if not source.problems and isinstance(info, dict) and isinstance(info.get("name"), str):
+        known = _LOADED.get(_identity(info["name"], source.digest))
+        if known is not None:
+            return known
+    world, source = checked(source)
+    identity = _identity(world.world.name, source.digest)
     proxy = tuple(name for name, svc in world.services.items() if svc.proxy)
     own = build_services(world, identity) if not proxy else {}
     used = _used(world, own)
     services = tuple(cls for _, cls in sorted({**used, **own}.items()))
     found = Kit(identity, services, _templates(world) if not proxy else {},
-                {"path": str(path.resolve()), "name": world.world.name,
+                {"path": str(Path(path).resolve()), "name": world.world.name,
                  "digest": source.digest, "identity": identity,
                  "services": sorted(world.services), "uses": sorted(used)},
                 proxy, world)
     _LOADED[identity] = found
     return found
+
+
+def _identity(name: str, digest: str) -> str:
+    return f"{name}@{digest[:DIGEST_CHARS]}"
 
 
 def _used(world: WorldFile, own: dict[str, type[Service]]) -> dict[str, type[Service]]:

@@ -1,0 +1,88 @@
+"""`limbo run` with a world: from the flag or the grid file, refused in one line when it cannot
+be played (a proxy-only service, a broken or missing file), and never resumed across a change
+of the world file (a changed file is another world, so another grid)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from limbo.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+SHOP = ROOT / "examples" / "worlds" / "shop.toml"
+PROXY = """
+[world]
+name = "payments"
+
+[services.pay]
+proxy = true
+
+[services.pay.writes.charge]
+description = "Charge a card."
+effect = ["amount"]
+key = "honoured"
+args.amount = { type = "integer" }
+"""
+
+
+def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    return code, out, err
+
+
+def test_a_proxy_only_world_is_refused_by_run(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    world = tmp_path / "pay.toml"
+    world.write_text(PROXY, encoding="utf-8")
+    code, _, err = cli(capsys, "run", "--world", str(world), "--out", str(tmp_path / "r"))
+    assert code == 2 and len(err.splitlines()) == 1
+    assert "declares proxy-only service(s) pay" in err and "cannot play them" in err
+    assert not (tmp_path / "r").exists()
+
+
+def test_a_broken_or_missing_world_is_one_line_before_anything_runs(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    broken = tmp_path / "shop.toml"
+    broken.write_text(SHOP.read_text(encoding="utf-8").replace('lists = ["add_lines"]',
+                                                               'lists = ["nothing"]'),
+                      encoding="utf-8")
+    code, _, err = cli(capsys, "run", "--world", str(broken), "--out", str(tmp_path / "r"))
+    assert code == 2 and len(err.splitlines()) == 1
+    assert f"{broken}:" in err and "lists 'nothing'" in err
+    code, _, err = cli(capsys, "run", "--world", str(tmp_path / "none.toml"))
+    assert code == 2 and "none.toml:1: no such file or directory" in err
+    assert not (tmp_path / "r").exists()
+
+
+def test_a_grid_file_names_its_world_relative_to_itself(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "worlds").mkdir()
+    (tmp_path / "worlds" / "shop.toml").write_bytes(SHOP.read_bytes())
+    grid = tmp_path / "shop-e1.toml"
+    grid.write_text('world = "worlds/shop.toml"\nmodels = ["policy/verify"]\n'
+                    'faults = ["timeout_post", "none"]\n', encoding="utf-8")
+    code, out, _ = cli(capsys, "run", str(grid), "--dry-run")
+    assert code == 0 and "grid shop-e1: 12 episodes" in out  # 2 modes x 6 focal writes
+    out_dir = tmp_path / "run"
+    assert cli(capsys, "run", str(grid), "--out", str(out_dir), "--quiet")[0] == 0
+    manifest = json.loads((out_dir / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["worlds"][0]["path"] == str(tmp_path / "worlds" / "shop.toml")
+
+
+def test_a_changed_world_file_is_another_grid_not_a_resume(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    world = tmp_path / "shop.toml"
+    world.write_bytes(SHOP.read_bytes())
+    run = ["run", "--world", str(world), "--model", "policy/verify", "--fault", "timeout_post",
+           "--out", str(tmp_path / "r"), "--quiet"]
+    assert cli(capsys, *run)[0] == 0
+    code, out, _ = cli(capsys, *run)
+    assert code == 0 and "ran 0 episodes, 12 already done" in out  # the same world: resumed
+    world.write_bytes(SHOP.read_bytes().replace(b"lag_s = 120", b"lag_s = 30"))
+    code, _, err = cli(capsys, *run)
+    assert code == 2 and "holds another grid" in err
