@@ -69,6 +69,8 @@ def test_the_grids_ran_every_cell_of_the_world(runs: dict[str, Path]) -> None:
     (world,) = manifest["worlds"]
     assert world["name"] == "shop" and world["path"] == str(SHOP)
     assert world["services"] == ["notify", "shop"] and len(world["digest"]) == 64
+    assert world["tools"]["shop_create_order"] == "write"
+    assert world["tools"]["notify_search_sent"] == "read" and len(world["tools"]) == 10
     assert all(r["outcome"]["termination"] == "finished" for run in runs.values()
                for r in records(run))
 
@@ -125,3 +127,16 @@ def test_tables_3_5_and_13_come_from_the_world_runs(
     assert row.count(" 0.0 [") == 6  # no duplicate in any committed column
     table13 = out.split("### Table 13")[1]
     assert "| native | vanilla |" in table13 and "No data" not in table13
+
+
+def test_every_condition_and_fault_runs_on_the_world(tmp_path: Path) -> None:
+    """The fifteen conditions (scaffolds and guard included) x every mode x both contracts:
+    every episode finishes and every fault fires on the world's own writes."""
+    out = tmp_path / "all"
+    assert main(["run", "--world", str(SHOP), "--condition", "all", "--contract", "all",
+                 "--model", "policy/verify", "--out", str(out), "--quiet"]) == 0
+    recs = records(out)
+    conditions = {r["cell"]["condition"] for r in recs}
+    assert len(conditions) == 15 and len(recs) == 15 * 2 * (12 * 6 + 1)
+    assert all(r["outcome"]["termination"] == "finished" for r in recs)
+    assert all(r["outcome"]["fault_fired"] for r in recs)

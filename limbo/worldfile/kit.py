@@ -55,8 +55,9 @@ class Kit:
     """In name order (the world builds them, and offers their tools, in this order)."""
     templates: dict[str, Template]
     source: dict[str, Any] = field(default_factory=dict)
-    """A world file's facts for the run's manifest: its name, digest, services, and the path
-    it was first loaded from (the same bytes elsewhere are the same world)."""
+    """A world file's facts for the run's manifest: its name, digest, services, the kind of
+    each tool (a reader of the records needs no world file to tell reads from writes), and
+    the path it was first loaded from (the same bytes elsewhere are the same world)."""
     proxy: tuple[str, ...] = ()
     """Services declared proxy-only: a world with any cannot be run (it is served)."""
     declared: WorldFile | None = None
@@ -125,7 +126,8 @@ def load_world(path: Path | str) -> Kit:
     found = Kit(identity, services, _templates(world) if not proxy else {},
                 {"path": str(Path(path).resolve()), "name": world.world.name,
                  "digest": source.digest, "identity": identity,
-                 "services": sorted(world.services), "uses": sorted(used)},
+                 "services": sorted(world.services), "uses": sorted(used),
+                 "tools": {op.tool: op.kind for cls in own.values() for op in cls.ops.values()}},
                 proxy, world)
     _LOADED[identity] = found
     return found
