@@ -90,6 +90,16 @@ BROKEN = [
      '{order} has shipped" }', 'args = { text = "Your order {order} has shipped" }',
      'args = { text = "Your order {order} has shipped" }',
      "notify_send_sms needs argument 'phone'"),
+    ("an argument named as a result field", "args.phone = { type = \"string\" }",
+     "args.phone = { type = \"string\" }\nargs.ok = { type = \"boolean\", required = false }",
+     "args.ok =", "'ok' is a field of every result"),
+    ("an argument named as the id the write assigns", 'args.to = { type = "string" }',
+     'args.to = { type = "string" }\nargs.message_id = { type = "string", required = false }',
+     "args.message_id", "'message_id' is the id notify_send_email assigns"),
+    ("a save from a field the result does not have", 'save = { order_id = "order_id" }',
+     'save = { order_id = "orderid" }', 'save = { order_id = "orderid" }',
+     "saves order_id from 'orderid', which the result of shop_create_order does not have; "
+     "did you mean 'order_id'?"),
 ]
 
 

@@ -26,6 +26,7 @@ from limbo.worldfile.derive import (
 from limbo.worldfile.format import Arg, ServiceDef, WorldFile
 from limbo.worldfile.latency import latency_of
 from limbo.worldfile.play import PlayedService
+from limbo.worldfile.rules import id_field
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,7 @@ def _service(name: str, svc: ServiceDef, identity: str) -> type[Service]:
     prefixes: dict[str, str] = {}
     for w in svc.writes.values():
         if w.record is not None and w.action in ("create", "upsert"):
-            id_fields.setdefault(w.record, w.id_field or f"{w.record}_id")
+            id_fields.setdefault(w.record, id_field(svc, w.record))
             prefixes.setdefault(w.record, w.id_prefix or id_prefix(w.record))
     cls: type[PlayedService] = type(f"Played_{name}", (PlayedService,), {
         "__doc__": svc.description or f"The {name} service of world {identity}.",

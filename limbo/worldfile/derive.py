@@ -16,6 +16,7 @@ from pydantic import Field, StringConstraints
 from limbo.services.base import DAY_S, Args, ReadBack
 from limbo.tasks import fill
 from limbo.worldfile.format import Arg, HonouredWhen, LagBy, Read, ServiceDef, Write
+from limbo.worldfile.rules import id_field
 
 Idempotency = Literal["keyed", "natural", "conditional", "none"]
 Value = str | int | float | bool | None
@@ -160,8 +161,6 @@ def _match(w: Write, args: Args, fields: list[str], svc: ServiceDef) -> Args:
     if w.action != "update":
         units = w.batch.units if w.batch is not None else None
         return {f: args.get(f) for f in fields if f != units}
-    id_field = next((x.id_field or f"{x.record}_id" for x in svc.writes.values()
-                     if x.record == w.record and x.action in ("create", "upsert")), "id")
     assert w.target is not None
-    return {id_field: args.get(w.target), **w.set,
+    return {id_field(svc, w.record): args.get(w.target), **w.set,
             **{f: args.get(a) for f, a in w.set_args.items()}}

@@ -8,6 +8,7 @@ The template rules are in :mod:`limbo.worldfile.template_rules`.
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -15,7 +16,10 @@ from typing import Any
 from limbo.worldfile.format import HonouredWhen, LagBy, Read, ServiceDef, WorldFile, Write
 
 Report = Callable[[Sequence[str | int], str], None]
+_PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
 KEY_FIELD = "idempotency_key"
+RESERVED = frozenset({"ok", "error", "idempotent_replayed", "changed", "deleted", "items"})
+"""Result fields LIMBO writes itself: an argument of that name would be overwritten."""
 
 
 @dataclass(frozen=True)
@@ -28,6 +32,19 @@ class ToolFacts:
     effect: frozenset[str] | None
     """The fields its effects commit with (``None``: not known, any argument)."""
     batch: bool
+    returns: frozenset[str] | None = None
+    """The top-level fields of its success result (``None``: not known)."""
+
+
+def placeholders(value: Any) -> list[str]:
+    """Every ``{name}`` in a string, list or table (keys are not filled, so not read)."""
+    if isinstance(value, str):
+        return _PLACEHOLDER.findall(value)
+    if isinstance(value, list):
+        return [n for v in value for n in placeholders(v)]
+    if isinstance(value, dict):
+        return [n for v in value.values() for n in placeholders(v)]
+    return []
 
 
 def hint(name: str, choices: Iterable[str]) -> str:
@@ -41,12 +58,33 @@ def world_tools(world: WorldFile) -> dict[str, ToolFacts]:
     out: dict[str, ToolFacts] = {}
     for name, svc in world.services.items():
         for op, w in svc.writes.items():
+            returns = None if svc.proxy else frozenset(_returns(svc, w))
             out[f"{name}_{op}"] = ToolFacts("write", frozenset(w.args), _required(w),
-                                            frozenset(w.effect), w.batch is not None)
+                                            frozenset(w.effect), w.batch is not None, returns)
         for op, r in svc.reads.items():
             out[f"{name}_{op}"] = ToolFacts("read", frozenset(r.args), _required(r),
-                                            None, False)
+                                            None, False, None if svc.proxy else frozenset({
+                                                "items"}))
     return out
+
+
+def id_field(svc: ServiceDef, record: str | None) -> str:
+    """The field holding a record kind's ids: as its creating write says, else
+    ``<record>_id``."""
+    return next((w.id_field for w in svc.writes.values() if w.record == record and w.id_field
+                 and w.action in ("create", "upsert")), f"{record}_id")
+
+
+def _returns(svc: ServiceDef, w: Write) -> set[str]:
+    """The fields of a played write's success result (see :mod:`limbo.worldfile.play`)."""
+    ident = id_field(svc, w.record)
+    if w.batch is not None:
+        return {f"{ident}s", "count"}
+    if w.action == "delete":
+        return {"deleted"}
+    made = {f for x in svc.writes.values() if x.record == w.record
+            and x.action in ("create", "upsert") for f in (*x.args, *x.set)}
+    return {ident, *made, *w.set, *w.set_args} | ({"changed"} if w.action == "upsert" else set())
 
 
 def _required(tool: Write | Read) -> frozenset[str]:
@@ -86,6 +124,9 @@ def _check_write(svc: ServiceDef, service: str, op: str, w: Write, report: Repor
         report((*at, "args", KEY_FIELD), f"{KEY_FIELD} is not declared as an argument: LIMBO "
                                          f"adds it where the contract offers a key (key = ...)")
     _args_exist(w.effect, w.args, (*at, "effect"), "effect", tool, report)
+    for name in sorted(set(w.args) & RESERVED):
+        report((*at, "args", name), f"{name!r} is a field of every result; name the argument "
+                                    f"otherwise")
     if isinstance(w.key, HonouredWhen):
         _check_honoured(w, (*at, "key"), tool, report)
     if w.batch is not None:
@@ -139,6 +180,9 @@ def _check_read_back(svc: ServiceDef, op: str, w: Write, at: Sequence[str | int]
         report(where, f"read_back names {rb.tool!r}, which does not list {op!r} (lists = "
                       f"{read.lists})")
     _args_exist(rb.args, read.args, where, "read_back.args", rb.tool, report)
+    for name in placeholders(rb.args):
+        if name not in w.args:
+            report(where, f"read_back.args uses {{{name}}}, which is not an argument of {tool}")
     for field in rb.match or ():
         if field not in w.effect:
             report(where, f"read_back.match names {field!r}, which is not an effect field of "
@@ -170,6 +214,13 @@ def _check_play(svc: ServiceDef, w: Write, at: Sequence[str | int], tool: str,
     named = [*([w.target] if w.target else []), *w.find, *w.when_args.values(),
              *w.set_args.values(), *([w.upsert_key] if w.upsert_key else [])]
     _args_exist(named, w.args, at, "the write", tool, report)
+    if w.action in ("create", "upsert"):
+        ident = id_field(svc, w.record)
+        for name in [ident] if ident in w.args else []:
+            report((*at, "args", name), f"{name!r} is the id {tool} assigns (id_field); it "
+                                        f"cannot also be an argument")
+        for name in sorted(set(w.set) & set(w.args)):
+            report((*at, "set"), f"set writes {name!r}, which is also an argument of {tool}")
     if changes and w.record is not None and w.record not in _created(svc):
         report((*at, "record"), f"{tool} changes {w.record!r} records, which no create or "
                                 f"upsert write of this service makes")

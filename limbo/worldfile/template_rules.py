@@ -7,26 +7,11 @@ on a ticket after a refund); ``tools`` holds the facts of both.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from limbo.tasks import Step
 from limbo.worldfile.format import TemplateDef, WorldFile
-from limbo.worldfile.rules import Report, ToolFacts, hint
-
-_PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
-
-
-def placeholders(value: Any) -> list[str]:
-    """Every ``{name}`` in a string, list or table (keys are not filled, so not read)."""
-    if isinstance(value, str):
-        return _PLACEHOLDER.findall(value)
-    if isinstance(value, list):
-        return [n for v in value for n in placeholders(v)]
-    if isinstance(value, dict):
-        return [n for v in value.values() for n in placeholders(v)]
-    return []
+from limbo.worldfile.rules import Report, ToolFacts, hint, placeholders
 
 
 def check_templates(world: WorldFile, tools: Mapping[str, ToolFacts], taken: set[str],
@@ -62,6 +47,7 @@ def _check_steps(t: TemplateDef, at: tuple[str | int, ...], tools: Mapping[str, 
                                          f"{hint(step.tool, tools)}")
                 continue
             _check_call(step, facts, where, report)
+            _check_save(step, facts, where, report)
             if part == "setup" and (facts.kind != "write" or step.intent is not None):
                 report(where, f"setup step {step.id!r} must be a write without an intent (it "
                               f"prepares the world before the agent starts)")
@@ -90,6 +76,18 @@ def _check_call(step: Step, facts: ToolFacts, at: Sequence[str | int], report: R
     if intent.per_row != facts.batch:
         report((*at, "intent", "per_row"), f"step {step.id!r}: per_row must be "
                                            f"{str(facts.batch).lower()} for {step.tool}")
+
+
+def _check_save(step: Step, facts: ToolFacts, at: Sequence[str | int], report: Report) -> None:
+    """Every ``save`` path starts at a field the tool's result has."""
+    if facts.returns is None:
+        return
+    for name, path in step.save.items():
+        head = path.split(".")[0]
+        if head not in facts.returns:
+            report((*at, "save"), f"step {step.id!r} saves {name} from {head!r}, which the "
+                                  f"result of {step.tool} does not have"
+                                  f"{hint(head, facts.returns)}")
 
 
 def focal_steps(t: TemplateDef) -> list[Step]:
