@@ -90,6 +90,13 @@ BROKEN = [
      '{order} has shipped" }', 'args = { text = "Your order {order} has shipped" }',
      'args = { text = "Your order {order} has shipped" }',
      "notify_send_sms needs argument 'phone'"),
+    ("a date where a string belongs", 'vars.phone = { format = "+1555010{instance}" }',
+     'vars.phone = { format = "+1555010{instance}" }\nvars.day = { choice = [2026-12-01] }',
+     "vars.day", "dates and times are not values a world can hold"),
+    ("a parameter that cannot be drawn", "vars.quantity = { range = [1, 9, 1] }",
+     "vars.quantity = { range = [9, 1, 0] }", "vars.quantity", "range [9, 1, 0] must be"),
+    ("a batch a billion rows long", "n = [5, 8]", "n = [5, 1000000000]", "vars.lines",
+     "rows n = [5, 1000000000] must be"),
     ("an argument named as a result field", "args.phone = { type = \"string\" }",
      "args.phone = { type = \"string\" }\nargs.ok = { type = \"boolean\", required = false }",
      "args.ok =", "'ok' is a field of every result"),
@@ -148,13 +155,15 @@ def test_there_are_twenty_broken_files_or_more() -> None:
     (b"[world]\nname = \"x\"\n\xff\xfe\n", "not UTF-8 text (byte 19)"),
     (b"[world]\nname = \"Shop!\"\n[services.a.reads.l]\ndescription = \"d\"\nlists = [\"w\"]\n",
      "world.name: String should match pattern"),
+    (b"[world]\nname = \"x\"\n[services.a.writes.w]\ndescription = \"d\"\neffect = [\"v\"]\n"
+     b"set = { v = nan }\n", "w.toml:6: services.a.writes.w.set.v: nan is not a finite number"),
 ])
 def test_files_that_are_not_worlds_at_all(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                           content: bytes, says: str) -> None:
     path = tmp_path / "w.toml"
     path.write_bytes(content)
     code, lines = _check(path, capsys)
-    assert code == 1 and says in lines[0] and len(lines) == 2
+    assert code == 1 and says in lines[0] and len(lines) == 2, lines
 
 
 def test_missing_huge_and_empty_directory(tmp_path: Path,

@@ -9,7 +9,9 @@ every file's name and bytes, so changing any of them makes another world.
 
 from __future__ import annotations
 
+import datetime
 import hashlib
+import math
 import re
 import tomllib
 from collections.abc import Sequence
@@ -128,6 +130,9 @@ def _files(path: Path, source: Source) -> list[Path]:
     if not path.exists():
         source.problems.append(Problem(str(path), 1, "no such file or directory"))
         return []
+    if not path.is_file():
+        source.problems.append(Problem(str(path), 1, "not a regular file or a directory"))
+        return []
     return [path]
 
 
@@ -160,7 +165,25 @@ def _parse(file: Path, data: bytes, source: Source) -> Part | None:
         source.problems.append(Problem(str(file), int(found.group(1)) if found else 1,
                                        f"not valid TOML: {message}"))
         return None
-    return Part(file, raw, Lines(text))
+    part = Part(file, raw, Lines(text))
+    for at, what in _unsupported(raw, ()):
+        source.problems.append(Problem(str(file), part.lines.line(at), f"{'.'.join(map(str, at))}: "
+                                                                       f"{what}"))
+    return part
+
+
+def _unsupported(value: Any, at: tuple[str | int, ...]) -> list[tuple[tuple[str | int, ...], str]]:
+    """Values TOML allows and a world cannot hold: dates and times (no JSON value carries
+    them, so no tool argument or record can) and NaN or infinity (not JSON either)."""
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in _unsupported(v, (*at, k))]
+    if isinstance(value, list):
+        return [p for i, v in enumerate(value) for p in _unsupported(v, (*at, i))]
+    if isinstance(value, (datetime.date, datetime.time)):
+        return [(at, "dates and times are not values a world can hold; write a string")]
+    if isinstance(value, float) and not math.isfinite(value):
+        return [(at, f"{value} is not a finite number")]
+    return []
 
 
 def _merge(source: Source) -> None:

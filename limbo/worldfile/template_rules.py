@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from limbo.tasks import Step
+from limbo.tasks import Step, VarSpec
 from limbo.worldfile.format import TemplateDef, WorldFile
 from limbo.worldfile.rules import Report, ToolFacts, hint, placeholders
 
@@ -140,6 +140,7 @@ def _check_parameters(t: TemplateDef, at: tuple[str | int, ...], report: Report)
     variable's format), the instance number, a setup step's ``save`` or an earlier step's."""
     known = {"instance"}
     for name, spec in t.vars.items():
+        _check_draw(spec, (*at, "vars", name), report)
         uses = placeholders(spec.format) + (placeholders(spec.rows.fields) if spec.rows else [])
         _unset(uses, known | ({"i"} if spec.rows else set()), (*at, "vars", name),
                f"variable {name!r}", t.id, report)
@@ -153,6 +154,25 @@ def _check_parameters(t: TemplateDef, at: tuple[str | int, ...], report: Report)
         uses = placeholders(step.args) + placeholders(step.intent.contains if step.intent else {})
         _unset(uses, known, (*at, "steps", j, "args"), f"step {step.id!r}", t.id, report)
         known |= set(step.save)
+
+
+MAX_ROWS = 1000
+
+
+def _check_draw(spec: VarSpec, at: Sequence[str | int], report: Report) -> None:
+    """A parameter can be drawn: a range that steps forward, a row count that is bounded."""
+    if spec.range is not None:
+        lo, hi, step = spec.range
+        if step <= 0 or hi < lo:
+            report(at, f"range {list(spec.range)} must be [low, high, step] with low <= high "
+                       f"and step > 0")
+    if spec.rows is not None:
+        lo, hi = spec.rows.n
+        if not 0 <= lo <= hi <= MAX_ROWS:
+            report(at, f"rows n = {list(spec.rows.n)} must be [low, high] with "
+                       f"0 <= low <= high <= {MAX_ROWS}")
+    if spec.choice is not None and not spec.choice:
+        report(at, "choice lists no value")
 
 
 def _unset(uses: list[str], known: set[str], at: Sequence[str | int], what: str, template: str,
