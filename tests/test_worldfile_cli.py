@@ -86,3 +86,21 @@ def test_a_changed_world_file_is_another_grid_not_a_resume(
     world.write_bytes(SHOP.read_bytes().replace(b"lag_s = 120", b"lag_s = 30"))
     code, _, err = cli(capsys, *run)
     assert code == 2 and "holds another grid" in err
+
+
+def test_episode_runs_a_world_cell_from_flags_and_from_a_stored_record(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = tmp_path / "r"
+    assert cli(capsys, "run", "--world", str(SHOP), "--model", "policy/verify", "--fault",
+               "partial_batch", "--contract", "native", "--out", str(run), "--quiet")[0] == 0
+    (stored,) = [json.loads(line) for line in (run / "episodes.jsonl").read_text().splitlines()]
+    code, out, _ = cli(capsys, "episode", "--from", str(run), stored["episode_id"], "--json")
+    again = json.loads(out)
+    assert code == 0 and again["episode_id"] == stored["episode_id"]
+    assert {k: v for k, v in again.items() if k != "runtime"} == \
+        {k: v for k, v in stored.items() if k != "runtime"}
+    code, out, _ = cli(capsys, "episode", "--world", str(SHOP), "--template", "shop_add_lines",
+                       "--fault", "partial_batch", "--json")
+    assert code == 0 and json.loads(out)["episode_id"] == stored["episode_id"]
+    code, _, err = cli(capsys, "episode", "--world", str(SHOP))
+    assert code == 2 and "name one of its templates with --template" in err

@@ -29,7 +29,7 @@ from limbo.errors import UsageError
 TEMPLATE = "charge_invoice"
 """The task when no ``--template`` is given."""
 CELL_FLAGS = ("model", "harness", "condition", "contract", "fault", "template", "focal_write",
-              "instance", "seed", "model_param")
+              "instance", "seed", "model_param", "world")
 """The flags that pick a cell; ``--from`` takes the whole cell from the record instead."""
 
 
@@ -55,6 +55,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--instance", type=int, help="the task instance (default 0)")
     p.add_argument("--seed", type=int, metavar="S", help="the grid seed, as in `limbo run "
                    "--seed` (default 0); the world seed derives from it and the task")
+    p.add_argument("--world", metavar="FILE_OR_DIR",
+                   help="a world file (docs/worlds.md): the template is one of its own")
     add_plugin_flag(p)
     p.add_argument("--json", action="store_true", help="print the record as JSON (one line)")
     add_provider_flags(p)
@@ -83,9 +85,13 @@ def flag_cell(args: argparse.Namespace) -> Any:
     """The cell the flags name, seeded as a grid with seed ``--seed`` seeds it."""
     from limbo.cell import Cell
     from limbo.experiments.grid import world_seed
-    from limbo.tasks import template
+    from limbo.worldfile.kit import kit, load_world
 
-    t = template(args.template or TEMPLATE)
+    world = load_world(args.world).runnable() if args.world else kit(None)
+    if args.template is None and world.identity is not None:
+        raise UsageError(f"--world: name one of its templates with --template: "
+                         f"{', '.join(world.templates)}")
+    t = world.template(args.template or TEMPLATE)
     focal = args.focal_write or t.focal_writes[0]
     if focal not in t.focal_writes:
         raise UsageError(f"--focal-write {focal!r} is not a write of {t.id}; choose from: "
@@ -98,7 +104,7 @@ def flag_cell(args: argparse.Namespace) -> Any:
         model = raw.get("model", Cell.model_fields["model"].default)
         raw["model"] = with_params(model, args.model_param)
     seed = world_seed(0 if args.seed is None else args.seed, task)
-    return _cell({**raw, **task, "service": t.service, "seed": seed},
+    return _cell({**raw, **task, "service": t.service, "seed": seed, "world": world.identity},
                  lambda loc: "--" + loc.replace("_", "-"))
 
 
@@ -115,15 +121,32 @@ def stored_cell(args: argparse.Namespace) -> Any:
     where = f"episode {episode_id} in {run_dir}"
     settings, problem = _settings(run_dir)
     for timing, limits in settings:
-        cell = _cell({**record["cell"], "timing": timing, "limits": limits},
-                     lambda loc: f"{where}: cell.{loc}")
-        if cell.episode_id == episode_id:
-            return cell
+        for world in _worlds(run_dir):
+            cell = _cell({**record["cell"], "timing": timing, "limits": limits, "world": world},
+                         lambda loc: f"{where}: cell.{loc}")
+            if cell.episode_id == episode_id:
+                return cell
     if problem is not None:
         raise UsageError(f"{where}: cannot recover the timing and limits of its grid "
                          f"({problem}); run from the directory the run started in")
     raise UsageError(f"{where}: its cell does not hash to its id under the timing and limits "
                      f"of the run's grid; was the record or the manifest edited by hand?")
+
+
+def _worlds(run_dir: Path) -> list[str | None]:
+    """The worlds a cell of ``run_dir`` may have run in: the built-in one, and each world file
+    its manifests name, loaded from where the run found it (an edited file is another world,
+    whose cells hash to other ids)."""
+    from limbo.store import manifests
+    from limbo.worldfile.kit import load_world
+
+    found: list[str | None] = [None]
+    for manifest in manifests(run_dir).values():
+        for world in manifest.get("worlds") or ():
+            path = world.get("path") if isinstance(world, dict) else None
+            if isinstance(path, str) and Path(path).exists():
+                found.append(load_world(path).identity)
+    return list(dict.fromkeys(found))
 
 
 def _settings(run_dir: Path) -> tuple[list[tuple[Any, Any]], str | None]:
@@ -167,11 +190,11 @@ def _check_levels(cell: Any) -> None:
     """Every level of ``cell`` is registered, and its fault can act on its focal write."""
     from limbo.experiments.grid import FACTOR_FIELDS, resolved, validated
     from limbo.registry import lookup
-    from limbo.tools import toolset
+    from limbo.worldfile.kit import kit
 
-    levels = {FACTOR_FIELDS[name]: [getattr(cell, name)]
-              for name in ("contract", "fault", "condition", "harness", "template")}
-    resolved(validated(levels, "command line"))
-    op = toolset(cell.contract)[cell.focal_write].op
+    names = ("contract", "fault", "condition", "harness", *(("template",) if not cell.world else ()))
+    resolved(validated({FACTOR_FIELDS[name]: [getattr(cell, name)] for name in names},
+                       "command line"))
+    op = kit(cell.world).ops[cell.focal_write]
     if not lookup("fault", cell.fault).applies(op):
         raise UsageError(f"fault {cell.fault} cannot act on {cell.focal_write} (batch writes only)")
