@@ -104,3 +104,20 @@ def test_episode_runs_a_world_cell_from_flags_and_from_a_stored_record(
     assert code == 0 and json.loads(out)["episode_id"] == stored["episode_id"]
     code, _, err = cli(capsys, "episode", "--world", str(SHOP))
     assert code == 2 and "name one of its templates with --template" in err
+
+
+def test_a_world_run_replays_under_replay_run_dir(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """``replay/RUN_DIR`` finds a world episode by the identity the run's manifest names."""
+    flags = ["--world", str(SHOP), "--fault", "timeout_post", "--contract", "native", "--quiet"]
+    assert cli(capsys, "run", "--model", "policy/blind", *flags, "--out", str(tmp_path / "a"))[0] == 0
+    replay = f"replay/{tmp_path / 'a'}"
+    assert cli(capsys, "run", "--model", replay, *flags, "--out", str(tmp_path / "b"))[0] == 0
+
+    def outcomes(run: str) -> dict[str, dict]:
+        recs = [json.loads(x) for x in (tmp_path / run / "episodes.jsonl").read_text().splitlines()]
+        return {r["cell"]["focal_write"]: {k: v for k, v in r["outcome"].items()
+                                           if k != "cost_usd"} for r in recs}
+
+    recorded, replayed = outcomes("a"), outcomes("b")
+    assert len(recorded) == 6 and replayed == recorded
