@@ -121,3 +121,22 @@ def test_a_world_run_replays_under_replay_run_dir(tmp_path: Path,
 
     recorded, replayed = outcomes("a"), outcomes("b")
     assert len(recorded) == 6 and replayed == recorded
+
+
+def test_the_same_world_file_cell_and_seed_give_byte_identical_records_across_processes(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import subprocess
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    from same_records import stripped
+
+    flags = ["--world", str(SHOP), "--model", "policy/wait-verify", "--fault",
+             "timeout_late_tail", "--quiet"]
+    assert cli(capsys, "run", *flags, "--out", str(tmp_path / "here"))[0] == 0
+    limbo = str(Path(sys.executable).parent / "limbo")
+    done = subprocess.run([limbo, "run", *flags, "--out", str(tmp_path / "there")],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    here, there = stripped(tmp_path / "here"), stripped(tmp_path / "there")
+    assert len(here) == 12 and here == there
