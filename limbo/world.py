@@ -50,8 +50,7 @@ class World:
         ctx = FaultContext(self.env, self.log, generator(cell.seed, "fault"), cell.timing,
                            cell.focal_write, self.inflight)
         self.fault = fault_cls(ctx, inner)
-        latency = (generator(cell.seed, "latency")
-                   if any(s.op is not None and s.op.latency for s in self.tools.values()) else None)
+        latency = generator(cell.seed, "latency") if self.kit.declares_latency else None
         self.boundary = Boundary(self.env, self.log, self.tools, self.fault, cell.timing.max_wait_s,
                                  latency)
         self.task: TaskInstance = instantiate(self.kit.template(cell.template), cell.instance)

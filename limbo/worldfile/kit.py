@@ -67,6 +67,11 @@ class Kit:
         """Every operation of the kit's services, by tool name."""
         return {op.tool: op for cls in self.services for op in cls.ops.values()}
 
+    @cached_property
+    def declares_latency(self) -> bool:
+        """Whether a write declares its own round trip (the world then draws them)."""
+        return any(op.latency is not None for op in self.ops.values())
+
     def template(self, name: str) -> Template:
         """Template ``name``; a :class:`UsageError` naming the choices if unknown."""
         if name not in self.templates:
