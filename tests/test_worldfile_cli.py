@@ -125,6 +125,8 @@ def test_a_world_run_replays_under_replay_run_dir(tmp_path: Path,
 
 def test_the_same_world_file_cell_and_seed_give_byte_identical_records_across_processes(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """In this process, and in another with two forked workers (which inherit the loaded
+    world)."""
     import subprocess
     import sys
 
@@ -135,7 +137,7 @@ def test_the_same_world_file_cell_and_seed_give_byte_identical_records_across_pr
              "timeout_late_tail", "--quiet"]
     assert cli(capsys, "run", *flags, "--out", str(tmp_path / "here"))[0] == 0
     limbo = str(Path(sys.executable).parent / "limbo")
-    done = subprocess.run([limbo, "run", *flags, "--out", str(tmp_path / "there")],
+    done = subprocess.run([limbo, "run", *flags, "--workers", "2", "--out", str(tmp_path / "there")],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     here, there = stripped(tmp_path / "here"), stripped(tmp_path / "there")
