@@ -27,8 +27,8 @@ from limbo.harness import unavailable
 from limbo.hashing import digest
 from limbo.registry import entries
 from limbo.rng import derive_seed
-from limbo.services import CONTRACTS, Contract, operations
-from limbo.tasks import templates
+from limbo.services import CONTRACTS, Contract
+from limbo.worldfile.kit import Kit, kit, load_world
 
 ALL = "all"
 MAX_CELLS = 1_000_000
@@ -66,6 +66,9 @@ class Grid(BaseModel):
     """Instances 0 .. instances-1 of every template."""
     timing: Timing = Timing()
     limits: Limits = Limits()
+    world: str | None = None
+    """A world file or directory (docs/worlds.md; relative to the grid file): the grid runs
+    that world's services and templates instead of the built-in ones."""
     overrides: dict[str, Any] = {}
     """Command-line replacements, carried into included grids."""
     _notices: list[str] = PrivateAttr(default_factory=list)
@@ -118,7 +121,7 @@ def resolved(grid: Grid) -> dict[str, list[str]]:
             for name, more in resolved(sub).items():
                 merged[name] = list(dict.fromkeys([*merged.get(name, []), *more]))
         return merged
-    temps = templates()
+    temps = world_kit(grid).templates
     levels = {
         "contracts": _levels("contracts", list(grid.contracts), list(CONTRACTS)),
         "faults": _levels("faults", grid.faults, list(entries("fault"))),
@@ -202,7 +205,8 @@ def count_cells(grid: Grid) -> int:
     if grid.include:
         return sum(count_cells(sub) for sub in included(grid))
     lv = resolved(grid)
-    faults, temps, ops = entries("fault"), templates(), operations()
+    faults, found = entries("fault"), world_kit(grid)
+    temps, ops = found.templates, found.ops
     cannot_run = _unavailable(lv["harnesses"])
     per = (len(lv["models"]) * len(lv["conditions"]) * len(lv["contracts"]) * grid.instances
            * sum(1 for h in lv["harnesses"] if h not in cannot_run))
@@ -262,7 +266,9 @@ def iter_cells(grid: Grid, dropped: Counter[str] | None = None) -> Iterator[Cell
 def _runnable(grid: Grid, dropped: Counter[str]) -> Iterator[tuple[dict[str, object], int]]:
     """The combinations of a grid without includes that can run here, with their seeds."""
     lv = resolved(grid)
-    temps, faults, ops = templates(), entries("fault"), operations()
+    found, faults = world_kit(grid), entries("fault")
+    temps, ops = found.templates, found.ops
+    world = {"world": found.identity} if found.identity is not None else {}
     cannot_run = _unavailable(lv["harnesses"])
     for t_name in lv["templates"]:
         t = temps[t_name]
@@ -274,7 +280,7 @@ def _runnable(grid: Grid, dropped: Counter[str]) -> Iterator[tuple[dict[str, obj
             if reason is not None:
                 dropped[reason] += 1
                 continue
-            yield combo, world_seed(grid.seed, combo)
+            yield {**combo, **world}, world_seed(grid.seed, combo)
 
 
 def _why_not(cell: dict[str, object], faults: dict[str, Any], cannot_run: dict[str, str],
@@ -326,6 +332,27 @@ def _cross(grid: Grid, lv: dict[str, list[str]], template: str, service: str,
                                        "focal_write": fw}
 
 
+def world_kit(grid: Grid) -> Kit:
+    """The kit of the grid's world: a world file's (loaded, and refused when LIMBO cannot play
+    it), or the built-in one."""
+    return kit(None) if grid.world is None else load_world(grid.world).runnable()
+
+
+def world_paths(grid: Grid) -> list[str]:
+    """The world files a grid's cells run in (its includes' too)."""
+    grids = included(grid) if grid.include else [grid]
+    return list(dict.fromkeys(g.world for g in grids if g.world is not None))
+
+
+def world_facts(grid: Grid) -> dict[str, Any]:
+    """What a run's manifest says of the world files its grid runs (nothing for the built-in
+    world): each file's path, name, digest and services."""
+    grids = included(grid) if grid.include else [grid]
+    found = {g.world: {**world_kit(g).source, "path": str(Path(g.world).resolve())}
+             for g in grids if g.world is not None}
+    return {"worlds": list(found.values())} if found else {}
+
+
 def builtin_grids() -> dict[str, Path]:
     """Built-in grid files by name."""
     folder = resources.files("limbo.experiments") / "grids"
@@ -350,4 +377,6 @@ def load_grid(ref: str) -> Grid:
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"grid file {path} is not valid TOML: {exc}") from None
     raw.setdefault("name", path.stem)
+    if isinstance(raw.get("world"), str):  # relative to the grid file, like a path in it
+        raw["world"] = str(path.parent / raw["world"])
     return validated(raw, f"grid {path}")

@@ -23,7 +23,7 @@ class Redelivery(Fault):
     hidden = "a copy arrives 2 s after the original and commits again unless a key dedupes it"
 
     def inject(self, req: Request) -> Process:
-        arrives = req.issued_at + self.timing.write_s / 2
+        arrives = req.issued_at + req.round_trip(self.timing.write_s) / 2
         copy_at = arrives + COPY_AFTER_S
         self.emit(req, copy_at=copy_at)
         self.deliver_at(req.but(attempt="redelivered"), copy_at)

@@ -16,9 +16,10 @@ from limbo.results import Result
 
 
 class _RoundTrip(Fault):
-    def dropped(self, answer: Result) -> Process:
-        """The request is lost on the way; ``answer`` comes back after a normal round trip."""
-        yield self.after(self.timing.write_s)
+    def dropped(self, req: Request, answer: Result) -> Process:
+        """The request is lost on the way; ``answer`` comes back after a normal round trip
+        (the call's own, when its write declares one)."""
+        yield self.after(req.round_trip(self.timing.write_s))
         return answer
 
     def delivered(self, req: Request, answer: Result) -> Process:
@@ -37,7 +38,7 @@ class Http500Pre(_RoundTrip):
 
     def inject(self, req: Request) -> Process:
         self.emit(req, delivered=False)
-        return (yield from self.dropped(responses.server_error()))
+        return (yield from self.dropped(req, responses.server_error()))
 
 
 @fault("http500_post")
@@ -76,7 +77,7 @@ class ThrottlePre(_RoundTrip):
 
     def inject(self, req: Request) -> Process:
         self.emit(req, delivered=False)
-        return (yield from self.dropped(responses.rate_limited()))
+        return (yield from self.dropped(req, responses.rate_limited()))
 
 
 @fault("partial_batch")

@@ -23,6 +23,7 @@ from limbo.events import EventLog
 from limbo.hashing import canonical_json
 from limbo.request import Request
 from limbo.results import Result, error, ok
+from limbo.rng import Rng
 from limbo.tools import KEY_FIELD, ToolSpec
 
 Process = Generator[simpy.Event, Any, Result]
@@ -44,7 +45,7 @@ class ServiceTransport:
         self.write_s = write_s
 
     def latency(self, req: Request) -> float:
-        return self.read_s if req.op.kind == "read" else self.write_s
+        return self.read_s if req.op.kind == "read" else req.round_trip(self.write_s)
 
     def handle(self, req: Request) -> Process:
         half = self.latency(req) / 2
@@ -116,8 +117,10 @@ class Boundary:
     """Validates calls, labels attempts, and runs them through the transport chain."""
 
     def __init__(self, env: simpy.Environment, log: EventLog, tools: dict[str, ToolSpec],
-                 transport: Transport, max_wait_s: float) -> None:
+                 transport: Transport, max_wait_s: float, latency_rng: Rng | None = None) -> None:
         self.env = env
+        self.latency_rng = latency_rng
+        """Draws the round trips of writes that declare a latency (world files)."""
         self.log = log
         self.tools = tools
         self.transport = transport
@@ -151,8 +154,11 @@ class Boundary:
         assert spec.op is not None
         if attempt is None:  # only writes are re-issued; reads need no label
             attempt = self._attempt(spec, args) if spec.kind == "write" else "original"
+        draw = spec.op.latency
+        round_trip = (draw(self.latency_rng) if draw is not None and self.latency_rng is not None
+                      else None)
         req = Request(id=self._next_id(), op=spec.op, args=args, key=key, attempt=attempt,
-                      issued_at=self.env.now)
+                      issued_at=self.env.now, round_trip_s=round_trip)
         return self.send(req)
 
     def send(self, req: Request) -> Result:

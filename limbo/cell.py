@@ -48,6 +48,9 @@ class Cell(CellFields):
 
     timing: Timing = Timing()
     limits: Limits = Limits()
+    world: str | None = None
+    """A world file's identity (``name@digest``, :mod:`limbo.worldfile.kit`); ``None``: the
+    built-in world. Part of the id when set, so a changed world file makes other cells."""
     transport: tuple[tuple[str, Any], ...] = ()
     """The model string's transport parameters (``base_url``, ``timeout``, ...), split off
     ``model`` as the cell is built: how to reach the model, not part of the cell's id or of
@@ -77,6 +80,8 @@ class Cell(CellFields):
             body["timing"] = self.timing.model_dump(mode="json")
         if not _default(self.limits):
             body["limits"] = self.limits.model_dump(mode="json")
+        if self.world is not None:
+            body["world"] = self.world
         return _id(body)
 
 
@@ -97,8 +102,10 @@ def _id(body: dict[str, Any]) -> str:
 
 def episode_id(cell: dict[str, Any]) -> str:
     """Digest of the canonical cell (timing and limits included when they differ from the
-    defaults, so default cells keep short, stable ids)."""
-    body = {k: v for k, v in cell.items() if k not in ("timing", "limits")}
+    defaults, so default cells keep short, stable ids; a world file's identity when set)."""
+    body = {k: v for k, v in cell.items() if k not in ("timing", "limits", "world")}
+    if cell.get("world") is not None:
+        body["world"] = cell["world"]
     for name, default in (("timing", _TIMING), ("limits", _LIMITS)):
         value = cell.get(name)
         if value is not None and value != default.model_dump(mode="json"):

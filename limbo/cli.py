@@ -26,12 +26,13 @@ from limbo.commands import (
     status,
     tables,
     view,
+    world,
 )
 from limbo.errors import UsageError
 from limbo.interrupts import from_user, watching
 
 COMMANDS = (run, episode, show, status, listing, tables, figures, compare, report, view, check,
-            mcp, schema)
+            mcp, schema, world)
 """Every command module, in the order ``limbo --help`` lists them."""
 
 

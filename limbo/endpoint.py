@@ -81,7 +81,7 @@ class Endpoint:
 
     def _write(self, req: Request) -> Result:
         op = req.op
-        scope = (self.principal, op.service)
+        scope = (self.principal, op.key_space)
         key = req.key if req.key is not None and op.honours_key(self.contract, req.args) else None
         prior: list[Any] = []
         fingerprint = ""

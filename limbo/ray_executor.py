@@ -153,11 +153,11 @@ class RayPool:
     """The cells of one pass, in batches of :func:`batch_size` cells, on the cluster's workers."""
 
     def __init__(self, concurrency: int, timeout: float | None, plugins: list[str],
-                 total: int) -> None:
+                 total: int, worlds: list[str] | None = None) -> None:
         import ray
 
         self.ray = ray
-        self.setup = _setup(concurrency, timeout, plugins)
+        self.setup = _setup(concurrency, timeout, plugins, worlds or [])
         self.total = total
         self.workers = _workers
         self.out: dict[Any, tuple[Any, list[Cell], int, set[str]]] = {}
@@ -373,7 +373,8 @@ def guided(cells: Iterator[Cell], size: int, total: int, view: _View) -> Iterato
         yield batch
 
 
-def _setup(concurrency: int, timeout: float | None, plugins: list[str]) -> Setup:
+def _setup(concurrency: int, timeout: float | None, plugins: list[str],
+           worlds: list[str]) -> Setup:
     import ray
 
     from limbo.providers import cache
@@ -383,6 +384,7 @@ def _setup(concurrency: int, timeout: float | None, plugins: list[str]) -> Setup
     return Setup(run=f"{ray.get_runtime_context().get_job_id()}/{next(_runs)}",
                  concurrency=concurrency,
                  timeout=timeout, plugins=tuple(_absolute(p) for p in plugins),
+                 worlds=tuple(str(Path(w).resolve()) for w in worlds),
                  cache_root=str(found.root) if found is not None else None,
                  watched=tuple(watched()), env=tuple(sorted(forwarded().items())))
 

@@ -46,6 +46,8 @@ class Setup:
     concurrency: int
     timeout: float | None
     plugins: tuple[str, ...] = ()
+    worlds: tuple[str, ...] = ()
+    """World files (absolute paths) the cells run in."""
     cache_root: str | None = None
     watched: tuple[str, ...] = ()
     """Environment variables the driver's adapters read keys from: secrets to scrub here too."""
@@ -97,11 +99,14 @@ class EpisodeWorker:
         from limbo.providers import cache, limiter, secrets
         from limbo.ray_limiter import RayLimiter
         from limbo.registry import load_plugin
+        from limbo.worldfile.kit import load_world
 
         for plugin in setup.plugins:
             if plugin not in self.plugins:
                 load_plugin(plugin)
                 self.plugins.add(plugin)
+        for path in setup.worlds:
+            load_world(path)  # once per file and version: a loaded world is kept
         os.environ.update(setup.env)
         cache.configure(setup.cache_root)
         for var in setup.watched:

@@ -28,6 +28,13 @@ class Request:
     dry_run: bool = False
     stale_as_of: float | None = None
     cut_after: int | None = None
+    round_trip_s: float | None = None
+    """This call's round trip when its write declares a latency (a world file's
+    ``latency_s``); ``None``: the grid's timing."""
+
+    def round_trip(self, default_s: float) -> float:
+        """The call's round trip: its own, or ``default_s`` (the grid's)."""
+        return default_s if self.round_trip_s is None else self.round_trip_s
 
     def but(self, **changes: Any) -> Request:
         """A copy with ``changes`` applied."""

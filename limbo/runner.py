@@ -70,6 +70,9 @@ class RunOptions:
     shard: tuple[int, int] | None = None
     max_cost: float | None = None
     plugins: list[str] = field(default_factory=list)
+    worlds: list[str] = field(default_factory=list)
+    """World files the cells run in (each worker of a Ray cluster loads them as it does the
+    plugins; forked local workers inherit them)."""
     episode_timeout: float | None = EPISODE_TIMEOUT_S
     executor: Executor = "local"
     """``local`` (this process, or ``workers`` forked ones) or ``ray`` (the connected cluster:
@@ -267,8 +270,8 @@ def _execute(todo: Iterator[Cell], opts: RunOptions, tally: _Tally, keep_fds: li
         from limbo.ray_executor import RayPool, connected
 
         with connected(opts.ray_address):  # already connected from `limbo run`: that session
-            RayPool(opts.concurrency, opts.episode_timeout, opts.plugins, tally.total).run(
-                todo, tally.emit)
+            RayPool(opts.concurrency, opts.episode_timeout, opts.plugins, tally.total,
+                    opts.worlds).run(todo, tally.emit)
         return
     if opts.workers <= 1 or opts.max_cost is not None:
         asyncio.run(stream(todo, opts.concurrency, opts.episode_timeout, tally.sink,

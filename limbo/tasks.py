@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +24,7 @@ from limbo.memo import LIMIT, per_object
 from limbo.rng import generator
 
 if TYPE_CHECKING:
-    from limbo.services.base import Batch, Service
+    from limbo.services.base import Batch, OpSpec, Service
 
 _PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
 
@@ -134,31 +135,34 @@ class TaskInstance(BaseModel):
         """The request the agent receives, with ``env`` (variables plus setup results)."""
         return str(fill(self.template.prompt, env))
 
-    def intents(self, env: dict[str, Any]) -> list[dict[str, Any]]:
-        """What the ledger must show, one entry per required effect."""
+    def intents(self, env: dict[str, Any],
+                ops: Mapping[str, OpSpec] | None = None) -> list[dict[str, Any]]:
+        """What the ledger must show, one entry per required effect (``ops``: the world's
+        operations by tool name; default: the registered services')."""
         out: list[dict[str, Any]] = []
         for step in self.template.steps:
             if step.intent is not None:
-                out.extend(_intents(step, env))
+                out.extend(_intents(step, env, ops))
         return out
 
 
-def _intents(step: Step, env: dict[str, Any]) -> list[dict[str, Any]]:
+def _intents(step: Step, env: dict[str, Any],
+             ops: Mapping[str, OpSpec] | None) -> list[dict[str, Any]]:
     intent = step.intent
     assert intent is not None
     contains = {k: str(fill(v, env)) for k, v in intent.contains.items()}
     if intent.per_row:
-        batch = _batch_of(step.tool)
+        batch = _batch_of(step.tool, ops)
         return [{"id": f"{step.id}[{i}]", "tool": step.tool, "match": effect, "contains": {}}
                 for i, effect in enumerate(batch.effects(fill(step.args, env)))]
     match = {k: fill(step.args[k], env) for k in intent.match}
     return [{"id": step.id, "tool": step.tool, "match": match, "contains": contains}]
 
 
-def _batch_of(tool: str) -> Batch:
+def _batch_of(tool: str, ops: Mapping[str, OpSpec] | None) -> Batch:
     from limbo.services import operations
 
-    batch = operations()[tool].batch
+    batch = (ops if ops is not None else operations())[tool].batch
     assert batch is not None, f"{tool} is not a batch write (templates are checked at load)"
     return batch
 

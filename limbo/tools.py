@@ -133,12 +133,14 @@ UTILITY_TOOLS = (
 )
 
 
-def toolset(contract: Contract | str) -> dict[str, ToolSpec]:
-    """Every tool offered under ``contract``: the registered services' tools (services in
-    name order, so the order never depends on which module registered first), then the
-    utilities. A contract that is not one of :class:`Contract` is a :class:`UsageError`.
-    Shared: do not modify."""
-    return _toolset(Contract.parse(contract), tuple(entries("service").values()))
+def toolset(contract: Contract | str,
+            services: tuple[type[Service], ...] | None = None) -> dict[str, ToolSpec]:
+    """Every tool offered under ``contract``: the tools of ``services`` (default: the
+    registered services, in name order, so the order never depends on which module registered
+    first), then the utilities. A contract that is not one of :class:`Contract` is a
+    :class:`UsageError`. Shared: do not modify."""
+    return _toolset(Contract.parse(contract),
+                    services if services is not None else tuple(entries("service").values()))
 
 
 @cache

@@ -15,13 +15,14 @@ from limbo.cell import Cell
 from limbo.endpoint import Endpoint
 from limbo.errors import InfraError
 from limbo.events import EventLog
-from limbo.registry import entries, lookup
+from limbo.registry import lookup
 from limbo.results import Result, copied
 from limbo.rng import derive_seed, generator
 from limbo.services import Service
 from limbo.services.base import OpContext
-from limbo.tasks import TaskInstance, dig, fill, instantiate, template
+from limbo.tasks import TaskInstance, dig, fill, instantiate
 from limbo.tools import ToolSpec, toolset
+from limbo.worldfile.kit import kit
 
 PRINCIPAL = "agent"
 
@@ -35,11 +36,12 @@ class World:
         self.log = EventLog(self.env)
         self.ledger: list[dict[str, Any]] = []
         self.inflight: list[dict[str, Any]] = []
+        self.kit = kit(cell.world)
         self.services: dict[str, Service] = {
-            name: cls(derive_seed(cell.seed, f"service.{name}"))
-            for name, cls in entries("service").items()
+            cls.name: cls(derive_seed(cell.seed, f"service.{cls.name}"))
+            for cls in self.kit.services
         }
-        self.tools: dict[str, ToolSpec] = toolset(cell.contract)
+        self.tools: dict[str, ToolSpec] = toolset(cell.contract, self.kit.services)
         self.endpoint = Endpoint(self.services, cell.contract, PRINCIPAL, self.log, self.ledger)
         inner = ServiceTransport(self.env, self.endpoint, cell.timing.read_s, cell.timing.write_s)
         from limbo.faults import FaultContext
@@ -48,8 +50,10 @@ class World:
         ctx = FaultContext(self.env, self.log, generator(cell.seed, "fault"), cell.timing,
                            cell.focal_write, self.inflight)
         self.fault = fault_cls(ctx, inner)
-        self.boundary = Boundary(self.env, self.log, self.tools, self.fault, cell.timing.max_wait_s)
-        self.task: TaskInstance = instantiate(template(cell.template), cell.instance)
+        latency = generator(cell.seed, "latency") if self.kit.declares_latency else None
+        self.boundary = Boundary(self.env, self.log, self.tools, self.fault, cell.timing.max_wait_s,
+                                 latency)
+        self.task: TaskInstance = instantiate(self.kit.template(cell.template), cell.instance)
         self.vars: dict[str, Any] = copied(self.task.vars)  # the instance is shared
         self._setup()
 
@@ -75,7 +79,7 @@ class World:
         return self.task.prompt(self.vars)
 
     def intents(self) -> list[dict[str, Any]]:
-        return self.task.intents(self.vars)
+        return self.task.intents(self.vars, self.kit.ops)
 
     def settle(self, limit_s: float) -> float:
         """Run the clock on until nothing is in flight (at most ``limit_s``); returns the time."""

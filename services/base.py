@@ -29,6 +29,7 @@ from limbo.errors import UsageError
 from limbo.hashing import canonical_json
 from limbo.registry import registrar, shipped_files
 from limbo.results import Result
+from limbo.rng import Rng
 
 
 class Contract(StrEnum):
@@ -135,10 +136,19 @@ class OpSpec:
     reversibility: Literal["reversible", "irreversible"] = "reversible"
     readback: Callable[[Args], ReadBack | None] | None = None
     batch: Batch | None = None
+    key_scope: Literal["service", "tool"] = "service"
+    """Where a key is unique: across the service's writes (the spec's rule), or per tool."""
+    latency: Callable[[Rng], float] | None = None
+    """Draws this write's round trip in seconds; ``None``: the grid's ``timing.write_s``."""
 
     @property
     def tool(self) -> str:
         return f"{self.service}_{self.name}"
+
+    @property
+    def key_space(self) -> str:
+        """The part of a key's scope after the caller: the service, or this tool."""
+        return self.service if self.key_scope == "service" else self.tool
 
     def accepts_key(self, contract: Contract) -> bool:
         """Whether the tool offers an ``idempotency_key`` parameter under ``contract``."""

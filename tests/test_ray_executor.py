@@ -168,6 +168,21 @@ def test_losing_the_extra_node_mid_run_loses_and_duplicates_nothing(
 
 # ------------------------------------------------------------------ errors, without a cluster
 
+def test_a_world_grid_on_the_cluster_equals_the_local_run(tmp_path: Path,
+                                                          cluster: Cluster) -> None:
+    """Each worker loads the run's world file (issue 29): a world's records on the cluster are
+    the local run's, byte for byte apart from runtime."""
+    shop = str(Path(__file__).resolve().parents[1] / "examples" / "worlds" / "shop.toml")
+    grid = ["run", "e1", "--world", shop, "--template", "shop_add_lines", "--quiet"]
+    local = limbo(*grid, "--out", str(tmp_path / "local"))
+    assert local.returncode == 0, local.stderr
+    done = limbo(*grid, "--executor", "ray", "--ray-address", cluster.address,
+                 "--out", str(tmp_path / "ray"))
+    assert done.returncode == 0, done.stderr
+    assert records(tmp_path / "ray") == records(tmp_path / "local")
+    assert len(records(tmp_path / "local")) == 195
+
+
 HIDE_RAY = "import sys; sys.modules['ray'] = None; from limbo.cli import main; "
 
 

@@ -52,6 +52,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--instance", type=int, help="the task instance (default 0)")
     p.add_argument("--seed", type=int, metavar="S", help="the grid seed, as in `limbo run "
                    "--seed` (default 0); the world seed derives from it and the task")
+    p.add_argument("--world", metavar="FILE_OR_DIR",
+                   help="a world file (docs/worlds.md): the template is one of its own")
     add_plugin_flag(p)
     p.add_argument("--json", action="store_true", help="print the record as JSON (one line)")
     p.add_argument("--episode-timeout", type=float, default=EPISODE_TIMEOUT_S, metavar="S",
@@ -96,9 +98,13 @@ def flag_cell(args: argparse.Namespace) -> Any:
     """The cell the flags name, seeded as a grid with seed ``--seed`` seeds it."""
     from limbo.cell import Cell
     from limbo.experiments.grid import world_seed
-    from limbo.tasks import template
+    from limbo.worldfile.kit import kit, load_world
 
-    t = template(args.template or TEMPLATE)
+    world = load_world(args.world).runnable() if args.world else kit(None)
+    if args.template is None and world.identity is not None:
+        raise UsageError(f"--world: name one of its templates with --template: "
+                         f"{', '.join(world.templates)}")
+    t = world.template(args.template or TEMPLATE)
     focal = args.focal_write or t.focal_writes[0]
     if focal not in t.focal_writes:
         raise UsageError(f"--focal-write {focal!r} is not a write of {t.id}; choose from: "
@@ -113,19 +119,19 @@ def flag_cell(args: argparse.Namespace) -> Any:
     seed = world_seed(0 if args.seed is None else args.seed, task)
     from limbo.commands.episode_from import build_cell
 
-    return build_cell({**raw, **task, "service": t.service, "seed": seed},
-                 lambda loc: "--" + loc.replace("_", "-"))
+    return build_cell({**raw, **task, "service": t.service, "seed": seed,
+                       "world": world.identity}, lambda loc: "--" + loc.replace("_", "-"))
 
 
 def _check_levels(cell: Any) -> None:
     """Every level of ``cell`` is registered, and its fault can act on its focal write."""
     from limbo.experiments.grid import FACTOR_FIELDS, resolved, validated
     from limbo.registry import lookup
-    from limbo.tools import toolset
+    from limbo.worldfile.kit import kit
 
-    levels = {FACTOR_FIELDS[name]: [getattr(cell, name)]
-              for name in ("contract", "fault", "condition", "harness", "template")}
-    resolved(validated(levels, "command line"))
-    op = toolset(cell.contract)[cell.focal_write].op
+    names = ("contract", "fault", "condition", "harness", *(("template",) if not cell.world else ()))
+    resolved(validated({FACTOR_FIELDS[name]: [getattr(cell, name)] for name in names},
+                       "command line"))
+    op = kit(cell.world).ops[cell.focal_write]
     if not lookup("fault", cell.fault).applies(op):
         raise UsageError(f"fault {cell.fault} cannot act on {cell.focal_write} (batch writes only)")

@@ -23,7 +23,7 @@ from limbo.errors import UsageError
 from limbo.transport import TRANSPORT_PARAMS
 
 CELL_FLAGS = ("model", "harness", "condition", "contract", "fault", "template", "focal_write",
-              "instance", "seed")
+              "instance", "seed", "world")
 """The flags that pick a cell; ``--from`` takes the whole cell from the record instead."""
 
 
@@ -51,16 +51,33 @@ def stored_cell(args: argparse.Namespace) -> Any:
     where = f"episode {episode_id} in {run_dir}"
     settings, problem = _settings(run_dir)
     for timing, limits in settings:
-        cell = build_cell({**record["cell"], "timing": timing, "limits": limits},
-                     lambda loc: f"{where}: cell.{loc}")
-        if cell.episode_id == episode_id:
-            return cell.model_copy(update={"transport": tuple(sorted(
-                {**_recorded_transport(run_dir, cell.model), **moved}.items()))})
+        for world in _worlds(run_dir):
+            cell = build_cell({**record["cell"], "timing": timing, "limits": limits,
+                               "world": world}, lambda loc: f"{where}: cell.{loc}")
+            if cell.episode_id == episode_id:
+                return cell.model_copy(update={"transport": tuple(sorted(
+                    {**_recorded_transport(run_dir, cell.model), **moved}.items()))})
     if problem is not None:
         raise UsageError(f"{where}: cannot recover the timing and limits of its grid "
                          f"({problem}); run from the directory the run started in")
     raise UsageError(f"{where}: its cell does not hash to its id under the timing and limits "
                      f"of the run's grid; was the record or the manifest edited by hand?")
+
+
+def _worlds(run_dir: Path) -> list[str | None]:
+    """The worlds a cell of ``run_dir`` may have run in: the built-in one, and each world file
+    its manifests name, loaded from where the run found it (an edited file is another world,
+    whose cells hash to other ids)."""
+    from limbo.store import manifests
+    from limbo.worldfile.kit import load_world
+
+    found: list[str | None] = [None]
+    for manifest in manifests(run_dir).values():
+        for world in manifest.get("worlds") or ():
+            path = world.get("path") if isinstance(world, dict) else None
+            if isinstance(path, str) and Path(path).exists():
+                found.append(load_world(path).identity)
+    return list(dict.fromkeys(found))
 
 
 def _settings(run_dir: Path) -> tuple[list[tuple[Any, Any]], str | None]:

@@ -36,6 +36,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--focal-write", help="the write the fault acts on (default: the template's "
                                          "first)")
     p.add_argument("--instance", type=int, default=0, help="the task instance (default 0)")
+    p.add_argument("--world", metavar="FILE_OR_DIR",
+                   help="serve a cell of a world file (docs/worlds.md); --template names one "
+                        "of its templates")
     p.add_argument("--fault", default="none", help="the fault mode at the focal write "
                                                     "(default none)")
     p.add_argument("--contract", choices=list(CONTRACTS), default="native",
@@ -60,17 +63,17 @@ def _cell(args: argparse.Namespace) -> Any:
     from limbo.cell import Cell
     from limbo.experiments.grid import world_seed
     from limbo.registry import lookup
-    from limbo.tasks import template
-    from limbo.tools import toolset
+    from limbo.worldfile.kit import kit, load_world
 
     lookup("condition", args.condition)
     fault = lookup("fault", args.fault)
-    t = template(args.template)
+    world = load_world(args.world).runnable() if args.world else kit(None)
+    t = world.template(args.template)
     focal = args.focal_write or t.focal_writes[0]
     if focal not in t.focal_writes:
         raise UsageError(f"--focal-write {focal!r} is not a write of {t.id}; choose from: "
                          f"{', '.join(t.focal_writes)}")
-    if not fault.applies(toolset(args.contract)[focal].op):
+    if not fault.applies(world.ops[focal]):
         raise UsageError(f"fault {args.fault} cannot act on {focal} (batch writes only)")
     if not 0 <= args.hold_timeouts <= 600:
         raise UsageError("--hold-timeouts must be between 0 and 600 seconds")
@@ -78,7 +81,7 @@ def _cell(args: argparse.Namespace) -> Any:
     try:
         return Cell(model=args.model, harness=HARNESS, condition=args.condition,
                     contract=args.contract, fault=args.fault, service=t.service, **task,
-                    seed=world_seed(args.seed, task))
+                    seed=world_seed(args.seed, task), world=world.identity)
     except ValidationError as exc:
         err = exc.errors(include_url=False)[0]
         raise UsageError(f"--{'-'.join(map(str, err['loc']))}: {err['msg']}") from None

@@ -38,7 +38,14 @@ from limbo.config import EPISODE_TIMEOUT_S
 from limbo.errored import retried
 from limbo.errors import UsageError
 from limbo.executor import freeze_heap
-from limbo.experiments.grid import FACTOR_FIELDS, CellSource, Grid, resolved
+from limbo.experiments.grid import (
+    FACTOR_FIELDS,
+    CellSource,
+    Grid,
+    resolved,
+    world_facts,
+    world_paths,
+)
 from limbo.paths import check_output
 from limbo.plan import Plan, plan
 from limbo.provenance import provenance
@@ -58,6 +65,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         p.add_argument(f"--{flag}", action="append", metavar=flag.upper(),
                        help=f"replace the grid's {field} (repeatable)")
     p.add_argument("--instances", type=int, help="instances per template (replaces the grid's)")
+    p.add_argument("--world", metavar="FILE_OR_DIR",
+                   help="run the grids on a world file (your own API, docs/worlds.md) instead "
+                        "of the built-in services")
     p.add_argument("--out", type=Path, help="the run directory (default: runs/<grid>); a re-run "
                    "into it resumes, running only the cells not yet recorded")
     p.add_argument("--concurrency", type=int, default=1, metavar="N",
@@ -184,12 +194,14 @@ def _run_grid(grid: Grid, out: Path, shard: tuple[int, int] | None, args: argpar
     _plan_line(grid, source, the_plan, shard, out, args, console)
     opts = RunOptions(out=out, workers=args.workers, concurrency=args.concurrency,
                       limit=args.limit, shard=shard, max_cost=args.max_cost,
-                      plugins=list(args.plugin), episode_timeout=args.episode_timeout,
+                      plugins=list(args.plugin), worlds=world_paths(grid),
+                      episode_timeout=args.episode_timeout,
                       executor=args.executor, ray_address=args.ray_address,
                       retry=retried(args.retry_errors))
     argv = [scrub(a) for a in argv_of(args)]
     manifest = {"grid": grid.model_dump(mode="json"), "levels": resolved(grid),
-                "dropped": dict(source.dropped), **provenance(), "argv": argv,
+                "dropped": dict(source.dropped), **world_facts(grid), **provenance(),
+                "argv": argv,
                 "transport": transports(resolved(grid)["models"]),
                 "plugins": [where(p) for p in args.plugin],
                 "prices": [str(p.resolve()) for p in args.prices]}

@@ -56,6 +56,8 @@ def apply_flags(grid: Grid, args: argparse.Namespace) -> Grid:
                              for m in changes.get("models", grid.models)]
     if args.seed is not None:
         changes["seed"] = args.seed
+    if args.world is not None:
+        changes["world"] = args.world
     if args.instances is not None:
         if args.instances < 1:
             raise UsageError(f"--instances must be at least 1, got {args.instances}")

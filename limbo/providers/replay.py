@@ -35,7 +35,7 @@ from limbo.cell import Cell, episode_id
 from limbo.config import Limits, Timing
 from limbo.errors import ModelError, UsageError
 from limbo.hashing import canonical_json
-from limbo.store import iter_records, record_files
+from limbo.store import iter_records, manifests, record_files
 
 SHOW = 600
 _loaded: dict[tuple[str, float], list[dict[str, Any]]] = {}
@@ -81,6 +81,17 @@ def load_records(run_dir: str | Path) -> list[dict[str, Any]]:
         _loaded.clear()
         _loaded[stamp] = list(iter_records(root))
     return _loaded[stamp]
+
+
+def _worlds(run_dir: str | Path) -> list[str | None]:
+    """The worlds the run's cells may be in: the built-in one, and each world file its
+    manifests name (by identity: a replay runs in the same world, loaded with ``--world``)."""
+    found: list[str | None] = [None]
+    for manifest in manifests(Path(run_dir)).values():
+        for world in manifest.get("worlds") or ():
+            if isinstance(world, dict) and isinstance(world.get("identity"), str):
+                found.append(world["identity"])
+    return list(dict.fromkeys(found))
 
 
 def cell_of(record: dict[str, Any]) -> Cell:
@@ -142,6 +153,7 @@ class ReplayAdapter(ModelAdapter):
             raise UsageError(f"replay/{model}: takes no parameters (got {', '.join(params)})")
         super().__init__(model)
         self.records = records if records is not None else load_records(model)
+        self.worlds = _worlds(model) if records is None else [None]
         self._index = self._build_index()
         self._turns: list[RecordedTurn] | None = None
         self._record: dict[str, Any] | None = None
@@ -161,7 +173,8 @@ class ReplayAdapter(ModelAdapter):
             replayed = {**rec["cell"], "model": self.spec, "timing": header.get("timing"),
                         "limits": header.get("limits")}
             index.setdefault(rec["episode_id"], rec)
-            index.setdefault(episode_id(replayed), rec)
+            for world in self.worlds:
+                index.setdefault(episode_id({**replayed, "world": world}), rec)
         return index
 
     async def generate(self, messages: list[Message], tools: list[ToolDef],

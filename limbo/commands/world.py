@@ -1,0 +1,46 @@
+"""``limbo world``: check a world file, or print the JSON Schema of the format.
+
+``limbo world check FILE_OR_DIR`` prints one line per problem, ``file:line: what is wrong``,
+and exits 1 when there is any; a world that passes is summarised in one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("world", help="check a world file (your own API as a LIMBO world)")
+    verbs = p.add_subparsers(dest="verb", required=True, metavar="{check,schema}",
+                             help="what to do: check a world file, or print the format's "
+                                  "JSON Schema")
+    check = verbs.add_parser("check", help="check a world file or directory: one line per "
+                                           "problem, with its file and line")
+    check.add_argument("path", type=Path, metavar="FILE_OR_DIR",
+                       help="a world file (.toml), or a directory whose .toml files make one "
+                            "world")
+    verbs.add_parser("schema", help="print the JSON Schema of the world-file format")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.verb == "schema":
+        from limbo.worldfile.format import schema_text
+
+        print(schema_text(), end="")
+        return 0
+    return _check(args.path)
+
+
+def _check(path: Path) -> int:
+    from limbo.worldfile.check import check, describe
+
+    world, source = check(path)
+    if world is None:
+        for problem in source.problems:
+            print(problem)
+        n = len(source.problems)
+        print(f"{path}: {n} problem{'s' if n != 1 else ''}")
+        return 1
+    print(f"{path}: ok — {describe(world)}")
+    return 0
