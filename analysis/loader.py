@@ -47,12 +47,12 @@ import pandas as pd
 from limbo.errors import UsageError
 from limbo.events import EVENT_TYPES
 from limbo.harness import TERMINATIONS
+from limbo.rated import errored, rated
 from limbo.records import CELL_FIELDS, FLAGS, NUMBERS, WRITE_CLASS_FIELDS, RecordError
 
 T = TypeVar("T")
 RECORD_GLOB = "episodes*.jsonl"
 INSPECT_GLOB = "*.eval"
-ERROR_TERMINATIONS = ("infra_error", "model_error")
 _DECODER = json.JSONDecoder()
 
 
@@ -439,8 +439,10 @@ def derive(frame: pd.DataFrame) -> pd.DataFrame:
     pairs = frame["idempotency"].astype(str) + "|" + frame["read_path"].astype(str)
     frame["contract_class"] = pd.Categorical(pairs.map(
         lambda key: contract_class(*key.split("|", 1))))
-    frame["error"] = frame["termination"].isin(ERROR_TERMINATIONS)
-    frame["rated"] = frame["fault_fired"] & ~frame["error"]
+    terms = frame["termination"]
+    frame["error"] = terms.map(errored).astype(bool)
+    frame["rated"] = np.where(frame["fault_fired"], terms.map(lambda t: rated(True, t)),
+                              terms.map(lambda t: rated(False, t))).astype(bool)
     return frame
 
 

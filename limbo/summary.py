@@ -1,8 +1,8 @@
 """Running tallies of a grid and the summary table printed at the end of ``limbo run``.
 
-Rates are conditional on the fault having fired; episodes that ended in ``infra_error``,
-``model_error`` or ``timeout`` (the sandbox, the provider or the machine failed, not the agent)
-are counted in every row and excluded from the rates, never dropped silently.
+Rates are over *rated* episodes (:mod:`limbo.rated`: the fault fired, and the episode did not
+end in ``infra_error``, ``model_error`` or ``timeout``); errored episodes are counted in every
+row and excluded from the rates, never dropped silently.
 """
 
 from __future__ import annotations
@@ -11,9 +11,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from limbo.rated import errored, rated
 from limbo.registry import entries
-
-FAILED = ("infra_error", "model_error", "timeout")
 
 
 @dataclass
@@ -39,12 +38,12 @@ class Tally:
         else:
             self.cost += cost
         term = outcome["termination"]
-        if term in FAILED:  # the sandbox, the adapter, the provider or the machine failed
+        if errored(term):  # the sandbox, the adapter, the provider or the machine failed
             self.infra += term == "infra_error"
             self.model_error += term == "model_error"
             self.timeout += term == "timeout"
             return
-        if not outcome["fault_fired"]:
+        if not rated(outcome["fault_fired"], term):
             return
         self.fired += 1
         self.rated += 1

@@ -14,7 +14,7 @@ def excluded(rows: pd.DataFrame) -> str:
     unfired = int((~rows["fault_fired"] & ~rows["error"]).sum())
     parts = []
     if errors:
-        parts.append(f"{errors} ended in infra_error or model_error")
+        parts.append(f"{errors} errored (infra_error, model_error or timeout)")
     if unfired:
         parts.append(f"{unfired} never reached the focal write (fault not fired)")
     if not parts:

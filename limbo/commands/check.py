@@ -89,7 +89,7 @@ def gate_runs(runs: list[Path], thresholds: Any, junit: Path | None, out: Any = 
         for episode in check.episodes[:SHOWN]:
             print(f"       {episode.why}: {episode.show}", file=out)
         _more(len(check.episodes), "failing episodes", junit, out)
-    errors = {e.episode_id: e for c in verdict.checks for e in c.errors}
+    errors = {e.episode_id: e for e in verdict.errors}
     for episode in list(errors.values())[:SHOWN]:
         print(f"ERR  {episode.episode_id} ended in {episode.why}: {episode.show}", file=out)
     _more(len(errors), "errored episodes", junit, out)

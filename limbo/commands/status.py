@@ -18,10 +18,9 @@ from typing import Any
 from limbo.commands.common import console
 from limbo.errors import UsageError
 from limbo.plan import in_shard
+from limbo.rated import ERRORED
 from limbo.runlock import active_claims, describe_holder
 from limbo.store import QUARANTINE, Scan, manifests, record_files, scan, shard_of
-
-ERRORED = ("infra_error", "model_error", "timeout")
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

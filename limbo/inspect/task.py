@@ -8,9 +8,9 @@ model is Inspect's. The record is stored whole in the sample's metadata (:data:`
 
 The scorer reads the ledger from that record and grades it again (:func:`limbo.episode.regrade`),
 giving duplicate, missing, TS, EOS and overclaim per sample. As in LIMBO's tables, these rates
-are conditional on the fault having fired and exclude episodes that ended in ``infra_error`` or
-``model_error``: for such a sample each rate is NaN, which Inspect's metrics skip;
-``fault_fired`` is always scored.
+are over rated episodes only (:mod:`limbo.rated`: the fault fired, and the episode did not end in
+``infra_error``, ``model_error`` or ``timeout``): for any other sample each rate is NaN, which
+Inspect's metrics skip; ``fault_fired`` is always scored.
 """
 
 from __future__ import annotations
@@ -33,9 +33,9 @@ from limbo.inspect.cells import (
     grid_cells,
     sample_id,
 )
+from limbo.rated import rated
 
 RATES = ("duplicate", "missing", "task_success", "exactly_once", "overclaim")
-ERRORS = ("infra_error", "model_error")
 EPOCHS = ("LIMBO replicates a cell by seed, and an epoch would re-run the identical cell: "
           "use -T seed=... or -T instances=N instead of --epochs")
 
@@ -81,8 +81,8 @@ def ledger() -> Scorer:
         if record is None:
             return Score.unscored(explanation="the episode produced no record")
         outcome = {**record["outcome"], **regrade(record)}
-        rated = outcome["fault_fired"] and outcome["termination"] not in ERRORS
-        value = {name: float(outcome[name]) if rated else math.nan for name in RATES}
+        counted = rated(outcome["fault_fired"], outcome["termination"])
+        value = {name: float(outcome[name]) if counted else math.nan for name in RATES}
         return Score(value={"fault_fired": float(outcome["fault_fired"]), **value},
                      answer=str(outcome["report_status"]),
                      explanation=_explain(record["episode_id"], outcome),
