@@ -26,6 +26,7 @@ from limbo.commands.common import (
 from limbo.config import EPISODE_TIMEOUT_S
 from limbo.errors import UsageError
 from limbo.executor import freeze_heap
+from limbo.experiments.design import design
 from limbo.experiments.grid import (
     FACTOR_FIELDS,
     CellSource,
@@ -226,7 +227,7 @@ def _validate(grids: list[Grid], args: argparse.Namespace) -> None:
     """Everything else a run would trip on: factor levels, size, the models (built, priced
     under a budget, their endpoints reached)."""
     for grid in grids:
-        resolved(grid)
+        design(grid)  # resolves every level, and checks the comparisons' arms against them
         check_size(grid)
         check_models(grid.models, args.max_cost, reach=not args.dry_run)
 
@@ -396,6 +397,7 @@ def _run_grid(grid: Grid, out: Path, shard: tuple[int, int] | None, args: argpar
                       plugins=list(args.plugin), episode_timeout=args.episode_timeout,
                       executor=args.executor, ray_address=args.ray_address)
     manifest = {"grid": grid.model_dump(mode="json"), "levels": resolved(grid),
+                "design": design(grid),
                 "dropped": dict(source.dropped), **provenance(),
                 "argv": [scrub(a) for a in sys.argv[1:]]}
     progress = _Progress(console, len(the_plan.mine), args.quiet)
