@@ -28,7 +28,8 @@ from typing import Any
 
 import pandas as pd
 
-from limbo.analysis.loader import Loaded, fault_info, modes_of
+from limbo.analysis.derive import fault_info
+from limbo.analysis.loader import Loaded
 from limbo.errors import UsageError
 
 ARM = ("model", "harness", "condition", "contract")
@@ -143,7 +144,7 @@ def evaluate(loaded: Loaded, thresholds: Thresholds) -> Verdict:
                               message="no episode under a fault in the logs")
                         for metric, bound in thresholds.bounds()], errors)
     for family in named or present:
-        rows = frame[frame["fault"].astype(str).isin(modes_of([family]))]
+        rows = frame[frame["fault"].astype(str).isin(loaded.modes_of([family]))]
         if rows.empty:
             checks += [Check("all arms", family, metric, bound, failed=True,
                              message=f"no {family} episode in the logs")

@@ -37,17 +37,18 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
 
 import numpy as np
 import pandas as pd
 
+from limbo.analysis.derive import derive
+from limbo.analysis.runs import EXPERIMENT, Run, Runs, attach, fault_table
 from limbo.errors import UsageError
 from limbo.events import EVENT_TYPES
 from limbo.harness import TERMINATIONS
-from limbo.rated import errored, rated
 from limbo.records import CELL_FIELDS, FLAGS, NUMBERS, WRITE_CLASS_FIELDS, RecordError
 
 T = TypeVar("T")
@@ -222,6 +223,24 @@ class Loaded:
     frame: pd.DataFrame
     problems: list[Problem]
     files: list[Path]
+    runs: list[Run] = field(default_factory=list)
+    """The runs the episodes came from, in load order (the frame's ``run`` column indexes
+    it), each with its design (:mod:`limbo.analysis.runs`)."""
+
+    def fault_table(self) -> dict[str, tuple[str, str | None, tuple[str, ...]]]:
+        """Mode → (family, group, every family), as the loaded runs recorded them."""
+        return fault_table(self.runs)
+
+    def modes_of(self, families: Iterable[str]) -> set[str]:
+        """Every mode that counts in one of ``families`` (a late commit is also "read-back
+        cannot"), as the loaded runs recorded them."""
+        wanted = set(families)
+        return {mode for mode, (_, _, fams) in self.fault_table().items() if wanted & set(fams)}
+
+    def experiments(self) -> list[str]:
+        """The names of the experiments the loaded runs hold."""
+        return sorted(c[len(EXPERIMENT):] for c in self.frame.columns
+                      if c.startswith(EXPERIMENT))
 
     def lines(self, rows: pd.DataFrame) -> Iterator[tuple[Any, str, str]]:
         """(index, schema, the record's line) of each row of ``rows`` (a slice of
@@ -274,6 +293,8 @@ class _Builder:
         self.rows: list[Row] = []
         self.seen: dict[str, _Seen] = {}
         self.problems: list[Problem] = []
+        self.also: list[tuple[str, int]] = []
+        """(episode id, file number) of each identical copy counted once."""
 
     def add(self, parsed: Parsed, where: str, loc: tuple[int, int, int, int]) -> None:
         schema, episode_id, cell, outcome = parsed
@@ -297,6 +318,7 @@ class _Builder:
             self.seen[row["episode_id"]] = _Seen(len(self.rows), where, parts)
             self.rows.append(row)
         elif seen.parts == parts:
+            self.also.append((row["episode_id"], row["file"]))
             self.problems.append(Problem("duplicate", where, f"also at {seen.where}; "
                                          f"identical, counted once"))
         else:
@@ -376,7 +398,7 @@ def load(paths: Sequence[Path | str]) -> Loaded:
     """Every episode in ``paths`` (run directories and/or record files), deduplicated."""
     if not paths:
         raise UsageError("name at least one run directory or record file")
-    builder = _Builder()
+    builder, runs = _Builder(), Runs()
     files: list[Path] = []
     for given in map(Path, paths):
         found = record_files(given)
@@ -387,73 +409,22 @@ def load(paths: Sequence[Path | str]) -> Loaded:
             if path.resolve() in {f.resolve() for f in files}:
                 continue
             files.append(path)
+            runs.add(given, path, len(files) - 1)
             _read_file(builder, path, len(files) - 1)
-    loaded = Loaded(builder.frame(), builder.problems, files)
+    frame = builder.frame()
+    attach(frame, runs, builder.also)
+    loaded = Loaded(frame, builder.problems, files, list(runs))
     unknown = loaded.frame.loc[loaded.frame["family"] == "unknown", "fault"]
     if len(unknown):
         modes = ", ".join(sorted(set(map(str, unknown))))
         loaded.problems.append(Problem("unregistered fault mode", modes, f"{len(unknown)} "
                                        f"episodes; no table can place them: load the plugin "
                                        f"that registers the mode with --plugin"))
+    loaded.problems += [Problem(*p) for p in runs.problems]
     if loaded.frame.empty:
         detail = "; ".join(loaded.messages()) or "the files are empty"
         raise UsageError(f"no episode records could be loaded from {', '.join(map(str, paths))}"
                          f" ({detail})")
     return loaded
 
-
-# -- derived columns ------------------------------------------------------------------------
-
-def contract_class(idempotency: str, read_path: str) -> str:
-    """The focal write's tool-contract class, as the paper groups writes: a key the service
-    honours, a write that is idempotent by nature, or a plain write by its read-back path."""
-    if idempotency == "keyed":
-        return "keyed"
-    if idempotency in ("natural", "conditional"):
-        return "idempotent"
-    if idempotency == "unknown":
-        return "unknown"
-    return {"strong": "no key, strong read", "eventual": "no key, eventual read",
-            "none": "no key, no read"}.get(read_path, f"no key, {read_path} read")
-
-
-def fault_info() -> dict[str, tuple[str, str | None, tuple[str, ...]]]:
-    """Mode → (family, group, every family) from the fault registry (plugins included)."""
-    from limbo.faults import catalog
-
-    return {name: (i.family, i.group, i.families) for name, i in catalog().items()}
-
-
-def derive(frame: pd.DataFrame) -> pd.DataFrame:
-    """Add the columns every table uses: family, group, contract class, error, rated."""
-    for name in FLAGS:
-        frame[name] = frame[name].astype(bool)
-    frame["instance"] = frame["instance"].astype(int)
-    for name in (*CATEGORIES[:-3], "schema"):  # few levels: filters and groups use int codes
-        frame[name] = pd.Categorical(frame[name].astype(str))
-    info = fault_info()
-    unknown = ("unknown", None, ())
-    frame["family"] = frame["fault"].map(lambda f: info.get(f, unknown)[0]).astype("category")
-    frame["group"] = frame["fault"].map(lambda f: info.get(f, unknown)[1] or "-").astype(
-        "category")
-    pairs = frame["idempotency"].astype(str) + "|" + frame["read_path"].astype(str)
-    frame["contract_class"] = pd.Categorical(pairs.map(
-        lambda key: contract_class(*key.split("|", 1))))
-    terms = frame["termination"]
-    frame["error"] = terms.map(errored).astype(bool)
-    frame["rated"] = np.where(frame["fault_fired"], terms.map(lambda t: rated(True, t)),
-                              terms.map(lambda t: rated(False, t))).astype(bool)
-    return frame
-
-
-CATEGORIES = ("model", "harness", "condition", "contract", "fault", "service", "template",
-              "focal_write", "report_status", "termination", "idempotency", "read_path",
-              "reversibility", "family", "group", "contract_class")
-
-
-def modes_of(families: Iterable[str]) -> set[str]:
-    """Every registered mode that belongs to one of ``families`` (a late commit is also
-    "read-back cannot")."""
-    wanted = set(families)
-    return {mode for mode, (_, _, fams) in fault_info().items() if wanted & set(fams)}
 
