@@ -114,7 +114,7 @@ def figure6(data: Data) -> Drawn:
         shares = part.groupby("model", observed=True)["behaviour"].value_counts(normalize=True)
         _panel(ax, shares.unstack(fill_value=0.0).to_dict(), models, title)
     found = tests(rows)
-    adjusted = holm([f.pvalue for f in found]) if found else []
+    adjusted = list(holm([f.pvalue for f in found])) if found else []
     for f, p_holm in zip(found, adjusted, strict=True):
         axes[1].annotate(f"p={f.pvalue:.2g} (Holm {p_holm:.2g}; n={f.n_not_executed}"
                          f"+{f.n_committed})", (101, models.index(f.model)), fontsize=6,

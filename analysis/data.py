@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 import pandas as pd
 
+from limbo.analysis import paper
 from limbo.analysis.arms import Matched, comparison, in_experiment, match
 from limbo.analysis.loader import Loaded
 from limbo.analysis.recovery import Recovery, classify
@@ -126,8 +127,10 @@ class Data:
         return sorted(set(found))
 
     def stamp(self, table: Table, *experiments: str) -> Table:
-        """Give ``table`` its provenance (the runs of ``experiments`` it was computed from) and,
+        """Give ``table`` its provenance (the runs of ``experiments`` it was computed from —
+        by default the experiments its number reads, :data:`paper.TABLE_EXPERIMENTS`) and,
         when any of their episodes is a reference policy's, the caveat that says so."""
+        experiments = experiments or paper.TABLE_EXPERIMENTS[table.number]
         table.sources = self.sources(*experiments)
         models = set().union(*(set(self.experiment(e)["model"].astype(str))
                                for e in experiments))

@@ -118,6 +118,8 @@ class Verdict:
     checks: list[Check]
     errors: list[Episode] = field(default_factory=list)
     """Every errored episode in the logs, whichever family (``none`` too) and arm."""
+    rated: int = 0
+    """Rated episodes in the logs (every family and arm)."""
 
     @property
     def passed(self) -> bool:
@@ -142,7 +144,8 @@ def evaluate(loaded: Loaded, thresholds: Thresholds) -> Verdict:
     if not (named or present):
         return Verdict([Check("all arms", "any family", metric, bound, failed=True,
                               message="no episode under a fault in the logs")
-                        for metric, bound in thresholds.bounds()], errors)
+                        for metric, bound in thresholds.bounds()], errors,
+                       int(frame["rated"].sum()))
     for family in named or present:
         rows = frame[frame["fault"].astype(str).isin(loaded.modes_of([family]))]
         if rows.empty:
@@ -154,7 +157,7 @@ def evaluate(loaded: Loaded, thresholds: Thresholds) -> Verdict:
             label = " ".join(f"{k}={v}" for k, v in zip(ARM, arm, strict=True))
             checks += [_check(loaded, group, label, family, metric, bound)
                        for metric, bound in thresholds.bounds()]
-    return Verdict(checks, errors)
+    return Verdict(checks, errors, int(frame["rated"].sum()))
 
 
 def _check(loaded: Loaded, group: pd.DataFrame, arm: str, family: str, metric: str,

@@ -237,6 +237,17 @@ class Loaded:
         wanted = set(families)
         return {mode for mode, (_, _, fams) in self.fault_table().items() if wanted & set(fams)}
 
+    def counts(self) -> str:
+        """One line: episodes loaded, from how many runs, how many rated and errored (by
+        termination) — the numbers ``limbo run``'s summary, ``status`` and ``check`` give."""
+        frame = self.frame
+        errored = frame.loc[frame["error"], "termination"].astype(str).value_counts()
+        detail = ", ".join(f"{t} {n}" for t, n in sorted(errored.items()))
+        unfired = int((~frame["fault_fired"] & ~frame["error"]).sum())
+        return (f"loaded {len(frame)} episodes from {len(self.runs)} run(s): "
+                f"{int(frame['rated'].sum())} rated, {int(frame['error'].sum())} errored"
+                f"{f' ({detail})' if detail else ''}, {unfired} with the fault not fired")
+
     def experiments(self) -> list[str]:
         """The names of the experiments the loaded runs hold."""
         return sorted(c[len(EXPERIMENT):] for c in self.frame.columns

@@ -40,3 +40,9 @@ resolves, late commit and redelivery (duplicates), no fault (EOS)."""
 TABLE13_FAMILY = ("vanilla", "aware", "reflect", "sdk-retry", "rules", "vbr")
 """Table 13's printed comparisons (guard vs each, native contract, E2): Holm adjusts over
 these six; any other row is shown unadjusted and marked."""
+
+TABLE_EXPERIMENTS = {3: ("e1", "e1s"), 4: ("e1", "e3"), 5: ("e2", "e2k"), 6: ("e5",),
+                     7: ("e2",), 8: ("e3",), 9: ("e3", "e3k"), 10: ("e6",), 12: ("e1", "e3"),
+                     13: ("e2", "e2k")}
+"""The experiments each table reads (its caption's): no episode of any other enters it, and
+its provenance names the runs that hold these."""

@@ -152,7 +152,7 @@ def attach(frame: pd.DataFrame, runs: Iterable[Run], also: list[tuple[str, int]]
 
 def _inside(frame: pd.DataFrame, experiment: dict[str, Any]) -> np.ndarray:
     """Rows whose every cell field is one of ``experiment``'s levels."""
-    mask = (frame["instance"] < int(experiment["instances"])).to_numpy().copy()
+    mask: np.ndarray = (frame["instance"] < int(experiment["instances"])).to_numpy().copy()
     for column, levels in experiment["levels"].items():
         mask &= frame[column].isin(levels).to_numpy()
     return mask

@@ -48,7 +48,8 @@ class Comparison(BaseModel):
     def _coherent(self) -> Comparison:
         if self.factor in self.pair_on:
             raise ValueError(f"pair_on lists {self.factor!r}, the factor the arms differ in")
-        for name, values in (("arms", self.arms), ("pair_on", self.pair_on)):
+        pairs = [str(p) for p in self.pair_on]
+        for name, values in (("arms", list(self.arms)), ("pair_on", pairs)):
             repeated = sorted({v for v in values if values.count(v) > 1})
             if repeated:
                 raise ValueError(f"{name} lists {repeated[0]!r} more than once")

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from limbo.errors import UsageError
+from limbo.rated import rated
 from limbo.records import (
     EPISODE_ID,
     SCHEMA_PREFIX,
@@ -174,6 +175,8 @@ class Scan:
     ids: set[str] = field(default_factory=set)
     bad: list[BadLine] = field(default_factory=list)
     terminations: Counter[str] = field(default_factory=Counter)
+    rated: int = 0
+    """Records that enter rates (:func:`limbo.rated.rated`)."""
     files: dict[str, FileStats] = field(default_factory=dict)
 
 
@@ -214,6 +217,7 @@ def scan(run_dir: Path, live: Callable[[Path], bool] = lambda p: False) -> Scan:
             out.ids.add(record["episode_id"])
             first[record["episode_id"]] = f"{path.name} line {number}"
             out.terminations[record["outcome"]["termination"]] += 1
+            out.rated += rated(record["outcome"]["fault_fired"], record["outcome"]["termination"])
             stats.records += 1
     return out
 

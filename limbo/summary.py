@@ -121,7 +121,9 @@ def rows(tallies: dict[str, Tally]) -> list[list[str]]:
     return out
 
 
-HEADER = ["", "episodes", "fired", "dup %", "TS %", "EOS %", "overclaim %", "errors"]
+HEADER = ["", "episodes", "rated", "dup %", "TS %", "EOS %", "overclaim %", "errors"]
+"""``rated``: the fault fired and the episode is not errored (:mod:`limbo.rated`); the rates
+are over these; ``errors``: errored episodes (``infra_error``, ``model_error``, ``timeout``)."""
 
 
 def render(summary: Summary, console: Any) -> None:
@@ -130,7 +132,8 @@ def render(summary: Summary, console: Any) -> None:
 
     for title, tallies in (("by fault family", summary.by_family),
                            ("by model", summary.by_model)):
-        table = Table(title=f"LIMBO summary {title} (rates over episodes where the fault fired)")
+        table = Table(title=f"LIMBO summary {title} (rates over rated episodes: fault fired, "
+                            f"not errored)")
         for i, head in enumerate(HEADER):
             table.add_column(head, justify="left" if i == 0 else "right")
         for row in rows(tallies):

@@ -34,7 +34,7 @@ def table5(data: Data) -> t.Table:
     redelivery, models pooled."""
     table = t.Table(5, "Duplicate rate by contract and condition (E2, E2k; models pooled)",
                     ["contract", "condition", *TABLE5_COLUMNS], keys=2)
-    data.stamp(table, "e2", "e2k")
+    data.stamp(table)
     modes = {m for ms in TABLE5_COLUMNS.values() for m in ms}
     for experiment, contract in EXPERIMENTS:
         matched = conditions(data, experiment)
@@ -67,7 +67,7 @@ def table7(data: Data) -> t.Table:
     names = list(matched.arms) if matched else []
     table = t.Table(7, "Recovery conditions (E2): rates over faulted episodes",
                     ["metric", "contract", "model", *names], keys=3)
-    data.stamp(table, "e2")
+    data.stamp(table)
     if matched is None:
         table.absent = absent("e2")
         return table
@@ -121,7 +121,7 @@ def table13(data: Data) -> t.Table:
     table = t.Table(13, "Guard vs each other condition on EOS (E2; paired, Holm-adjusted)",
                     ["contract", "guard vs", "EOS guard (%)", "EOS other (%)", "EOS gain (pp)",
                      "paired episodes", "McNemar p", "Holm p"], keys=2)
-    data.stamp(table, "e2", "e2k")
+    data.stamp(table)
     found = _guard_rows(data)
     if not found:
         table.absent = absent("e2", "e2k")

@@ -16,7 +16,7 @@ def table10(data: Data) -> t.Table:
     table = t.Table(10, "Cue ablation (E6): default vs plain instruction, paired",
                     ["fault family", "metric", "default (%)", "plain (%)", "Δ (pp)",
                      "McNemar p", "Holm p", "pairs"], keys=2)
-    data.stamp(table, "e6")
+    data.stamp(table)
     matched = data.matched("e6", "cue", arms=("vanilla", "plain"))
     pairs = paired_arms(matched, "vanilla", "plain") if matched is not None else None
     if pairs is None or pairs.rated.empty:

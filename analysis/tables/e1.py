@@ -31,7 +31,7 @@ def table3(data: Data) -> t.Table:
     """E1 by model: duplicate rates by fault group, task success when the write never ran,
     exactly-once over every faulted episode."""
     table = t.Table(3, "E1 results by model (minimal harness, vanilla, native)", TABLE3_HEADER)
-    data.stamp(table, "e1", "e1s")
+    data.stamp(table)
     rated, batch = e1_with_batch_supplement(data)
     if rated.empty and batch.empty:
         table.absent = absent("e1")
@@ -123,7 +123,7 @@ def table4(data: Data) -> t.Table:
     and harness: E1, and (when several harnesses are loaded) E3."""
     table = t.Table(4, "Shapley decomposition of explained variance in duplicates",
                     ["experiment", "factor", *COLUMNS], keys=2)
-    data.stamp(table, "e1", "e3")
+    data.stamp(table)
     blocks = shapley_blocks(data)
     if column_rows(blocks["E1"], "pooled").empty:
         table.absent = absent("e1")

@@ -49,7 +49,7 @@ def table8(data: Data) -> t.Table:
     table = t.Table(8, "Harnesses (E3): native contract",
                     ["harness", "model", "dup: read-back resolves", "dup: late commit",
                      "dup: redelivery", "EOS vanilla", "EOS guard", "n"], keys=2)
-    data.stamp(table, "e3")
+    data.stamp(table)
     matched = guard_arms(data, "e3")
     if matched is None:
         table.absent = absent("e3")
@@ -83,7 +83,7 @@ def table9(data: Data) -> t.Table:
     table = t.Table(9, "Harnesses by contract and condition (E3, E3k)",
                     ["harness", "model", *[f"dup: {c} + {k}" for c, k in arms],
                      "EOS: keys + guard"], keys=2)
-    data.stamp(table, "e3", "e3k")
+    data.stamp(table)
     found = {"native": guard_arms(data, "e3"), "keys-everywhere": guard_arms(data, "e3k")}
     present = {c: m for c, m in found.items() if m is not None}
     if not present:

@@ -236,7 +236,7 @@ def table12(data: Data) -> t.Table:
     """Each hypothesis with its prediction, the test's result, and a verdict."""
     table = t.Table(12, "Preregistered hypotheses and outcomes",
                     ["hypothesis", "prediction", "result", "verdict", "episodes"], keys=2)
-    data.stamp(table, "e1", "e3")
+    data.stamp(table)
     for name, test in HYPOTHESES.items():
         prediction, result, verdict, n = test(data)
         table.add(t.label(name), t.label(prediction), t.label(result), t.label(verdict),

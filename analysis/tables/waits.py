@@ -57,7 +57,7 @@ def table6(data: Data) -> t.Table:
     """EOS, duplicate rate and mean agent time for each condition under the fixed 90 s and
     the heavy-tailed delay, and how often the tail delay is within the wait's bound."""
     table = t.Table(6, "Waiting versus keys under late commits (E5)", HEADER, keys=2)
-    data.stamp(table, "e5")
+    data.stamp(table)
     matched = data.matched("e5", "waits")
     if matched is None or not matched.cells:
         table.absent = absent("e5")

@@ -98,7 +98,8 @@ def gate_runs(runs: list[Path], thresholds: Any, junit: Path | None, out: Any = 
     failed = sum(c.failed for c in verdict.checks)
     print(f"limbo check: {'passed' if verdict.passed else 'FAILED'}: {failed} of "
           f"{len(verdict.checks)} checks failed, {len(verdict.failing_episodes())} failing "
-          f"episodes, {len(errors)} errored" + (f"; JUnit in {junit}" if junit else ""),
+          f"episodes, {verdict.rated} rated, {len(errors)} errored"
+          + (f"; JUnit in {junit}" if junit else ""),
           file=out)
     return 0 if verdict.passed else EXIT_FAILED
 

@@ -30,6 +30,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--table", action="append", type=int, metavar="N",
                    help="only table N (repeatable; default: all)")
     p.add_argument("--format", default="md", help="comma-separated: md, csv, tex (default md)")
+    p.add_argument("--regrade", action="store_true",
+                   help="grade every episode again with this LIMBO's grader (default: the grade "
+                        "recorded when it ran); names both grader versions and lists the "
+                        "episodes whose grade changed")
     add_common(p)
 
 
@@ -55,6 +59,12 @@ def load_data(args: argparse.Namespace, command: str) -> Data:
     loaded = load(args.runs)
     for line in loaded.messages():
         print(f"limbo: warning: {line}", file=sys.stderr)
+    print(f"limbo: {loaded.counts()}", file=sys.stderr)
+    if getattr(args, "regrade", False):
+        from limbo.analysis.regrade import regrade
+
+        for line in regrade(loaded).lines():
+            print(f"limbo: {line}", file=sys.stderr)
     return Data(loaded, args.weights)
 
 
