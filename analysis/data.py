@@ -98,8 +98,11 @@ class Data:
         return self.cached("rated", lambda: self.frame[self.frame["rated"]])
 
     def experiment(self, name: str) -> pd.DataFrame:
-        """Every episode of experiment ``name`` (its grid's name), rated or not."""
-        return self.cached(("experiment", name), lambda: in_experiment(self.frame, name))
+        """Every episode of experiment ``name`` (its grid's name), rated or not, in episode-id
+        order: which run an episode was loaded from first (shared cells load once) never
+        changes the order of a sum, so never the last digit of a number."""
+        return self.cached(("experiment", name), lambda: in_experiment(self.frame, name)
+                           .sort_values("episode_id", kind="stable"))
 
     def matched(self, experiment: str, name: str, rows: pd.DataFrame | None = None,
                 arms: tuple[str, ...] | None = None) -> Matched | None:

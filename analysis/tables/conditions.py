@@ -11,7 +11,7 @@ from limbo.analysis.arms import Matched
 from limbo.analysis.data import Data, absent, ordered
 from limbo.analysis.pairing import Pairs, pair
 from limbo.analysis.stats import discordant, holm, mcnemar_exact
-from limbo.analysis.tables.common import excluded, rate_of, weighting_note
+from limbo.analysis.tables.common import excluded, none_rated, rate_of, weighting_note
 
 TABLE5_COLUMNS = {"timeout (committed)": ("timeout_post",), "500 (committed)": ("http500_post",),
                   "conn reset (committed)": paper.CONN_RESET,
@@ -26,7 +26,7 @@ def conditions(data: Data, experiment: str) -> Matched | None:
     """The experiment's conditions matched on the comparison's pairing factors; ``None`` when
     it has no matched cell."""
     found = data.matched(experiment, "conditions")
-    return found if found is not None and found.cells else None
+    return None if none_rated(found) else found
 
 
 def table5(data: Data) -> t.Table:

@@ -9,7 +9,7 @@ from limbo.analysis import paper
 from limbo.analysis import table as t
 from limbo.analysis.arms import Matched
 from limbo.analysis.data import Data, absent, ordered
-from limbo.analysis.tables.common import excluded, rate_of, weighting_note
+from limbo.analysis.tables.common import excluded, none_rated, rate_of, weighting_note
 
 
 def known_harnesses() -> list[str]:
@@ -36,7 +36,7 @@ def missing_note(present: set[str]) -> str:
 def guard_arms(data: Data, experiment: str) -> Matched | None:
     """Vanilla and guard of ``experiment`` on the cells both ran; ``None`` without any."""
     found = data.matched(experiment, "guard", arms=("vanilla", "guard"))
-    return found if found is not None and found.cells else None
+    return None if none_rated(found) else found
 
 
 def _rated_faulted(rows: pd.DataFrame) -> pd.DataFrame:

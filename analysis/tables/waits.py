@@ -7,7 +7,7 @@ import pandas as pd
 from limbo.analysis import table as t
 from limbo.analysis.data import Data, absent, ordered, wait_bound
 from limbo.analysis.stats import kish_rate
-from limbo.analysis.tables.common import excluded, weighting_note
+from limbo.analysis.tables.common import excluded, none_rated, weighting_note
 
 FIXED, TAIL = "timeout_late", "timeout_late_tail"
 HEADER = ["contract", "condition", "fixed: EOS (%)", "fixed: dup (%)", "fixed: time (min)",
@@ -59,7 +59,7 @@ def table6(data: Data) -> t.Table:
     table = t.Table(6, "Waiting versus keys under late commits (E5)", HEADER, keys=2)
     data.stamp(table)
     matched = data.matched("e5", "waits")
-    if matched is None or not matched.cells:
+    if matched is None or none_rated(matched):
         table.absent = absent("e5")
         return table
     every = matched.rows
