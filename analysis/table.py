@@ -2,7 +2,10 @@
 as Markdown, CSV or LaTeX.
 
 An entry that has no data shows "—", never 0. In the CSV every entry is one line with its
-numerator, denominator, Kish effective n and interval, so a reader can redo any cell.
+numerator, denominator, Kish effective n and interval, so a reader can redo any cell; the
+table's caveat, notes (the n of each arm, what was left unmatched or excluded) and provenance
+(the runs it was computed from) follow as lines of their own (rows ``caveat``, ``note`` and
+``provenance``). Markdown and LaTeX carry the same lines.
 """
 
 from __future__ import annotations
@@ -162,8 +165,9 @@ class Table:
             for head, e in zip(self.header[self.keys:], row[self.keys:], strict=True):
                 writer.writerow([self.number, key, head, e.shown, *(_csv_number(v) for v in (
                     e.value, e.numerator, e.denominator, e.n_eff, e.lo, e.hi))])
-        for line in self.provenance():
-            writer.writerow([self.number, "provenance", "", line, *[""] * 6])
+        for kind, lines in (("note", self.notes), ("provenance", self.provenance())):
+            for line in lines:
+                writer.writerow([self.number, kind, "", line, *[""] * 6])
         return out.getvalue()
 
     def latex(self) -> str:

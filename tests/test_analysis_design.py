@@ -167,7 +167,7 @@ def test_an_unrelated_run_changes_no_digit(runs: dict[str, Path], number: int,
 def test_table10_has_the_papers_rows(runs: dict[str, Path]) -> None:
     rows = [line["row"] for line in csv.DictReader(io.StringIO(tables_csv(runs["e6"],
                                                                          number=10)))]
-    assert list(dict.fromkeys(r for r in rows if r not in ("caveat", "provenance"))) == [
+    assert list(dict.fromkeys(r for r in rows if r not in ("caveat", "note", "provenance"))) == [
         "not executed / TS", "read-back resolves / dup", "late commit / dup", "redelivery / dup",
         "no fault / EOS"]
 
