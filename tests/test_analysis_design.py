@@ -265,3 +265,52 @@ def test_tables_on_the_readme_keyed_run_an_e6_run_and_errored_cells(runs: dict[s
                 grids = [g for g in USES[number] if g != "e1s"]
                 assert "No data — produced by grid" in part or "untested" in part, number
                 assert any(f"`limbo run {g}`" in part for g in grids), (number, part)
+
+
+# -- Must-show 2: Table 6 counts each world once ------------------------------------------------
+
+def test_table6_p_within_counts_each_tail_world_once(tmp_path: Path) -> None:
+    run = tmp_path / "e5"
+    done = limbo("run", "e5", "--template", "charge_invoice", "--model", "policy/verify",
+                 "--model", "policy/blind", "--out", str(run), "--quiet")
+    assert done.returncode == 0, done.stderr
+    delays = {}
+    for line in (run / "episodes.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        cell = record["cell"]
+        if cell["fault"] == "timeout_late_tail":
+            delay = next(e["detail"]["delay_after_timeout_s"] for e in record["events"]
+                         if e["type"] == "fault")
+            world = (cell["template"], cell["focal_write"], cell["instance"], cell["seed"])
+            assert delays.setdefault(world, delay) == delay  # one δ per world, whoever ran it
+    table = cells(tables_csv(run, number=6))
+    for condition, bound in (("wait-60", 60), ("wait-300", 300), ("wait-3600", 3600)):
+        cell = table[(f"native / {condition}", "P(δ ≤ Δ) (%)")]
+        assert int(float(cell["denominator"])) == len(delays) == 2  # 2 models, 2 contracts
+        assert int(float(cell["numerator"])) == sum(d <= bound for d in delays.values())
+
+
+# -- Must-show 5: the log, not the grid file --------------------------------------------------------
+
+def test_tables_come_from_the_log_after_the_grid_file_is_edited_or_deleted(
+        tmp_path: Path) -> None:
+    grid = tmp_path / "mine.toml"
+    text = (Path(__file__).resolve().parents[1] / "experiments" / "grids" / "e6.toml").read_text()
+    grid.write_text(f'name = "e6"\ntemplates = ["charge_invoice"]\n{text}')
+    run = tmp_path / "run"
+    done = limbo("run", str(grid), "--out", str(run), "--quiet")
+    assert done.returncode == 0, done.stderr
+
+    def regenerate(out: Path) -> dict[str, bytes]:
+        done = limbo("tables", str(run), "--format", "md,csv,tex", "--out", str(out))
+        assert done.returncode == 0, done.stderr
+        return {p.name: p.read_bytes() for p in sorted(out.iterdir())}
+
+    before = regenerate(tmp_path / "before")
+    assert b"No data" not in before["table10.md"]
+    grid.write_text(grid.read_text().replace('arms = ["vanilla", "plain"]',
+                                             'arms = ["plain", "vanilla"]')
+                    .replace('"focal_write"]', '"focal_write", "seed"]'))
+    assert regenerate(tmp_path / "edited") == before
+    grid.unlink()
+    assert regenerate(tmp_path / "deleted") == before
