@@ -120,7 +120,7 @@ def figure6(data: Data) -> Drawn:
                          f"+{f.n_committed})", (101, models.index(f.model)), fontsize=6,
                          va="center", annotation_clip=False)
     handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, fontsize=7, ncols=len(BEHAVIOURS), loc="outside lower center")
+    fig.legend(handles, labels, fontsize=7, loc="outside right upper")
     fig.suptitle("Figure 6: first action after the focal timeout, by model (E1); p: permutation "
                  "test that the two panels' distributions are the same", fontsize=10)
     footer(fig, data, "e1")

@@ -47,4 +47,6 @@ def footer(fig: Figure, data: Data, *experiments: str) -> None:
     stamped = data.stamp(Table(0, "", []), *experiments)
     lines = [f"Computed from: {s}" for s in stamped.sources]
     lines += [stamped.caveat] if stamped.caveat else []
+    # Legends sit to the right of the axes, so the layout engine stacks this under the axes
+    # without it meeting a legend.
     fig.supxlabel("\n".join(lines), fontsize=5, color="0.3", ha="left", x=0.01)

@@ -116,13 +116,13 @@ def figure3(data: Data) -> Drawn:
                         "hi": r.hi})
     frame = pd.DataFrame(records)
     classes = ordered(frame["group"].unique(), CLASS_ORDER)
-    fig, (ax,) = new_figure(2 + 1.6 * len(classes), 4.4)
+    fig, (ax,) = new_figure(max(8.0, 3 + 1.6 * len(classes)), 4.6)
     _bars(ax, frame, classes, sorted(frame["series"].unique()))
     ax.set_ylabel("duplicate rate (%)")
     ax.set_ylim(0, 105)
-    fig.legend(fontsize=7, ncols=min(5, len(frame["series"].unique())), loc="outside lower center")
-    ax.set_title("Figure 3: duplicates under committed faults by contract class (E1, E1s); "
-                 "n/a = no rated episode", fontsize=10)
+    fig.legend(fontsize=7, loc="outside right upper")
+    ax.set_title("Figure 3: duplicates under committed faults by contract class (E1, E1s)\n"
+                 "95% intervals; n/a = no rated episode", fontsize=10)
     footer(fig, data, "e1", "e1s")
     return Drawn(3, fig)
 
@@ -161,7 +161,7 @@ def _wait_panel(data: Data, ax: Axes, rows: pd.DataFrame, title: str) -> None:
     ax.set_xscale("log")
     ax.xaxis.set_major_formatter(ScalarFormatter())  # 1, 10, 100: minutes, not powers of ten
     ax.set_ylim(-5, 105)
-    ax.set_xlabel("mean agent-visible time per episode (simulated minutes, log scale)")
+    ax.set_xlabel("mean agent-visible time (sim. minutes, log scale)")
     ax.set_title(title, fontsize=9)
 
 
@@ -178,7 +178,7 @@ def figure4(data: Data) -> Drawn:
         _wait_panel(data, ax, rows[rows["fault"] == mode], title)
     axes[0].set_ylabel("exactly-once success (%)")
     handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, fontsize=7, ncols=4, loc="outside lower center")
+    fig.legend(handles, labels, fontsize=7, loc="outside right upper")
     fig.suptitle("Figure 4: waiting versus keys under late commits (E5)", fontsize=10)
     footer(fig, data, "e5")
     return Drawn(4, fig)
@@ -214,7 +214,7 @@ def figure5(data: Data) -> Drawn:
         ax.set_xlabel("mean tool calls per episode", fontsize=8)
         ax.set_ylabel("EOS (%)", fontsize=8)
     handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, fontsize=7, ncols=5, loc="outside lower center")
+    fig.legend(handles, labels, fontsize=7, loc="outside right upper")
     fig.suptitle("Figure 5: EOS vs tool calls per condition (E2, native); grey ring area ∝ "
                  "duplicate rate", fontsize=10)
     footer(fig, data, "e2")
