@@ -3,7 +3,9 @@
 Every table, figure and ``limbo compare`` reads runs through :func:`load`. It takes any mix of
 run directories and record files (shards from one machine or several) and returns one row per
 episode: every cell factor, every outcome field, the focal write's class, the fault's family
-and observation-equivalence group, usage and cost.
+and observation-equivalence group, usage and cost, whether it is rated (:mod:`limbo.rated`),
+the run it came from and the experiments it belongs to (``exp:NAME`` columns) — the last three
+read from each run's recorded design (:mod:`limbo.analysis.runs`), not from today's code.
 
 What it reads: in a directory, only files named ``episodes*.jsonl`` (quarantine files and
 anything else a run directory holds are left alone) and Inspect logs (``*.eval``); a file named
@@ -20,7 +22,8 @@ file and line, never silently:
 * a record whose ``schema`` is not in :data:`SCHEMAS` (``unknown schema``), e.g. one written by
   a newer LIMBO;
 * the same episode id twice: identical copies (same cell and outcome — runs of overlapping
-  grids share cells) are kept once (``duplicate``); copies that disagree are all dropped,
+  grids share cells) are kept once (``duplicate``), belonging to the experiments of every run
+  that holds one; copies that disagree are all dropped,
   since nothing says which is right (``conflict``).
 
 Each known schema version is one entry of :data:`SCHEMAS`: a reader that turns a line into the
@@ -41,15 +44,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
 
-import numpy as np
 import pandas as pd
 
 from limbo.analysis.derive import derive
 from limbo.analysis.runs import EXPERIMENT, Run, Runs, attach, fault_table
+from limbo.analysis.schemas import SCHEMAS, Row, check_types, typed
 from limbo.errors import UsageError
-from limbo.events import EVENT_TYPES
 from limbo.harness import TERMINATIONS
-from limbo.records import CELL_FIELDS, FLAGS, NUMBERS, WRITE_CLASS_FIELDS, RecordError
+from limbo.records import CELL_FIELDS, FLAGS, NUMBERS, RecordError
 
 T = TypeVar("T")
 RECORD_GLOB = "episodes*.jsonl"
@@ -67,99 +69,6 @@ class Problem:
     where: str
     """``file:line`` (or the directory)."""
     detail: str
-
-
-Row = dict[str, Any]
-
-
-@dataclass(frozen=True)
-class Reader:
-    """How one schema version maps to the analysis row."""
-
-    row: Callable[[dict[str, Any], dict[str, Any]], Row]
-    """(cell, outcome) → the row's cell and outcome fields."""
-    events: Callable[[str], Iterator[dict[str, Any]]]
-    """A record's line → its events, in order (lazily)."""
-
-
-def _row_v1(cell: dict[str, Any], outcome: dict[str, Any]) -> Row:
-    """The fields as recorded; their types are checked per column (:func:`_check_types`)."""
-    row: Row = {name: cell[name] for name in CELL_FIELDS}
-    for name in (*FLAGS, *NUMBERS, "report_status", "termination"):
-        row[name] = outcome[name]
-    wclass = outcome.get("focal_write_class") or {}
-    for name in WRITE_CLASS_FIELDS:
-        row[name] = str(wclass.get(name, "unknown"))
-    return row
-
-
-EXPECTED = {**{name: "str" for name in CELL_FIELDS if name not in ("instance", "seed")},
-            "instance": "int", "seed": "int", **dict.fromkeys(FLAGS, "bool"),
-            **dict.fromkeys(NUMBERS, "number"), "report_status": "str", "termination": "str"}
-"""The type every column must have: a "false" string must not read as true."""
-_INFERRED = {"str": ("string",), "int": ("integer",), "bool": ("boolean",),
-             "number": ("integer", "floating", "mixed-integer-float", "empty")}
-_ONE = {"str": lambda v: type(v) is str, "int": lambda v: type(v) is int,
-        "bool": lambda v: type(v) is bool,
-        "number": lambda v: v is None or type(v) in (int, float)}
-
-
-def _check_types(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[tuple[str, str]]]:
-    """``frame`` without the rows that have a field of the wrong type, and (episode id,
-    reason) for each of those. Whole columns are checked at once; a column that fails is
-    scanned to find its rows."""
-    bad = np.zeros(len(frame), dtype=bool)
-    reasons: dict[int, str] = {}
-    for column, kind in EXPECTED.items():
-        inferred = pd.api.types.infer_dtype(frame[column], skipna=kind == "number")
-        if inferred in _INFERRED[kind] and (kind == "number" or not frame[column].isna().any()):
-            continue
-        wrong = ~frame[column].map(_ONE[kind]).to_numpy(dtype=bool)
-        for i in np.flatnonzero(wrong & ~bad):
-            reasons[int(i)] = f"{column!r} is {type(frame[column].iloc[i]).__name__}"
-        bad |= wrong
-    found = [(str(frame["episode_id"].iloc[i]), why) for i, why in sorted(reasons.items())]
-    frame = frame[~bad].copy()
-    for name in NUMBERS:
-        frame[name] = frame[name].astype(float)
-    return frame, found
-
-
-def _events_v1(text: str) -> Iterator[dict[str, Any]]:
-    """The events one by one, decoded by offset (the list follows ``report``), so a reader
-    that stops early — the recovery classifier, the first fault event — decodes no more."""
-    start = text.find('"events": [', text.find('"report": '))
-    if start < 0:
-        yield from json.loads(text)["events"]
-        return
-    i = _skip(text, start + 11)
-    while text[i] != "]":
-        event, i = _DECODER.raw_decode(text, i)
-        yield event
-        i = _skip(text, i)
-        if text[i] == ",":
-            i = _skip(text, i + 1)
-
-
-def _typed(events: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-    """``events``, each checked against the closed set of event types as it is decoded."""
-    for i, event in enumerate(events):
-        kind = event.get("type") if isinstance(event, dict) else None
-        if kind not in EVENT_TYPES:
-            raise RecordError(f"events[{i}] has unknown type {kind!r:.40}")
-        yield event
-
-
-def _skip(text: str, i: int) -> int:
-    while text[i] in " \t\r\n":
-        i += 1
-    return i
-
-
-SCHEMAS: dict[str, Reader] = {
-    "limbo.episode/1": Reader(row=_row_v1, events=_events_v1),
-}
-"""Known record versions. A new version is one entry: a reader mapping it to the same row."""
 
 
 def record_files(path: Path) -> list[Path]:
@@ -277,7 +186,7 @@ class Loaded:
         out = {}
         for index, schema, text in self.lines(rows):
             try:
-                out[index] = read(index, _typed(SCHEMAS[schema].events(text)))
+                out[index] = read(index, typed(SCHEMAS[schema].events(text)))
             except RecordError as exc:
                 where = f"{self.files[int(rows.at[index, 'file'])]}:{rows.at[index, 'line']}"
                 raise RecordError(f"{where}: {exc}; this LIMBO reads only the event types of "
@@ -340,7 +249,7 @@ class _Builder:
     def frame(self) -> pd.DataFrame:
         dropped = {s.index for s in self.seen.values() if s.dropped}
         rows = [r for i, r in enumerate(self.rows) if i not in dropped]
-        frame, bad = _check_types(pd.DataFrame.from_records(rows, columns=_COLUMNS))
+        frame, bad = check_types(pd.DataFrame.from_records(rows, columns=_COLUMNS))
         for episode_id, why in bad:
             self.problems.append(Problem("unparseable", self.seen[episode_id].where, why))
         return derive(frame)

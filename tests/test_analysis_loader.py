@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from support.cells import cell_for
 
-from limbo.analysis.loader import SCHEMAS, load, record_files
+from limbo.analysis.loader import load, record_files
+from limbo.analysis.schemas import SCHEMAS
 from limbo.episode import run_episode
 from limbo.errors import UsageError
 from limbo.store import dumps
