@@ -114,6 +114,14 @@ class Data:
             return None
         return match(self.experiment(experiment) if rows is None else rows, found, arms)
 
+    def waits(self) -> dict[str, float]:
+        """Each wait condition's bound Δ as the loaded runs recorded it (the first run wins)."""
+        found: dict[str, float] = {}
+        for run in self.loaded.runs:
+            for condition, bound in run.design.get("waits", {}).items():
+                found.setdefault(condition, float(bound))
+        return found
+
     def modes_of(self, families: list[str]) -> set[str]:
         """Every mode counting in one of ``families``, as the loaded runs recorded them."""
         return self.loaded.modes_of(families)
@@ -192,13 +200,16 @@ def _delay(events: Iterator[dict[str, Any]]) -> float:
     return math.nan
 
 
-def wait_bound(condition: str) -> float | None:
-    """The assumed in-flight bound Δ of a ``wait-Δ`` condition (its ``wait_s``); None for
-    every other condition."""
+def wait_bound(condition: str, recorded: dict[str, float] | None = None) -> float | None:
+    """The assumed in-flight bound Δ of a ``wait-Δ`` condition: as the runs recorded it
+    (``recorded``, from their designs), else its registered ``wait_s``, else the number in its
+    name; None for every other condition."""
     from limbo.registry import entries
 
     if not condition.startswith("wait-"):
         return None
+    if recorded and condition in recorded:
+        return float(recorded[condition])
     value = getattr(entries("condition").get(condition), "wait_s", None)
     if value is None:
         match = re.fullmatch(r"wait-(\d+)", condition)

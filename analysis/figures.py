@@ -145,7 +145,7 @@ def _wait_panel(data: Data, ax: Axes, rows: pd.DataFrame, title: str) -> None:
     styles = {"native": ("o-", "0.3"), "keys-everywhere": ("s--", "white")}
     for contract, part in frame.groupby("contract"):
         part = part.set_index("condition")
-        waits = [c for c in wait_order(set(part.index)) if c.startswith("wait-")]
+        waits = [c for c in wait_order(set(part.index), data.waits()) if c.startswith("wait-")]
         style, fill = styles.get(contract, ("^:", "0.7"))
         if waits:
             ax.plot(part.loc[waits, "time"], part.loc[waits, "eos"], style, color="black",

@@ -192,7 +192,7 @@ def _csv_number(value: float) -> str:
 _TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
         "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
         "—": "---", "–": "--", "−": "$-$", "≤": r"$\leq$", "≥": r"$\geq$", "±": r"$\pm$",
-        "δ": r"$\delta$", "Δ": r"$\Delta$", "²": r"$^2$"}
+        "δ": r"$\delta$", "Δ": r"$\Delta$", "²": r"$^2$", "†": r"$\dagger$"}
 
 
 def _tex(text: str) -> str:

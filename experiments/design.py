@@ -12,6 +12,7 @@ differently — is analysed as it was made:
   observation-equivalence group;
 * ``tools`` and ``toolset``: each tool's kind (read, write, …) — what the recovery classifier
   needs — and a digest of that map;
+* ``waits``: the assumed in-flight bound Δ (seconds) of each ``wait-Δ`` condition run;
 * ``grader``: the version of the grading rules (:data:`limbo.grading.GRADER_VERSION`).
 """
 
@@ -23,6 +24,7 @@ from limbo.errors import UsageError
 from limbo.experiments.grid import ALL, FACTOR_FIELDS, Grid, included, resolved
 from limbo.grading import GRADER_VERSION
 from limbo.hashing import digest
+from limbo.registry import entries
 
 DESIGN_VERSION = 1
 """The shape of the ``design`` object (a reader refuses a version it does not know)."""
@@ -70,6 +72,10 @@ def design(grid: Grid) -> dict[str, Any]:
     faults = {m: {"family": info[m].family, "families": list(info[m].families),
                   "group": info[m].group} for m in modes}
     tools = {name: spec.kind for name, spec in sorted(toolset("native").items())}
+    conditions = entries("condition")
+    waits = {c: float(conditions[c].wait_s) for e in experiments for c in e["levels"]["condition"]
+             if c.startswith("wait-") and getattr(conditions.get(c), "wait_s", None) is not None}
     return {"version": DESIGN_VERSION, "grid_digest": digest(
         [e["digest"] for e in experiments]), "experiments": experiments, "faults": faults,
-        "tools": tools, "toolset": digest(tools), "grader": GRADER_VERSION}
+        "tools": tools, "toolset": digest(tools), "waits": dict(sorted(waits.items())),
+        "grader": GRADER_VERSION}

@@ -314,3 +314,34 @@ def test_tables_come_from_the_log_after_the_grid_file_is_edited_or_deleted(
     assert regenerate(tmp_path / "edited") == before
     grid.unlink()
     assert regenerate(tmp_path / "deleted") == before
+
+
+def test_regrading_is_explicit_and_says_what_changed(runs: dict[str, Path], tmp_path: Path) -> None:
+    """A run graded by an older grader (here: one episode's recorded exactly-once flipped, and
+    the manifest saying grader 1) is read as recorded; ``--regrade`` grades it again, names
+    both versions and lists the episode whose grade changed."""
+    copy = tmp_path / "old"
+    copy.mkdir()
+    manifest = json.loads((runs["e6"] / "manifest.json").read_text())
+    manifest["design"]["grader"] = "1"
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    lines = (runs["e6"] / "episodes.jsonl").read_text().splitlines()
+    target = next(i for i, line in enumerate(lines)
+                  if json.loads(line)["cell"]["fault"] == "none"
+                  and json.loads(line)["outcome"]["exactly_once"])
+    record = json.loads(lines[target])
+    record["outcome"]["exactly_once"] = False
+    lines[target] = json.dumps(record)
+    (copy / "episodes.jsonl").write_text("\n".join(lines) + "\n")
+
+    original = cells(tables_csv(runs["e6"], number=10))
+    recorded = cells(tables_csv(copy, number=10))
+    key = ("no fault / EOS", "default (%)" if record["cell"]["condition"] == "vanilla"
+           else "plain (%)")
+    assert float(recorded[key]["value"]) < float(original[key]["value"])
+    done = limbo("tables", str(copy), "--table", "10", "--format", "csv", "--regrade")
+    assert done.returncode == 0, done.stderr
+    assert "regraded with grader 2 (the runs were graded with 1): 1 episode(s) changed grade" \
+        in done.stderr
+    assert f"{record['episode_id']}: exactly_once False → True" in done.stderr
+    assert cells(done.stdout)[key]["value"] == original[key]["value"]

@@ -14,10 +14,10 @@ HEADER = ["contract", "condition", "fixed: EOS (%)", "fixed: dup (%)", "fixed: t
           "tail: EOS (%)", "tail: dup (%)", "tail: time (min)", "P(δ ≤ Δ) (%)"]
 
 
-def wait_order(conditions: set[str]) -> list[str]:
+def wait_order(conditions: set[str], recorded: dict[str, float] | None = None) -> list[str]:
     """vanilla, then the wait conditions by their bound, then the rest in the paper's order."""
     waits = sorted((c for c in conditions if c.startswith("wait-")),
-                   key=lambda c: wait_bound(c) or 0.0)
+                   key=lambda c: wait_bound(c, recorded) or 0.0)
     head = [c for c in ("vanilla",) if c in conditions] + waits
     return head + [c for c in ordered(conditions) if c not in head]
 
@@ -46,8 +46,8 @@ def world_delays(data: Data, rows: pd.DataFrame) -> pd.Series:
     return delays.groupby(keyed.to_numpy()).first().dropna()
 
 
-def _p_within(condition: str, delays: pd.Series) -> t.Entry:
-    bound = wait_bound(condition)
+def _p_within(condition: str, delays: pd.Series, recorded: dict[str, float]) -> t.Entry:
+    bound = wait_bound(condition, recorded)
     if bound is None or delays.empty:
         return t.Entry(t.EMPTY)
     return t.rate(kish_rate((delays <= bound).to_numpy()), counts=True)
@@ -67,12 +67,12 @@ def table6(data: Data) -> t.Table:
     rated = every[every["rated"].to_numpy()]
     for contract in ordered(rated["contract"].unique(), ("native", "keys-everywhere")):
         block = rated[(rated["contract"] == contract).to_numpy()]
-        for condition in wait_order(set(block["condition"].astype(str))):
+        for condition in wait_order(set(block["condition"].astype(str)), data.waits()):
             rows = block[(block["condition"] == condition).to_numpy()]
             table.add(t.label(contract), t.label(condition),
                       *_arm(data, rows[(rows["fault"] == FIXED).to_numpy()]),
                       *_arm(data, rows[(rows["fault"] == TAIL).to_numpy()]),
-                      _p_within(condition, delays))
+                      _p_within(condition, delays, data.waits()))
     table.notes += [weighting_note(data) + " Time: mean agent-visible episode time in sim "
                     "minutes (same weights).",
                     f"P(δ ≤ Δ): share of the {len(delays)} distinct tail-delay worlds (template, "
