@@ -112,7 +112,10 @@ class Data:
         found = comparison([r.design for r in self.loaded.runs], experiment, name)
         if found is None:
             return None
-        return match(self.experiment(experiment) if rows is None else rows, found, arms)
+        if rows is not None:
+            return match(rows, found, arms)
+        return self.cached(("matched", experiment, name, arms),
+                           lambda: match(self.experiment(experiment), found, arms))
 
     def waits(self) -> dict[str, float]:
         """Each wait condition's bound Δ as the loaded runs recorded it (the first run wins)."""
@@ -129,10 +132,14 @@ class Data:
     def sources(self, *experiments: str) -> list[str]:
         """One line per loaded run holding episodes of ``experiments``: its grids,
         fingerprint, LIMBO and grader versions (no path: the same wherever it is stored)."""
+        return self.cached(("sources", experiments), lambda: self._sources(experiments))
+
+    def _sources(self, experiments: tuple[str, ...]) -> list[str]:
         frame, found = self.frame, []
+        owner = frame["run"].to_numpy()
         for i, run in enumerate(self.loaded.runs):
             names = {e["name"] for e in run.design["experiments"]} & set(experiments)
-            mine = frame["run"].to_numpy() == i
+            mine = owner == i
             if any(frame[EXPERIMENT + n].to_numpy()[mine].any() for n in names):
                 found.append(run.describe())
         return sorted(set(found))
@@ -143,7 +150,7 @@ class Data:
         when any of their episodes is a reference policy's, the caveat that says so."""
         experiments = experiments or paper.TABLE_EXPERIMENTS[table.number]
         table.sources = self.sources(*experiments)
-        models = set().union(*(set(self.experiment(e)["model"].astype(str))
+        models = set().union(*(set(map(str, self.experiment(e)["model"].unique()))
                                for e in experiments))
         if any(m.startswith("policy/") for m in models):
             table.caveat = REFERENCE_CAVEAT
