@@ -46,6 +46,9 @@ EXPERIMENTS = {"e1": "E1: minimal harness, vanilla condition, native contract",
                "e5": "E5: wait conditions, guard and oracles under late commits",
                "e6": "E6: vanilla and plain instruction on the same cells"}
 """The paper's experiments, by the name of the built-in grid that produces each."""
+CELL_ORDER = ("template", "focal_write", "instance", "fault", "contract", "condition", "harness",
+              "service", "seed", "model", "episode_id")
+"""The order of an experiment's episodes: by cell, the model last but one."""
 REFERENCE_CAVEAT = ("Reference policies: rows for models named policy/* are scripted "
                     "policies shipped with LIMBO, not language models; their numbers show what "
                     "the benchmark measures, not how any model behaves.")
@@ -98,11 +101,12 @@ class Data:
         return self.cached("rated", lambda: self.frame[self.frame["rated"]])
 
     def experiment(self, name: str) -> pd.DataFrame:
-        """Every episode of experiment ``name`` (its grid's name), rated or not, in episode-id
-        order: which run an episode was loaded from first (shared cells load once) never
-        changes the order of a sum, so never the last digit of a number."""
+        """Every episode of experiment ``name`` (its grid's name), rated or not, in the order
+        of their cells (:data:`CELL_ORDER`): which run an episode was loaded from first (shared
+        cells load once) never changes the order of a sum, so never the last digit of a
+        number; nor does the model's name, which every episode id digests."""
         return self.cached(("experiment", name), lambda: in_experiment(self.frame, name)
-                           .sort_values("episode_id", kind="stable"))
+                           .sort_values(list(CELL_ORDER), kind="stable"))
 
     def matched(self, experiment: str, name: str, rows: pd.DataFrame | None = None,
                 arms: tuple[str, ...] | None = None) -> Matched | None:

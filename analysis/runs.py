@@ -55,10 +55,11 @@ class Run:
         names = "+".join(e["name"] for e in self.design["experiments"])
         if not self.recorded:
             return f"{names} {FALLBACK}: no design recorded, read as this LIMBO's grids"
-        fingerprint = str(self.manifest.get("fingerprint", "?"))[:12]
-        return (f"{names} run {fingerprint} (grid digest {self.design.get('grid_digest', '?')}, "
-                f"LIMBO {self.manifest.get('version', '?')}, grader "
-                f"{self.design.get('grader', '?')})")
+        source = self.manifest.get("source") or \
+            f"run {str(self.manifest.get('fingerprint', '?'))[:12]}"
+        version = self.manifest.get("version") or self.design.get("limbo", "?")
+        return (f"{names} {source} (grid digest {self.design.get('grid_digest', '?')}, "
+                f"LIMBO {version}, grader {self.design.get('grader', '?')})")
 
 
 @functools.cache
@@ -82,6 +83,16 @@ def _design(manifests: dict[str, dict[str, Any]]) -> tuple[dict[str, Any], dict[
     return {}, fallback_design()
 
 
+def _inspect(path: Path) -> dict[str, dict[str, Any]]:
+    """An Inspect log's design as a manifest would hold it (none for a log without one)."""
+    if path.suffix not in (".eval", ".json"):
+        return {}
+    from limbo.inspect.log import design, is_inspect_log
+
+    found = design(path) if is_inspect_log(path) else None
+    return {path.name: {"design": found, "source": f"Inspect log {path.name}"}} if found else {}
+
+
 def locate(given: Path, path: Path) -> tuple[str, Path | None]:
     """The run a record file belongs to: (key, directory whose manifests describe it)."""
     folder = given if given.is_dir() else path.parent
@@ -99,9 +110,11 @@ class Runs:
 
     def add(self, given: Path, path: Path, file_no: int) -> None:
         key, folder = locate(given, path)
+        if path.suffix in (".eval", ".json"):  # an Inspect log: its design is in its header
+            key, folder = str(path), None
         run = self.by_key.get(key)
         if run is None:
-            manifests = self._manifests(folder)
+            manifests = self._manifests(folder) if folder is not None else _inspect(path)
             manifest, found = _design(manifests)
             run = self.by_key[key] = Run(key, found, manifest)
             if not run.recorded:

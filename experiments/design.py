@@ -13,13 +13,15 @@ differently — is analysed as it was made:
 * ``tools`` and ``toolset``: each tool's kind (read, write, …) — what the recovery classifier
   needs — and a digest of that map;
 * ``waits``: the assumed in-flight bound Δ (seconds) of each ``wait-Δ`` condition run;
-* ``grader``: the version of the grading rules (:data:`limbo.grading.GRADER_VERSION`).
+* ``grader``: the version of the grading rules (:data:`limbo.grading.GRADER_VERSION`), and
+  ``limbo``: the LIMBO version that wrote the run.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from limbo import __version__
 from limbo.errors import UsageError
 from limbo.experiments.grid import ALL, FACTOR_FIELDS, Grid, included, resolved
 from limbo.grading import GRADER_VERSION
@@ -78,4 +80,4 @@ def design(grid: Grid) -> dict[str, Any]:
     return {"version": DESIGN_VERSION, "grid_digest": digest(
         [e["digest"] for e in experiments]), "experiments": experiments, "faults": faults,
         "tools": tools, "toolset": digest(tools), "waits": dict(sorted(waits.items())),
-        "grader": GRADER_VERSION}
+        "grader": GRADER_VERSION, "limbo": __version__}

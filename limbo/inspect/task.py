@@ -24,14 +24,17 @@ from inspect_ai.scorer import Score, Scorer, Target, mean, scorer, stderr
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from limbo.episode import arun_episode, regrade
+from limbo.experiments.design import design
 from limbo.inspect.adapter import InspectAdapter
 from limbo.inspect.cells import (
     CELL_KEY,
+    DESIGN_KEY,
     RECORD_KEY,
     bind,
     cell_metadata,
     grid_cells,
     sample_id,
+    task_grid,
 )
 from limbo.rated import rated
 
@@ -48,7 +51,18 @@ def limbo_task(grid: str, factors: dict[str, Any], instances: int | None = None,
                for c in expansion.cells]
     return Task(dataset=MemoryDataset(samples, name=f"limbo-{grid}"), solver=episode(),
                 scorer=ledger(), epochs=1,
-                metadata={"limbo_grid": grid, "limbo_dropped": dict(expansion.dropped)})
+                metadata={"limbo_grid": grid, "limbo_dropped": dict(expansion.dropped),
+                          DESIGN_KEY: task_design(grid, factors, instances, seed)})
+
+
+def task_design(grid: str, factors: dict[str, Any], instances: int | None,
+                seed: int | None) -> dict[str, Any]:
+    """The run's design (:mod:`limbo.experiments.design`), written into the eval log so the
+    analysis reads the log as the run it is; the model is Inspect's, so any model belongs."""
+    found = design(task_grid(grid, factors, instances, seed))
+    for experiment in found["experiments"]:
+        experiment["levels"].pop("model")
+    return found
 
 
 def _describe(cell: Any) -> str:
