@@ -141,6 +141,13 @@ def _wait_points(data: Data, rows: pd.DataFrame) -> pd.DataFrame:
 def _wait_panel(data: Data, ax: Axes, rows: pd.DataFrame, title: str) -> None:
     """One line per contract through the wait conditions (labelled with Δ), and a marker per
     other condition: grey under the native contract, white with keys everywhere."""
+    ax.set_title(title, fontsize=9)
+    ax.set_ylim(-5, 105)
+    if rows.empty:  # the axis still reads: a plain scale and why it is empty
+        ax.set_xlabel("mean agent-visible time (sim. minutes)")
+        ax.text(0.5, 0.5, "n/a: no rated E5 episode under this delay", ha="center",
+                va="center", fontsize=8, transform=ax.transAxes)
+        return
     frame = _wait_points(data, rows)
     styles = {"native": ("o-", "0.3"), "keys-everywhere": ("s--", "white")}
     for contract, part in frame.groupby("contract"):
@@ -160,9 +167,7 @@ def _wait_panel(data: Data, ax: Axes, rows: pd.DataFrame, title: str) -> None:
                        label=f"{condition}, {contract}")
     ax.set_xscale("log")
     ax.xaxis.set_major_formatter(ScalarFormatter())  # 1, 10, 100: minutes, not powers of ten
-    ax.set_ylim(-5, 105)
     ax.set_xlabel("mean agent-visible time (sim. minutes, log scale)")
-    ax.set_title(title, fontsize=9)
 
 
 def figure4(data: Data) -> Drawn:
@@ -177,7 +182,8 @@ def figure4(data: Data) -> Drawn:
                                         (TAIL, "heavy-tailed delay")), strict=True):
         _wait_panel(data, ax, rows[rows["fault"] == mode], title)
     axes[0].set_ylabel("exactly-once success (%)")
-    handles, labels = axes[0].get_legend_handles_labels()
+    found = [ax.get_legend_handles_labels() for ax in axes]
+    handles, labels = max(found, key=lambda hl: len(hl[1]))
     fig.legend(handles, labels, fontsize=7, loc="outside right upper")
     fig.suptitle("Figure 4: waiting versus keys under late commits (E5)", fontsize=10)
     footer(fig, data, "e5")

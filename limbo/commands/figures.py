@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from limbo.commands.tables import add_common, load_data
+from limbo.commands.tables import add_common, add_regrade, load_data
 from limbo.errors import UsageError
 
 
@@ -17,6 +17,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--out", type=Path, default=Path("figures"),
                    help="where figure<N>.png/.svg go (default: ./figures)")
     add_common(p)
+    add_regrade(p)
 
 
 def run(args: argparse.Namespace) -> int:

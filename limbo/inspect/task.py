@@ -1,13 +1,14 @@
 """A LIMBO grid as an Inspect task: dataset of cells, a solver that runs the episode, a
-scorer that re-grades the ledger.
+scorer that reads the episode's graded outcome.
 
 The solver hands the episode to LIMBO's own runner (:func:`limbo.episode.arun_episode`): the
 world, the sim clock (each model turn costs the think time), the boundary and its faults, the
 condition's tool layer, the limits, settling and the record are the ones a grid uses. Only the
 model is Inspect's. The record is stored whole in the sample's metadata (:data:`RECORD_KEY`).
 
-The scorer reads the ledger from that record and grades it again (:func:`limbo.episode.regrade`),
-giving duplicate, missing, TS, EOS and overclaim per sample. As in LIMBO's tables, these rates
+The scorer reads the outcome LIMBO's grader gave that record from its ledger and report (as
+every LIMBO reader does: grading again is explicit, ``limbo tables --regrade``), giving
+duplicate, missing, TS, EOS and overclaim per sample. As in LIMBO's tables, these rates
 are over rated episodes only (:mod:`limbo.rated`: the fault fired, and the episode did not end in
 ``infra_error``, ``model_error`` or ``timeout``): for any other sample each rate is NaN, which
 Inspect's metrics skip; ``fault_fired`` is always scored.
@@ -23,7 +24,7 @@ from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.scorer import Score, Scorer, Target, mean, scorer, stderr
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
-from limbo.episode import arun_episode, regrade
+from limbo.episode import arun_episode
 from limbo.experiments.design import design
 from limbo.inspect.adapter import InspectAdapter
 from limbo.inspect.cells import (
@@ -88,13 +89,13 @@ def episode() -> Solver:
 
 @scorer(metrics={name: [mean(), stderr()] for name in ("fault_fired", *RATES)})
 def ledger() -> Scorer:
-    """Grade the episode from its ledger and final report."""
+    """Score the episode by the outcome graded from its ledger and final report."""
 
     async def score(state: TaskState, target: Target) -> Score:
         record = state.metadata.get(RECORD_KEY)
         if record is None:
             return Score.unscored(explanation="the episode produced no record")
-        outcome = {**record["outcome"], **regrade(record)}
+        outcome = record["outcome"]
         counted = rated(outcome["fault_fired"], outcome["termination"])
         value = {name: float(outcome[name]) if counted else math.nan for name in RATES}
         return Score(value={"fault_fired": float(outcome["fault_fired"]), **value},
