@@ -21,8 +21,9 @@ from limbo.analysis.runs import EXPERIMENT
 
 
 @dataclass(frozen=True)
-class Comparison:
-    """A comparison as a run's design recorded it."""
+class RecordedComparison:
+    """A comparison (:class:`limbo.experiments.comparison.Comparison`) as a run's design recorded
+    it, with the experiment it belongs to."""
 
     experiment: str
     name: str
@@ -35,7 +36,7 @@ class Comparison:
 class Matched:
     """The arms of one comparison on the cells they all have."""
 
-    comparison: Comparison
+    comparison: RecordedComparison
     arms: dict[str, pd.DataFrame]
     """Arm level → its episodes on the matched cells (every episode, rated or not)."""
     cells: int
@@ -72,7 +73,8 @@ def in_experiment(frame: pd.DataFrame, name: str) -> pd.DataFrame:
     return frame[frame[column].to_numpy()]
 
 
-def comparison(designs: list[dict[str, Any]], experiment: str, name: str) -> Comparison | None:
+def comparison(designs: list[dict[str, Any]], experiment: str,
+               name: str) -> RecordedComparison | None:
     """Comparison ``name`` of ``experiment`` as the first run holding it recorded it."""
     for design in designs:
         for found in design.get("experiments", ()):
@@ -80,12 +82,13 @@ def comparison(designs: list[dict[str, Any]], experiment: str, name: str) -> Com
                 continue
             for c in found.get("comparisons", ()):
                 if c["name"] == name:
-                    return Comparison(experiment, name, c["factor"], tuple(c["arms"]),
+                    return RecordedComparison(experiment, name, c["factor"], tuple(c["arms"]),
                                       tuple(c["pair_on"]))
     return None
 
 
-def match(rows: pd.DataFrame, c: Comparison, arms: tuple[str, ...] | None = None) -> Matched:
+def match(rows: pd.DataFrame, c: RecordedComparison,
+          arms: tuple[str, ...] | None = None) -> Matched:
     """The ``arms`` among ``rows``, on the cells all of them have. Named ``arms`` must all be
     present (an arm with no episode matches nothing, so every arm is then empty); by default
     the comparison's arms that have episodes, the others listed as missing."""

@@ -345,3 +345,21 @@ def test_regrading_is_explicit_and_says_what_changed(runs: dict[str, Path], tmp_
         in done.stderr
     assert f"{record['episode_id']}: exactly_once False → True" in done.stderr
     assert cells(done.stdout)[key]["value"] == original[key]["value"]
+
+
+@pytest.mark.parametrize(("comparison", "message"), [
+    ('factor = "condition"\narms = ["vanilla", "gaurd"]\npair_on = ["model"]',
+     "comparison c: arm 'gaurd' is not one of its conditions"),
+    ('factor = "condition"\narms = ["vanilla", "guard"]\npair_on = ["condition"]',
+     "pair_on lists 'condition', the factor the arms differ in"),
+    ('factor = "condition"\narms = ["vanilla"]\npair_on = ["model"]', "arms"),
+    ('factor = "weather"\narms = ["a", "b"]\npair_on = ["model"]', "factor"),
+])
+def test_a_bad_comparison_is_one_line_before_anything_runs(tmp_path: Path, comparison: str,
+                                                           message: str) -> None:
+    grid = tmp_path / "g.toml"
+    grid.write_text('conditions = ["vanilla", "guard"]\ntemplates = ["charge_invoice"]\n'
+                    f'[[comparisons]]\nname = "c"\n{comparison}\n')
+    done = limbo("run", str(grid), "--out", str(tmp_path / "run"))
+    assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and not (tmp_path / "run").exists()
