@@ -32,11 +32,8 @@ DESIGN_VERSION = 1
 """The shape of the ``design`` object (a reader refuses a version it does not know)."""
 
 
-def experiment(grid: Grid, overridden: frozenset[str] = frozenset()) -> dict[str, Any]:
-    """One experiment: the levels of each cell field its cells take, and its comparisons. An
-    arm that is not a level of its factor is a :class:`UsageError` (a typo in the grid file),
-    unless the command line replaced that factor's levels (``overridden``: then the arm is
-    simply absent, and the tables say so)."""
+def _levels(grid: Grid) -> dict[str, list[str]]:
+    """The levels of each cell field ``grid``'s cells take."""
     from limbo.tasks import templates
 
     lv = resolved(grid)
@@ -48,13 +45,28 @@ def experiment(grid: Grid, overridden: frozenset[str] = frozenset()) -> dict[str
               "contract": [str(c) for c in lv["contracts"]], "fault": lv["faults"],
               "service": sorted({t.service for t in temps.values()}), "template": sorted(temps),
               "focal_write": focal}
-    for comparison in grid.comparisons:
-        field = FACTOR_FIELDS[comparison.factor]
-        missing = [a for a in comparison.arms if a not in levels[comparison.factor]]
-        if missing and field not in overridden:
-            raise UsageError(f"grid {grid.name}: comparison {comparison.name}: arm "
-                             f"{missing[0]!r} is not one of its {field} "
-                             f"({', '.join(levels[comparison.factor])})")
+    return levels
+
+
+def check_comparisons(grid: Grid) -> None:
+    """A :class:`UsageError` for an arm that is not a level of its factor (a typo in the grid
+    file), unless the command line replaced that factor's levels (then the arm is simply
+    absent, and the tables say so)."""
+    overridden = set(grid.overrides)
+    for sub in included(grid) if grid.include else [grid]:
+        levels = _levels(sub)
+        for comparison in sub.comparisons:
+            field = FACTOR_FIELDS[comparison.factor]
+            missing = [a for a in comparison.arms if a not in levels[comparison.factor]]
+            if missing and field not in overridden:
+                raise UsageError(f"grid {sub.name}: comparison {comparison.name}: arm "
+                                 f"{missing[0]!r} is not one of its {field} "
+                                 f"({', '.join(levels[comparison.factor])})")
+
+
+def experiment(grid: Grid) -> dict[str, Any]:
+    """One experiment: the levels of each cell field its cells take, and its comparisons."""
+    levels = _levels(grid)
     return {"name": grid.name, "description": grid.description,
             "digest": digest(grid.model_dump(mode="json", exclude={"overrides"})),
             "levels": levels, "instances": grid.instances, "seed": grid.seed,
@@ -66,9 +78,8 @@ def design(grid: Grid) -> dict[str, Any]:
     from limbo.faults import catalog
     from limbo.tools import toolset
 
-    overridden = frozenset(grid.overrides)
-    experiments = [experiment(sub, overridden)
-                   for sub in (included(grid) if grid.include else [grid])]
+    check_comparisons(grid)
+    experiments = [experiment(sub) for sub in (included(grid) if grid.include else [grid])]
     modes = sorted({m for e in experiments for m in e["levels"]["fault"]})
     info = catalog()
     faults = {m: {"family": info[m].family, "families": list(info[m].families),

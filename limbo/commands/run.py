@@ -26,7 +26,7 @@ from limbo.commands.common import (
 from limbo.config import EPISODE_TIMEOUT_S
 from limbo.errors import UsageError
 from limbo.executor import freeze_heap
-from limbo.experiments.design import design
+from limbo.experiments.design import check_comparisons, design
 from limbo.experiments.grid import (
     FACTOR_FIELDS,
     CellSource,
@@ -227,7 +227,8 @@ def _validate(grids: list[Grid], args: argparse.Namespace) -> None:
     """Everything else a run would trip on: factor levels, size, the models (built, priced
     under a budget, their endpoints reached)."""
     for grid in grids:
-        design(grid)  # resolves every level, and checks the comparisons' arms against them
+        resolved(grid)
+        check_comparisons(grid)
         check_size(grid)
         check_models(grid.models, args.max_cost, reach=not args.dry_run)
 
