@@ -1,27 +1,33 @@
 """What every table and figure works from: the loaded episodes, the weighting scheme, the
-populations the paper's experiments define, and the per-episode facts that need the event log
-(decoded once, only for the rows that ask).
+paper's experiments and their matched arms (:mod:`limbo.analysis.arms`), and the per-episode
+facts that need the event log (decoded once, only for the rows that ask).
 
-Populations are defined by cell factors, not by which grid wrote a record, so any mix of runs
-works and shared cells (E1's instance 0 is also E2's vanilla arm) are used wherever they fit.
+An experiment's episodes are those its runs recorded as its own (:mod:`limbo.analysis.runs`),
+not whatever happens to share its factor levels: loading another run never changes a number
+that does not use it.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import pandas as pd
 
-from limbo.analysis.loader import Loaded, modes_of
-from limbo.analysis.recovery import Recovery, classify, tool_kinds
+from limbo.analysis import paper
+from limbo.analysis.arms import Matched, comparison, in_experiment, match
+from limbo.analysis.loader import Loaded
+from limbo.analysis.recovery import Recovery, classify
+from limbo.analysis.runs import EXPERIMENT, tool_kinds
 from limbo.analysis.stats import Rate, equal_weights, kish_rate
 from limbo.analysis.table import Behind
+
+if TYPE_CHECKING:
+    from limbo.analysis.table import Table
 
 T = TypeVar("T")
 
@@ -30,25 +36,30 @@ WEIGHTINGS = ("template", "instance", "none")
 
 CONDITION_ORDER = ("vanilla", "aware", "reflect", "sdk-retry", "rules", "vbr", "guard",
                    "state-oracle", "outcome-oracle", "plain")
-LOST_ACK_500_PARTIAL = ("timeout_post", "http500_post", "partial_batch")
+
+EXPERIMENTS = {"e1": "E1: minimal harness, vanilla condition, native contract",
+               "e1s": "E1s: ten instances of the batch template",
+               "e2": "E2: the recovery conditions, native contract",
+               "e2k": "E2k: the recovery conditions, keys everywhere",
+               "e3": "E3: each harness under vanilla and guard, native contract",
+               "e3k": "E3k: each harness under vanilla and guard, keys everywhere",
+               "e5": "E5: wait conditions, guard and oracles under late commits",
+               "e6": "E6: vanilla and plain instruction on the same cells"}
+"""The paper's experiments, by the name of the built-in grid that produces each."""
+CELL_ORDER = ("template", "focal_write", "instance", "fault", "contract", "condition", "harness",
+              "service", "seed", "model", "episode_id")
+"""The order of an experiment's episodes: by cell, the model last but one."""
+REFERENCE_CAVEAT = ("Reference policies: rows for models named policy/* are scripted "
+                    "policies shipped with LIMBO, not language models; their numbers show what "
+                    "the benchmark measures, not how any model behaves.")
 
 
-GRID_FACTORS = ("harness", "condition", "contract", "fault")
-"""The factors whose levels come from the grids (not from what the runs happened to use)."""
-
-
-@functools.cache
-def grid_levels(grids: tuple[str, ...]) -> tuple[tuple[str, frozenset[str]], ...]:
-    """The harness, condition, contract and fault levels the built-in ``grids`` cross
-    (models, templates and instances are whatever the runs used)."""
-    from limbo.experiments.grid import FACTOR_FIELDS, load_grid, resolved
-
-    levels: dict[str, set[str]] = {column: set() for column in GRID_FACTORS}
-    for name in grids:
-        found = resolved(load_grid(name))
-        for column in GRID_FACTORS:
-            levels[column] |= set(found[FACTOR_FIELDS[column]])
-    return tuple((column, frozenset(values)) for column, values in levels.items())
+def absent(*grids: str) -> str:
+    """The message of a table (or cell) without data: which grids produce it."""
+    runs = " and ".join(f"`limbo run {g}`" for g in grids)
+    what = "; ".join(EXPERIMENTS.get(g, g) for g in grids)
+    return f"No data — produced by grid{'s' if len(grids) > 1 else ''} {', '.join(grids)} " \
+           f"({runs}; {what})"
 
 
 @dataclass(frozen=True)
@@ -56,39 +67,6 @@ class TracedRate(Rate):
     """A rate with the episodes behind it (see :class:`~limbo.analysis.table.Behind`)."""
 
     behind: Behind | None = field(default=None, compare=False, repr=False)
-
-
-@dataclass(frozen=True)
-class Population:
-    """The episodes of one experiment: those whose harness, condition, contract and fault are
-    levels the experiment's built-in grids cross — whichever run wrote them."""
-
-    name: str
-    grids: tuple[str, ...]
-    description: str
-
-    def of(self, frame: pd.DataFrame) -> pd.DataFrame:
-        mask = np.ones(len(frame), dtype=bool)
-        for column, levels in grid_levels(self.grids):
-            mask &= frame[column].isin(levels).to_numpy()
-        return frame[mask]
-
-    def absent(self) -> str:
-        runs = " and ".join(f"`limbo run {g}`" for g in self.grids)
-        return f"no {self.name} episodes ({self.description}) in the logs given; {runs} " \
-               f"produce{'s' if len(self.grids) == 1 else ''} them"
-
-
-E1 = Population("E1", ("e1",), "minimal harness, vanilla condition, native contract")
-E2 = Population("E2/E2k", ("e2", "e2k"), "minimal harness under the nine recovery conditions")
-E5 = Population("E5", ("e5",), "wait conditions, guard and oracles under late commits")
-E3 = Population("E3/E3k", ("e3", "e3k"), "each harness under vanilla and guard")
-E6 = Population("E6", ("e6",), "vanilla and plain on the same cells")
-
-
-def committed_modes() -> set[str]:
-    """The paper's committed faults: read-back resolves ∪ late commit."""
-    return modes_of(["read-back resolves", "late commit"])
 
 
 def ordered(levels: Any, order: tuple[str, ...] = CONDITION_ORDER) -> list[str]:
@@ -122,6 +100,66 @@ class Data:
     def rated(self) -> pd.DataFrame:
         return self.cached("rated", lambda: self.frame[self.frame["rated"]])
 
+    def experiment(self, name: str) -> pd.DataFrame:
+        """Every episode of experiment ``name`` (its grid's name), rated or not, in the order
+        of their cells (:data:`CELL_ORDER`): which run an episode was loaded from first (shared
+        cells load once) never changes the order of a sum, so never the last digit of a
+        number; nor does the model's name, which every episode id digests."""
+        return self.cached(("experiment", name), lambda: in_experiment(self.frame, name)
+                           .sort_values(list(CELL_ORDER), kind="stable"))
+
+    def matched(self, experiment: str, name: str, rows: pd.DataFrame | None = None,
+                arms: tuple[str, ...] | None = None) -> Matched | None:
+        """The arms of ``experiment``'s comparison ``name`` (all, or ``arms``) on the cells they
+        all have, among ``rows`` (default: the whole experiment); ``None`` when no loaded run
+        records that comparison."""
+        found = comparison([r.design for r in self.loaded.runs], experiment, name)
+        if found is None:
+            return None
+        if rows is not None:
+            return match(rows, found, arms)
+        return self.cached(("matched", experiment, name, arms),
+                           lambda: match(self.experiment(experiment), found, arms))
+
+    def waits(self) -> dict[str, float]:
+        """Each wait condition's bound Δ as the loaded runs recorded it (the first run wins)."""
+        found: dict[str, float] = {}
+        for run in self.loaded.runs:
+            for condition, bound in run.design.get("waits", {}).items():
+                found.setdefault(condition, float(bound))
+        return found
+
+    def modes_of(self, families: list[str]) -> set[str]:
+        """Every mode counting in one of ``families``, as the loaded runs recorded them."""
+        return self.loaded.modes_of(families)
+
+    def sources(self, *experiments: str) -> list[str]:
+        """One line per loaded run holding episodes of ``experiments``: its grids,
+        fingerprint, LIMBO and grader versions (no path: the same wherever it is stored)."""
+        return self.cached(("sources", experiments), lambda: self._sources(experiments))
+
+    def _sources(self, experiments: tuple[str, ...]) -> list[str]:
+        frame, found = self.frame, []
+        owner = frame["run"].to_numpy()
+        for i, run in enumerate(self.loaded.runs):
+            names = {e["name"] for e in run.design["experiments"]} & set(experiments)
+            mine = owner == i
+            if any(frame[EXPERIMENT + n].to_numpy()[mine].any() for n in names):
+                found.append(run.describe())
+        return sorted(set(found))
+
+    def stamp(self, table: Table, *experiments: str) -> Table:
+        """Give ``table`` its provenance (the runs of ``experiments`` it was computed from —
+        by default the experiments its number reads, :data:`paper.TABLE_EXPERIMENTS`) and,
+        when any of their episodes is a reference policy's, the caveat that says so."""
+        experiments = experiments or paper.TABLE_EXPERIMENTS[table.number]
+        table.sources = self.sources(*experiments)
+        models = set().union(*(set(map(str, self.experiment(e)["model"].unique()))
+                               for e in experiments))
+        if any(m.startswith("policy/") for m in models):
+            table.caveat = REFERENCE_CAVEAT
+        return table
+
     def rate(self, rows: pd.DataFrame, outcome: str) -> Rate:
         """Kish-weighted rate of ``outcome`` over ``rows``, weights computed within them; it
         remembers the rows, so a table entry made from it links to its episodes."""
@@ -150,7 +188,7 @@ class Data:
         fail); event logs are decoded once per episode."""
         todo = rows[[i not in self._recoveries for i in rows.index]]
         if not todo.empty:
-            kinds = tool_kinds()
+            kinds = tool_kinds(self.loaded.runs)
             focal = dict(zip(todo.index, todo["focal_write"].astype(str), strict=True))
             self._recoveries.update(self.loaded.each_events(
                 todo, lambda index, events: classify(events, focal[index], kinds)))
@@ -173,13 +211,16 @@ def _delay(events: Iterator[dict[str, Any]]) -> float:
     return math.nan
 
 
-def wait_bound(condition: str) -> float | None:
-    """The assumed in-flight bound Δ of a ``wait-Δ`` condition (its ``wait_s``); None for
-    every other condition."""
+def wait_bound(condition: str, recorded: dict[str, float] | None = None) -> float | None:
+    """The assumed in-flight bound Δ of a ``wait-Δ`` condition: as the runs recorded it
+    (``recorded``, from their designs), else its registered ``wait_s``, else the number in its
+    name; None for every other condition."""
     from limbo.registry import entries
 
     if not condition.startswith("wait-"):
         return None
+    if recorded and condition in recorded:
+        return float(recorded[condition])
     value = getattr(entries("condition").get(condition), "wait_s", None)
     if value is None:
         match = re.fullmatch(r"wait-(\d+)", condition)

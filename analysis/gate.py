@@ -2,9 +2,9 @@
 
 An *arm* is one agent configuration of the logs (model, harness, condition, contract); each arm
 is gated separately in each fault family, since a rate over a mix of agents or families
-answers no question. Rates are shares of *rated* episodes — the fault fired and the episode did
-not end in ``infra_error`` or ``model_error`` — as in ``limbo run``'s summary (unweighted, so a
-gate reads as a count: "at most 2 % of the episodes duplicated").
+answers no question. Rates are shares of *rated* episodes (:mod:`limbo.rated`, the rule every
+reader uses) — as in ``limbo run``'s summary (unweighted, so a gate reads as a count: "at most
+2 % of the episodes duplicated").
 
 What fails, and why each rule exists:
 
@@ -14,7 +14,8 @@ What fails, and why each rule exists:
   an agent that never reached the fault would pass anything;
 * a family named with ``--family`` that the logs do not hold, or logs without any episode
   under a fault;
-* an episode that ended in ``infra_error`` or ``model_error``: its outcome is unknown.
+* an errored episode (``infra_error``, ``model_error``, ``timeout``) anywhere in the logs —
+  under a fault or not, in a gated family or not: its outcome is unknown.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from typing import Any
 
 import pandas as pd
 
-from limbo.analysis.loader import Loaded, fault_info, modes_of
+from limbo.analysis.derive import fault_info
+from limbo.analysis.loader import Loaded
 from limbo.errors import UsageError
 
 ARM = ("model", "harness", "condition", "contract")
@@ -114,10 +116,14 @@ class Check:
 @dataclass
 class Verdict:
     checks: list[Check]
+    errors: list[Episode] = field(default_factory=list)
+    """Every errored episode in the logs, whichever family (``none`` too) and arm."""
+    rated: int = 0
+    """Rated episodes in the logs (every family and arm)."""
 
     @property
     def passed(self) -> bool:
-        return not any(c.failed or c.errors for c in self.checks)
+        return not (any(c.failed for c in self.checks) or self.errors)
 
     def failing_episodes(self) -> list[Episode]:
         """Each failing episode once per arm and family (it may fail both thresholds)."""
@@ -130,15 +136,18 @@ def evaluate(loaded: Loaded, thresholds: Thresholds) -> Verdict:
     if not thresholds.bounds():
         raise UsageError("name a threshold to check: --max-dup RATE and/or --min-eos RATE")
     frame = loaded.frame
+    errors = [_episode(loaded, row, str(row.termination)) for row in frame[frame["error"]]
+              .itertuples()]
     named = list(thresholds.families)
     present = sorted({f for f in frame["family"].astype(str)} - {"none", "unknown"})
     checks: list[Check] = []
     if not (named or present):
         return Verdict([Check("all arms", "any family", metric, bound, failed=True,
                               message="no episode under a fault in the logs")
-                        for metric, bound in thresholds.bounds()])
+                        for metric, bound in thresholds.bounds()], errors,
+                       int(frame["rated"].sum()))
     for family in named or present:
-        rows = frame[frame["fault"].astype(str).isin(modes_of([family]))]
+        rows = frame[frame["fault"].astype(str).isin(loaded.modes_of([family]))]
         if rows.empty:
             checks += [Check("all arms", family, metric, bound, failed=True,
                              message=f"no {family} episode in the logs")
@@ -148,7 +157,7 @@ def evaluate(loaded: Loaded, thresholds: Thresholds) -> Verdict:
             label = " ".join(f"{k}={v}" for k, v in zip(ARM, arm, strict=True))
             checks += [_check(loaded, group, label, family, metric, bound)
                        for metric, bound in thresholds.bounds()]
-    return Verdict(checks)
+    return Verdict(checks, errors, int(frame["rated"].sum()))
 
 
 def _check(loaded: Loaded, group: pd.DataFrame, arm: str, family: str, metric: str,

@@ -3,8 +3,10 @@
 One ``testsuite`` per arm. In it, one test case per (fault family, threshold) — failed when the
 threshold is crossed — and one per failing episode (its family's threshold crossed, the episode
 a duplicate or not exactly once), whose failure text is the ``limbo show`` command that prints
-its timeline. An episode that ended in ``infra_error`` or ``model_error`` is a test case with an
-``error``. An episode is one test case per family even when it fails both thresholds.
+its timeline. An errored episode (:mod:`limbo.rated`) is a test case with an ``error``: in its
+arm's suite when its family is gated, else in a suite of its own (``errored episodes``), so
+every one is listed. An episode is one test case per family even when it fails both
+thresholds.
 """
 
 from __future__ import annotations
@@ -57,6 +59,16 @@ def document(verdict: Verdict) -> ET.ElementTree:
             else:
                 ET.SubElement(case, "system-out").text = check.message
         _episode_cases(suite, classname, checks)
+        _count(suite)
+    listed = {e.episode_id for c in verdict.checks for e in c.errors}
+    rest = [e for e in verdict.errors if e.episode_id not in listed]
+    if rest:
+        suite = ET.SubElement(root, "testsuite", name="errored episodes")
+        for episode in rest:
+            case = _case(suite, "limbo.check.errored", f"{episode.episode_id} ({episode.cell})")
+            error = ET.SubElement(case, "error", message=f"ended in {episode.why}",
+                                  type=episode.why)
+            error.text = f"{episode.cell}\n{episode.show}\n"
         _count(suite)
     _count(root)
     ET.indent(root)

@@ -3,7 +3,9 @@
 Every table, figure and ``limbo compare`` reads runs through :func:`load`. It takes any mix of
 run directories and record files (shards from one machine or several) and returns one row per
 episode: every cell factor, every outcome field, the focal write's class, the fault's family
-and observation-equivalence group, usage and cost.
+and observation-equivalence group, usage and cost, whether it is rated (:mod:`limbo.rated`),
+the run it came from and the experiments it belongs to (``exp:NAME`` columns) — the last three
+read from each run's recorded design (:mod:`limbo.analysis.runs`), not from today's code.
 
 What it reads: in a directory, only files named ``episodes*.jsonl`` (quarantine files and
 anything else a run directory holds are left alone) and Inspect logs (``*.eval``); a file named
@@ -20,7 +22,8 @@ file and line, never silently:
 * a record whose ``schema`` is not in :data:`SCHEMAS` (``unknown schema``), e.g. one written by
   a newer LIMBO;
 * the same episode id twice: identical copies (same cell and outcome — runs of overlapping
-  grids share cells) are kept once (``duplicate``); copies that disagree are all dropped,
+  grids share cells) are kept once (``duplicate``), belonging to the experiments of every run
+  that holds one; copies that disagree are all dropped,
   since nothing says which is right (``conflict``).
 
 Each known schema version is one entry of :data:`SCHEMAS`: a reader that turns a line into the
@@ -37,22 +40,22 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
 
-import numpy as np
 import pandas as pd
 
+from limbo.analysis.derive import derive
+from limbo.analysis.runs import EXPERIMENT, Run, Runs, attach, fault_table
+from limbo.analysis.schemas import SCHEMAS, Row, check_types, typed
 from limbo.errors import UsageError
-from limbo.events import EVENT_TYPES
 from limbo.harness import TERMINATIONS
-from limbo.records import CELL_FIELDS, FLAGS, NUMBERS, WRITE_CLASS_FIELDS, RecordError
+from limbo.records import CELL_FIELDS, FLAGS, NUMBERS, RecordError
 
 T = TypeVar("T")
 RECORD_GLOB = "episodes*.jsonl"
 INSPECT_GLOB = "*.eval"
-ERROR_TERMINATIONS = ("infra_error", "model_error")
 _DECODER = json.JSONDecoder()
 
 
@@ -66,99 +69,6 @@ class Problem:
     where: str
     """``file:line`` (or the directory)."""
     detail: str
-
-
-Row = dict[str, Any]
-
-
-@dataclass(frozen=True)
-class Reader:
-    """How one schema version maps to the analysis row."""
-
-    row: Callable[[dict[str, Any], dict[str, Any]], Row]
-    """(cell, outcome) → the row's cell and outcome fields."""
-    events: Callable[[str], Iterator[dict[str, Any]]]
-    """A record's line → its events, in order (lazily)."""
-
-
-def _row_v1(cell: dict[str, Any], outcome: dict[str, Any]) -> Row:
-    """The fields as recorded; their types are checked per column (:func:`_check_types`)."""
-    row: Row = {name: cell[name] for name in CELL_FIELDS}
-    for name in (*FLAGS, *NUMBERS, "report_status", "termination"):
-        row[name] = outcome[name]
-    wclass = outcome.get("focal_write_class") or {}
-    for name in WRITE_CLASS_FIELDS:
-        row[name] = str(wclass.get(name, "unknown"))
-    return row
-
-
-EXPECTED = {**{name: "str" for name in CELL_FIELDS if name not in ("instance", "seed")},
-            "instance": "int", "seed": "int", **dict.fromkeys(FLAGS, "bool"),
-            **dict.fromkeys(NUMBERS, "number"), "report_status": "str", "termination": "str"}
-"""The type every column must have: a "false" string must not read as true."""
-_INFERRED = {"str": ("string",), "int": ("integer",), "bool": ("boolean",),
-             "number": ("integer", "floating", "mixed-integer-float", "empty")}
-_ONE = {"str": lambda v: type(v) is str, "int": lambda v: type(v) is int,
-        "bool": lambda v: type(v) is bool,
-        "number": lambda v: v is None or type(v) in (int, float)}
-
-
-def _check_types(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[tuple[str, str]]]:
-    """``frame`` without the rows that have a field of the wrong type, and (episode id,
-    reason) for each of those. Whole columns are checked at once; a column that fails is
-    scanned to find its rows."""
-    bad = np.zeros(len(frame), dtype=bool)
-    reasons: dict[int, str] = {}
-    for column, kind in EXPECTED.items():
-        inferred = pd.api.types.infer_dtype(frame[column], skipna=kind == "number")
-        if inferred in _INFERRED[kind] and (kind == "number" or not frame[column].isna().any()):
-            continue
-        wrong = ~frame[column].map(_ONE[kind]).to_numpy(dtype=bool)
-        for i in np.flatnonzero(wrong & ~bad):
-            reasons[int(i)] = f"{column!r} is {type(frame[column].iloc[i]).__name__}"
-        bad |= wrong
-    found = [(str(frame["episode_id"].iloc[i]), why) for i, why in sorted(reasons.items())]
-    frame = frame[~bad].copy()
-    for name in NUMBERS:
-        frame[name] = frame[name].astype(float)
-    return frame, found
-
-
-def _events_v1(text: str) -> Iterator[dict[str, Any]]:
-    """The events one by one, decoded by offset (the list follows ``report``), so a reader
-    that stops early — the recovery classifier, the first fault event — decodes no more."""
-    start = text.find('"events": [', text.find('"report": '))
-    if start < 0:
-        yield from json.loads(text)["events"]
-        return
-    i = _skip(text, start + 11)
-    while text[i] != "]":
-        event, i = _DECODER.raw_decode(text, i)
-        yield event
-        i = _skip(text, i)
-        if text[i] == ",":
-            i = _skip(text, i + 1)
-
-
-def _typed(events: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-    """``events``, each checked against the closed set of event types as it is decoded."""
-    for i, event in enumerate(events):
-        kind = event.get("type") if isinstance(event, dict) else None
-        if kind not in EVENT_TYPES:
-            raise RecordError(f"events[{i}] has unknown type {kind!r:.40}")
-        yield event
-
-
-def _skip(text: str, i: int) -> int:
-    while text[i] in " \t\r\n":
-        i += 1
-    return i
-
-
-SCHEMAS: dict[str, Reader] = {
-    "limbo.episode/1": Reader(row=_row_v1, events=_events_v1),
-}
-"""Known record versions. A new version is one entry: a reader mapping it to the same row."""
 
 
 def record_files(path: Path) -> list[Path]:
@@ -222,6 +132,35 @@ class Loaded:
     frame: pd.DataFrame
     problems: list[Problem]
     files: list[Path]
+    runs: list[Run] = field(default_factory=list)
+    """The runs the episodes came from, in load order (the frame's ``run`` column indexes
+    it), each with its design (:mod:`limbo.analysis.runs`)."""
+
+    def fault_table(self) -> dict[str, tuple[str, str | None, tuple[str, ...]]]:
+        """Mode → (family, group, every family), as the loaded runs recorded them."""
+        return fault_table(self.runs)
+
+    def modes_of(self, families: Iterable[str]) -> set[str]:
+        """Every mode that counts in one of ``families`` (a late commit is also "read-back
+        cannot"), as the loaded runs recorded them."""
+        wanted = set(families)
+        return {mode for mode, (_, _, fams) in self.fault_table().items() if wanted & set(fams)}
+
+    def counts(self) -> str:
+        """One line: episodes loaded, from how many runs, how many rated and errored (by
+        termination) — the numbers ``limbo run``'s summary, ``status`` and ``check`` give."""
+        frame = self.frame
+        errored = frame.loc[frame["error"], "termination"].astype(str).value_counts()
+        detail = ", ".join(f"{t} {n}" for t, n in sorted(errored.items()))
+        unfired = int((~frame["fault_fired"] & ~frame["error"]).sum())
+        return (f"loaded {len(frame)} episodes from {len(self.runs)} run(s): "
+                f"{int(frame['rated'].sum())} rated, {int(frame['error'].sum())} errored"
+                f"{f' ({detail})' if detail else ''}, {unfired} with the fault not fired")
+
+    def experiments(self) -> list[str]:
+        """The names of the experiments the loaded runs hold."""
+        return sorted(c[len(EXPERIMENT):] for c in self.frame.columns
+                      if c.startswith(EXPERIMENT))
 
     def lines(self, rows: pd.DataFrame) -> Iterator[tuple[Any, str, str]]:
         """(index, schema, the record's line) of each row of ``rows`` (a slice of
@@ -247,7 +186,7 @@ class Loaded:
         out = {}
         for index, schema, text in self.lines(rows):
             try:
-                out[index] = read(index, _typed(SCHEMAS[schema].events(text)))
+                out[index] = read(index, typed(SCHEMAS[schema].events(text)))
             except RecordError as exc:
                 where = f"{self.files[int(rows.at[index, 'file'])]}:{rows.at[index, 'line']}"
                 raise RecordError(f"{where}: {exc}; this LIMBO reads only the event types of "
@@ -274,6 +213,8 @@ class _Builder:
         self.rows: list[Row] = []
         self.seen: dict[str, _Seen] = {}
         self.problems: list[Problem] = []
+        self.also: list[tuple[str, int]] = []
+        """(episode id, file number) of each identical copy counted once."""
 
     def add(self, parsed: Parsed, where: str, loc: tuple[int, int, int, int]) -> None:
         schema, episode_id, cell, outcome = parsed
@@ -297,6 +238,7 @@ class _Builder:
             self.seen[row["episode_id"]] = _Seen(len(self.rows), where, parts)
             self.rows.append(row)
         elif seen.parts == parts:
+            self.also.append((row["episode_id"], row["file"]))
             self.problems.append(Problem("duplicate", where, f"also at {seen.where}; "
                                          f"identical, counted once"))
         else:
@@ -307,7 +249,7 @@ class _Builder:
     def frame(self) -> pd.DataFrame:
         dropped = {s.index for s in self.seen.values() if s.dropped}
         rows = [r for i, r in enumerate(self.rows) if i not in dropped]
-        frame, bad = _check_types(pd.DataFrame.from_records(rows, columns=_COLUMNS))
+        frame, bad = check_types(pd.DataFrame.from_records(rows, columns=_COLUMNS))
         for episode_id, why in bad:
             self.problems.append(Problem("unparseable", self.seen[episode_id].where, why))
         return derive(frame)
@@ -376,7 +318,7 @@ def load(paths: Sequence[Path | str]) -> Loaded:
     """Every episode in ``paths`` (run directories and/or record files), deduplicated."""
     if not paths:
         raise UsageError("name at least one run directory or record file")
-    builder = _Builder()
+    builder, runs = _Builder(), Runs()
     files: list[Path] = []
     for given in map(Path, paths):
         found = record_files(given)
@@ -387,71 +329,22 @@ def load(paths: Sequence[Path | str]) -> Loaded:
             if path.resolve() in {f.resolve() for f in files}:
                 continue
             files.append(path)
+            runs.add(given, path, len(files) - 1)
             _read_file(builder, path, len(files) - 1)
-    loaded = Loaded(builder.frame(), builder.problems, files)
+    frame = builder.frame()
+    attach(frame, runs, builder.also)
+    loaded = Loaded(frame, builder.problems, files, list(runs))
     unknown = loaded.frame.loc[loaded.frame["family"] == "unknown", "fault"]
     if len(unknown):
         modes = ", ".join(sorted(set(map(str, unknown))))
         loaded.problems.append(Problem("unregistered fault mode", modes, f"{len(unknown)} "
                                        f"episodes; no table can place them: load the plugin "
                                        f"that registers the mode with --plugin"))
+    loaded.problems += [Problem(*p) for p in runs.problems]
     if loaded.frame.empty:
         detail = "; ".join(loaded.messages()) or "the files are empty"
         raise UsageError(f"no episode records could be loaded from {', '.join(map(str, paths))}"
                          f" ({detail})")
     return loaded
 
-
-# -- derived columns ------------------------------------------------------------------------
-
-def contract_class(idempotency: str, read_path: str) -> str:
-    """The focal write's tool-contract class, as the paper groups writes: a key the service
-    honours, a write that is idempotent by nature, or a plain write by its read-back path."""
-    if idempotency == "keyed":
-        return "keyed"
-    if idempotency in ("natural", "conditional"):
-        return "idempotent"
-    if idempotency == "unknown":
-        return "unknown"
-    return {"strong": "no key, strong read", "eventual": "no key, eventual read",
-            "none": "no key, no read"}.get(read_path, f"no key, {read_path} read")
-
-
-def fault_info() -> dict[str, tuple[str, str | None, tuple[str, ...]]]:
-    """Mode → (family, group, every family) from the fault registry (plugins included)."""
-    from limbo.faults import catalog
-
-    return {name: (i.family, i.group, i.families) for name, i in catalog().items()}
-
-
-def derive(frame: pd.DataFrame) -> pd.DataFrame:
-    """Add the columns every table uses: family, group, contract class, error, rated."""
-    for name in FLAGS:
-        frame[name] = frame[name].astype(bool)
-    frame["instance"] = frame["instance"].astype(int)
-    for name in (*CATEGORIES[:-3], "schema"):  # few levels: filters and groups use int codes
-        frame[name] = pd.Categorical(frame[name].astype(str))
-    info = fault_info()
-    unknown = ("unknown", None, ())
-    frame["family"] = frame["fault"].map(lambda f: info.get(f, unknown)[0]).astype("category")
-    frame["group"] = frame["fault"].map(lambda f: info.get(f, unknown)[1] or "-").astype(
-        "category")
-    pairs = frame["idempotency"].astype(str) + "|" + frame["read_path"].astype(str)
-    frame["contract_class"] = pd.Categorical(pairs.map(
-        lambda key: contract_class(*key.split("|", 1))))
-    frame["error"] = frame["termination"].isin(ERROR_TERMINATIONS)
-    frame["rated"] = frame["fault_fired"] & ~frame["error"]
-    return frame
-
-
-CATEGORIES = ("model", "harness", "condition", "contract", "fault", "service", "template",
-              "focal_write", "report_status", "termination", "idempotency", "read_path",
-              "reversibility", "family", "group", "contract_class")
-
-
-def modes_of(families: Iterable[str]) -> set[str]:
-    """Every registered mode that belongs to one of ``families`` (a late commit is also
-    "read-back cannot")."""
-    wanted = set(families)
-    return {mode for mode, (_, _, fams) in fault_info().items() if wanted & set(fams)}
 

@@ -2,7 +2,10 @@
 as Markdown, CSV or LaTeX.
 
 An entry that has no data shows "—", never 0. In the CSV every entry is one line with its
-numerator, denominator, Kish effective n and interval, so a reader can redo any cell.
+numerator, denominator, Kish effective n and interval, so a reader can redo any cell; the
+table's caveat, notes (the n of each arm, what was left unmatched or excluded) and provenance
+(the runs it was computed from) follow as lines of their own (rows ``caveat``, ``note`` and
+``provenance``). Markdown and LaTeX carry the same lines.
 """
 
 from __future__ import annotations
@@ -105,6 +108,23 @@ class Table:
     notes: list[str] = field(default_factory=list)
     absent: str = ""
     """Why there is nothing to show (which grid produces the data), instead of zeros."""
+    caveat: str = ""
+    """Said before the rows when they are scripted reference policies, not models."""
+    sources: list[str] = field(default_factory=list)
+    """The runs the table was computed from (grids, fingerprint, LIMBO and grader versions)."""
+
+    def absent_text(self) -> str:
+        """Why the table is empty ("No data — produced by grid e2 …", or why it failed)."""
+        return self.absent
+
+    def provenance(self) -> list[str]:
+        """The lines every format ends with: what the numbers came from."""
+        from limbo import __version__
+        from limbo.grading import GRADER_VERSION
+
+        runs = self.sources or ["no run holds the episodes this table reads"]
+        return [*(f"Computed from: {s}" for s in runs),
+                f"Tabulated by LIMBO {__version__} (grader {GRADER_VERSION})."]
 
     def add(self, *entries: Entry) -> None:
         assert len(entries) == len(self.header), (self.number, len(entries), self.header)
@@ -112,16 +132,19 @@ class Table:
 
     def markdown(self) -> str:
         lines = [f"### Table {self.number}: {self.title}", ""]
+        if self.caveat:
+            lines += [f"> {self.caveat}", ""]
+        tail = [f"- {line}" for line in self.provenance()]
         if self.absent:
-            return "\n".join([*lines, f"No data: {self.absent}", ""])
+            return "\n".join([*lines, self.absent_text(), "", *tail, ""])
         lines.append("| " + " | ".join(self.header) + " |")
         lines.append("| " + " | ".join("---:" if self._numeric(i) else "---"
                                        for i in range(len(self.header))) + " |")
         for row in self.rows:
             lines.append("| " + " | ".join(e.shown.replace("|", "\\|") for e in row) + " |")
         lines.append("")
-        lines += [f"- {note}" for note in self.notes]
-        return "\n".join(lines) + ("\n" if self.notes else "")
+        lines += [f"- {note}" for note in self.notes] + tail
+        return "\n".join(lines) + "\n"
 
     def _numeric(self, column: int) -> bool:
         """Right-align a column that holds numbers (labels and verdicts stay left)."""
@@ -134,24 +157,31 @@ class Table:
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow(CSV_FIELDS)
         if self.absent:
-            writer.writerow([self.number, "", "", f"no data: {self.absent}", *[""] * 6])
+            writer.writerow([self.number, "", "", self.absent, *[""] * 6])
+        for line in [self.caveat] if self.caveat else []:
+            writer.writerow([self.number, "caveat", "", line, *[""] * 6])
         for row in self.rows:
             key = " / ".join(e.shown for e in row[:self.keys])
             for head, e in zip(self.header[self.keys:], row[self.keys:], strict=True):
                 writer.writerow([self.number, key, head, e.shown, *(_csv_number(v) for v in (
                     e.value, e.numerator, e.denominator, e.n_eff, e.lo, e.hi))])
+        for kind, lines in (("note", self.notes), ("provenance", self.provenance())):
+            for line in lines:
+                writer.writerow([self.number, kind, "", line, *[""] * 6])
         return out.getvalue()
 
     def latex(self) -> str:
         lines = [f"% Table {self.number}: {_tex(self.title)}"]
+        lines += [f"% {_tex(self.caveat)}"] if self.caveat else []
+        tail = [f"% {_tex(line)}" for line in self.provenance()]
         if self.absent:
-            return "\n".join([*lines, f"% no data: {_tex(self.absent)}", ""])
+            return "\n".join([*lines, f"% {_tex(self.absent)}", *tail, ""])
         lines.append("\\begin{tabular}{" + "l" * self.keys + "r" * (len(self.header) - self.keys)
                      + "}")
         lines += ["\\toprule", " & ".join(_tex(h) for h in self.header) + " \\\\", "\\midrule"]
         lines += [" & ".join(_tex(e.shown) for e in row) + " \\\\" for row in self.rows]
         lines += ["\\bottomrule", "\\end{tabular}"]
-        lines += [f"% {_tex(note)}" for note in self.notes]
+        lines += [f"% {_tex(note)}" for note in self.notes] + tail
         return "\n".join(lines) + "\n"
 
 
@@ -162,7 +192,7 @@ def _csv_number(value: float) -> str:
 _TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
         "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
         "—": "---", "–": "--", "−": "$-$", "≤": r"$\leq$", "≥": r"$\geq$", "±": r"$\pm$",
-        "δ": r"$\delta$", "Δ": r"$\Delta$", "²": r"$^2$"}
+        "δ": r"$\delta$", "Δ": r"$\Delta$", "²": r"$^2$", "†": r"$\dagger$"}
 
 
 def _tex(text: str) -> str:

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 from limbo.cell import Cell
 from limbo.config import Limits, Timing
 from limbo.errors import UsageError
+from limbo.experiments.comparison import Comparison
 from limbo.harness import unavailable
 from limbo.hashing import digest
 from limbo.registry import entries
@@ -71,6 +72,9 @@ class Grid(BaseModel):
     that world's services and templates instead of the built-in ones."""
     overrides: dict[str, Any] = {}
     """Command-line replacements, carried into included grids."""
+    comparisons: list[Comparison] = []
+    """What the experiment contrasts: arms of one factor and the fields that pair them
+    (:mod:`limbo.experiments.comparison`)."""
     _notices: list[str] = PrivateAttr(default_factory=list)
 
     @field_validator(*FACTORS)

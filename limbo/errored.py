@@ -17,9 +17,12 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-ERROR_TERMINATIONS = ("infra_error", "model_error")
-"""Terminations that are errors: the cell must run again before the run is complete."""
+from limbo.rated import ERRORED
+
 TIMEOUT = "timeout"
+ERROR_TERMINATIONS = tuple(t for t in ERRORED if t != TIMEOUT)
+"""The errored terminations (:mod:`limbo.rated`) that fail a run: the cell must run again
+before the run is complete. A timeout is errored too, but retried only when asked."""
 RETRY_CHOICES = ("errors", "timeout")
 """What ``--retry-errors`` retries: ``errors`` (``ERROR_TERMINATIONS``), or ``timeout`` too."""
 REASON_CHARS = 200

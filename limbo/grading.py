@@ -13,6 +13,12 @@ from typing import Any
 
 Effect = dict[str, Any]
 
+GRADER_VERSION = "2"
+"""The version of these rules, written into every run's manifest: change it with any change
+that can grade one ledger differently (version 2: an undone effect no longer counts toward an
+intent being done). ``limbo tables --regrade`` names the version a run was graded with and
+this one, and lists the episodes whose grade changed."""
+
 
 def matches(intent: dict[str, Any], effect: Effect) -> bool:
     """Whether ledger ``effect`` is an instance of ``intent``."""

@@ -38,6 +38,7 @@ from typing import Any
 
 from limbo.errored import ERROR_TERMINATIONS, TIMEOUT
 from limbo.errors import UsageError
+from limbo.rated import rated
 from limbo.records import (
     EPISODE_ID,
     SCHEMA_PREFIX,
@@ -190,6 +191,8 @@ class Scan:
     ids: set[str] = field(default_factory=set)
     bad: list[BadLine] = field(default_factory=list)
     terminations: Counter[str] = field(default_factory=Counter)
+    rated: int = 0
+    """Records that enter rates (:func:`limbo.rated.rated`)."""
     files: dict[str, FileStats] = field(default_factory=dict)
     errored: dict[str, Errored] = field(default_factory=dict)
 
@@ -236,6 +239,7 @@ def scan(run_dir: Path, live: Callable[[Path], bool] = lambda p: False) -> Scan:
                 out.errored[record["episode_id"]] = Errored(
                     term, record["outcome"].get("termination_reason"),
                     str(record["cell"].get("model")), path, number)
+            out.rated += rated(record["outcome"]["fault_fired"], term)
             stats.records += 1
     return out
 

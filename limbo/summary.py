@@ -1,8 +1,8 @@
 """Running tallies of a grid and the summary table printed at the end of ``limbo run``.
 
-Rates are conditional on the fault having fired; episodes that ended in ``infra_error``,
-``model_error`` or ``timeout`` (the sandbox, the provider or the machine failed, not the agent)
-are counted in every row and excluded from the rates, never dropped silently.
+Rates are over *rated* episodes (:mod:`limbo.rated`: the fault fired, and the episode did not
+end in ``infra_error``, ``model_error`` or ``timeout``); errored episodes are counted in every
+row and excluded from the rates, never dropped silently.
 """
 
 from __future__ import annotations
@@ -12,9 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from limbo.errored import ErrorGroups
+from limbo.rated import errored, rated
 from limbo.registry import entries
-
-FAILED = ("infra_error", "model_error", "timeout")
 
 
 @dataclass
@@ -40,12 +39,12 @@ class Tally:
         else:
             self.cost += cost
         term = outcome["termination"]
-        if term in FAILED:  # the sandbox, the adapter, the provider or the machine failed
+        if errored(term):  # the sandbox, the adapter, the provider or the machine failed
             self.infra += term == "infra_error"
             self.model_error += term == "model_error"
             self.timeout += term == "timeout"
             return
-        if not outcome["fault_fired"]:
+        if not rated(outcome["fault_fired"], term):
             return
         self.fired += 1
         self.rated += 1
@@ -95,7 +94,7 @@ class Summary:
             family = self.families[fault] = family_of(fault)
         self.by_family[family].add(outcome)
         self.by_model[cell["model"]].add(outcome)
-        if outcome["termination"] in FAILED:
+        if errored(outcome["termination"]):
             self.errors.add(outcome["termination"], outcome.get("termination_reason"),
                             cell["model"])
 
@@ -128,7 +127,9 @@ def rows(tallies: dict[str, Tally]) -> list[list[str]]:
     return out
 
 
-HEADER = ["", "episodes", "fired", "dup %", "TS %", "EOS %", "overclaim %", "errors"]
+HEADER = ["", "episodes", "rated", "dup %", "TS %", "EOS %", "overclaim %", "errors"]
+"""``rated``: the fault fired and the episode is not errored (:mod:`limbo.rated`); the rates
+are over these; ``errors``: errored episodes (``infra_error``, ``model_error``, ``timeout``)."""
 
 
 def render(summary: Summary, console: Any) -> None:
@@ -137,7 +138,8 @@ def render(summary: Summary, console: Any) -> None:
 
     for title, tallies in (("by fault family", summary.by_family),
                            ("by model", summary.by_model)):
-        table = Table(title=f"LIMBO summary {title} (rates over episodes where the fault fired)")
+        table = Table(title=f"LIMBO summary {title} (rates over rated episodes: fault fired, "
+                            f"not errored)")
         for i, head in enumerate(HEADER):
             table.add_column(head, justify="left" if i == 0 else "right")
         for row in rows(tallies):

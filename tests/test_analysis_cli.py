@@ -53,9 +53,11 @@ def test_tables_print_markdown_and_say_what_is_absent(run: Path) -> None:
     table13 = done.stdout.split("### Table 13")[1]
     assert "No data" in table13 and "`limbo run e2`" in table13 and "0.0" not in table13
     table8 = done.stdout.split("### Table 8")[1].split("###")[0]
-    assert "| minimal |" in table8 and "| codex |" not in table8
-    assert "No episodes for codex, copilot, claude-code, hermes" in table8
-    assert done.stderr == ""
+    # An E1 run holds minimal/vanilla episodes, but they are E1's, not E3's: Table 8 stays
+    # empty and names the grid that fills it.
+    assert "No data — produced by grid e3" in table8 and "| minimal |" not in table8
+    assert done.stderr.startswith("limbo: loaded 735 episodes from 1 run(s): 735 rated, 0 "
+                                  "errored") and "warning" not in done.stderr
 
 
 def test_files_in_every_format(run: Path, tmp_path: Path, capsys) -> None:
@@ -104,7 +106,7 @@ def test_empty_directory(run: Path, tmp_path: Path, capsys) -> None:
     assert "no episode records could be loaded" in err
     code, out, err = cli(capsys, "tables", str(empty), str(run), "--table", "3")
     assert code == 0 and "### Table 3" in out
-    assert err.count("\n") == 1 and "no records" in err
+    assert err.count("\n") == 2 and "no records" in err and "limbo: loaded 735 episodes" in err
     code, _, err = cli(capsys, "figures", str(empty), "--out", str(tmp_path / "figures"))
     assert code == 2 and len(err.strip().splitlines()) == 1
 
@@ -121,8 +123,10 @@ def test_corrupt_future_and_duplicated_records(run: Path, tmp_path: Path, capsys
     copy.write_text(good[5])
     code, out, err = cli(capsys, "tables", str(bad), str(copy.parent), "--table", "3")
     assert code == 0, err
-    warnings = err.strip().splitlines()
-    assert len(warnings) == 3
+    warnings = [line for line in err.strip().splitlines() if "warning" in line]
+    assert len(warnings) == 4
+    # Neither directory has a manifest: both are read as this LIMBO's built-in grids, said once.
+    assert any("2 no design" in w and "built-in grids" in w for w in warnings)
     assert any("1 unparseable" in w and "episodes.jsonl:2" in w for w in warnings)
     assert any("1 unknown schema" in w and "limbo.episode/9" in w for w in warnings)
     assert any("1 duplicate" in w for w in warnings)
@@ -142,7 +146,8 @@ def test_a_failing_table_does_not_stop_the_others(run: Path, capsys, monkeypatch
     out, err = capsys.readouterr()
     assert "### Table 3" in out and "### Table 6" in out
     assert "could not be computed: ValueError: odd data" in out
-    assert err.strip() == "limbo: error: table 5 could not be computed: ValueError: odd data"
+    assert err.strip().splitlines()[-1] == ("limbo: error: table 5 could not be computed: "
+                                            "ValueError: odd data")
 
 
 def without_extra(code: str, *args: str, blocked: tuple[str, ...] = BLOCKED):
@@ -179,19 +184,26 @@ def test_errored_episodes_are_counted_not_rated(run: Path, tmp_path: Path, capsy
     (tmp_path / "episodes.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     code, out, err = cli(capsys, "tables", str(tmp_path), "--table", "3")
     assert code == 0, err
-    assert f"{len(records)} episodes; excluded from rates: 1 ended in infra_error" in out
+    assert f"{len(records)} episodes; excluded from rates: 1 errored (infra_error" in out
     assert int(out.split("| all models |")[1].split("|")[-2]) == len(records) - 1
 
 
 def test_a_second_harness_adds_its_rows_and_the_e3_block(run: Path, tmp_path: Path,
                                                          capsys) -> None:
-    """No production harness runs here yet, so a copy of the run relabelled as ``codex`` (a
-    harness that behaves exactly like the minimal one) exercises the multi-harness paths."""
+    """No production harness runs here yet, so copies of the run relabelled as an E3 run —
+    ``minimal`` and ``codex`` (a harness that behaves exactly like the minimal one), each under
+    vanilla and guard — exercise the multi-harness paths. The copies have no manifest, so they
+    are read as this LIMBO's built-in E3 grid (instance 0)."""
     records = [json.loads(line) for line in lines(run / "episodes.jsonl")]
-    for r in records:
-        r["cell"]["harness"] = "codex"
-        r["episode_id"] += "-codex"
-    (tmp_path / "episodes.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    copies = []
+    for harness in ("minimal", "codex"):
+        for condition in ("vanilla", "guard"):
+            for r in records:
+                copy = json.loads(json.dumps(r))
+                copy["cell"].update(harness=harness, condition=condition)
+                copy["episode_id"] += f"-{harness}-{condition}"
+                copies.append(copy)
+    (tmp_path / "episodes.jsonl").write_text("".join(json.dumps(r) + "\n" for r in copies))
     code, out, err = cli(capsys, "tables", str(run), str(tmp_path), "--table", "4",
                          "--table", "8")
     assert code == 0, err

@@ -45,7 +45,9 @@ def test_the_commands_run_and_write_what_they_say(outputs) -> None:
         "table10.csv", "table10.md", "table10.tex", "table3.csv", "table3.md", "table3.tex"]
     for number in (2, 3, 4, 5, 6):
         assert (cwd / "figures" / f"figure{number}.png").stat().st_size > 10_000
-    assert "### Table 13" in printed["limbo tables runs/e1 runs/verify"]
+    assert "### Table 13" in printed["limbo tables runs/e1 runs/e2 runs/e5 runs/verify"]
+    assert "No data" not in printed["limbo tables runs/e1 runs/e2 runs/e5 runs/verify"].split(
+        "### Table 13")[1]
 
 
 def test_the_compare_excerpt_is_real_output(outputs) -> None:

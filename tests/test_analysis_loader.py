@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from support.cells import cell_for
 
-from limbo.analysis.loader import SCHEMAS, load, record_files
+from limbo.analysis.loader import load, record_files
+from limbo.analysis.schemas import SCHEMAS
 from limbo.episode import run_episode
 from limbo.errors import UsageError
 from limbo.store import dumps
@@ -150,7 +151,7 @@ def test_only_episode_files_of_a_directory_are_read(tmp_path: Path, records: lis
     write(run / "run.lock", [""])
     assert record_files(run) == [run / "episodes.jsonl"]
     loaded = load([run])
-    assert len(loaded.frame) == 1 and not loaded.problems
+    assert len(loaded.frame) == 1 and [p.kind for p in loaded.problems] == ["no design"]
 
 
 def test_empty_inputs(tmp_path: Path, records: list) -> None:

@@ -62,6 +62,8 @@ def test_every_table_and_figure_of_the_analysis_is_in_the_overview(built) -> Non
         for row in table.rows:
             for entry in row:
                 assert escape(entry.shown) in html
+        for line in [*table.provenance(), table.caveat]:  # what each table was computed from
+            assert escape(line) in html
     figures = built["root"] / "figures"
     assert main(["figures", str(built["run"]), "--out", str(figures)]) in (0, 1)
     drawn = sorted(p.name for p in figures.glob("*.png"))

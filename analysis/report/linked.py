@@ -75,8 +75,12 @@ def table_html(table: Table, linked: set[str]) -> str:
     title = f"Table {table.number}: {table.title}"
     parts = [f'<section class="ptable" id="table-{table.number}">',
              f"<h3>{escape(title)}</h3>"]
+    if table.caveat:
+        parts.append(f'<p class="caveat">{escape(table.caveat)}</p>')
+    provenance = ('<ul class="provenance">' + "".join(f"<li>{escape(line)}</li>"
+                                                      for line in table.provenance()) + "</ul>")
     if table.absent:
-        parts.append(f'<p class="absent">No data: {escape(table.absent)}</p></section>')
+        parts.append(f'<p class="absent">{escape(table.absent_text())}</p>{provenance}</section>')
         return "\n".join(parts)
     head = "".join(f'<th scope="col">{escape(h)}</th>' for h in table.header)
     body = "\n".join(
@@ -87,5 +91,5 @@ def table_html(table: Table, linked: set[str]) -> str:
     if table.notes:
         parts.append('<ul class="notes">' + "".join(f"<li>{escape(n)}</li>" for n in table.notes)
                      + "</ul>")
-    parts.append("</section>")
+    parts += [provenance, "</section>"]
     return "\n".join(parts)

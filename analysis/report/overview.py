@@ -111,13 +111,13 @@ def _counts_html(frame: pd.DataFrame) -> str:
     return ("<div class='row'>" + table("How episodes ended", "termination")
             + table("Final report status", "report_status") + "</div>"
             + f"<p>{len(frame)} episodes; the fault fired in {fired}; "
-              f"{int(frame['rated'].sum())} rated (fault fired, no infra or model error). "
+              f"{int(frame['rated'].sum())} rated (fault fired, not errored: no infra_error, model_error or timeout). "
               f"<a href='episodes.html'>Browse all episodes</a>.</p>")
 
 
 def _errors_html(groups: list[ErrorGroup]) -> str:
     if not groups:
-        return "<p>No episode ended in infra_error or model_error.</p>"
+        return "<p>No episode ended in infra_error, model_error or timeout.</p>"
     items = []
     for g in groups[:MAX_ERROR_GROUPS]:
         links = ", ".join(f"<a href='episode.html#{quote(e, safe='')}'>{escape(e)}</a>"

@@ -76,7 +76,7 @@ def _figures(data: Data) -> tuple[list[Figure], dict[str, bytes]]:
 
 
 def _errors(loaded: Loaded) -> list[ErrorGroup]:
-    """Episodes that ended in infra_error or model_error, grouped by their reason."""
+    """Errored episodes (infra_error, model_error, timeout), grouped by their reason."""
     frame = loaded.frame
     rows = frame[frame["error"]]
     groups: dict[tuple[str, str], ErrorGroup] = {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from limbo.analysis import table as t
+from limbo.analysis.arms import Matched
 from limbo.analysis.data import Data
 
 
@@ -14,12 +15,18 @@ def excluded(rows: pd.DataFrame) -> str:
     unfired = int((~rows["fault_fired"] & ~rows["error"]).sum())
     parts = []
     if errors:
-        parts.append(f"{errors} ended in infra_error or model_error")
+        parts.append(f"{errors} errored (infra_error, model_error or timeout)")
     if unfired:
         parts.append(f"{unfired} never reached the focal write (fault not fired)")
     if not parts:
         return f"{len(rows)} episodes, all rated."
     return f"{len(rows)} episodes; excluded from rates: " + "; ".join(parts) + "."
+
+
+def none_rated(matched: Matched | None) -> bool:
+    """Whether a comparison has no rated episode to show (none matched, or every matched
+    episode errored or never reached its fault)."""
+    return matched is None or not matched.cells or not bool(matched.rows["rated"].any())
 
 
 def rate_of(data: Data, rows: pd.DataFrame, outcome: str, modes: set[str] | None = None,

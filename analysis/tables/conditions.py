@@ -1,48 +1,60 @@
-"""Tables 5, 7 and 13: the recovery conditions of E2/E2k."""
+"""Tables 5, 7 and 13: the recovery conditions of E2/E2k, each drawn from the comparison
+``conditions`` of its experiment, arms matched on the comparison's pairing factors."""
 
 from __future__ import annotations
 
 import pandas as pd
 
+from limbo.analysis import paper
 from limbo.analysis import table as t
-from limbo.analysis.data import E2, Data, ordered
-from limbo.analysis.loader import modes_of
+from limbo.analysis.arms import Matched
+from limbo.analysis.data import Data, absent, ordered
 from limbo.analysis.pairing import Pairs, pair
 from limbo.analysis.stats import discordant, holm, mcnemar_exact
-from limbo.analysis.tables.common import excluded, rate_of, weighting_note
-from limbo.records import CELL_FIELDS
+from limbo.analysis.tables.common import excluded, none_rated, rate_of, weighting_note
 
-CONTRACTS = ("native", "keys-everywhere")
+TABLE5_COLUMNS = {"timeout (committed)": ("timeout_post",), "500 (committed)": ("http500_post",),
+                  "conn reset (committed)": paper.CONN_RESET,
+                  "late commit": paper.LATE_COMMIT, "partial batch": ("partial_batch",),
+                  "redelivery": paper.REDELIVERY}
+"""Table 5's columns: the paper's committed faults and redelivery, one column each (the late
+commits pooled), and LIMBO's connection reset."""
+EXPERIMENTS = (("e2", "native"), ("e2k", "keys-everywhere"))
 
 
-def table5_columns() -> dict[str, set[str]]:
-    return {"timeout (committed)": {"timeout_post"}, "500 (committed)": {"http500_post"},
-            "conn reset (committed)": {"conn_reset_post"},
-            "late commit": modes_of(["late commit"]), "partial batch": {"partial_batch"},
-            "redelivery": {"redelivery"}}
+def conditions(data: Data, experiment: str) -> Matched | None:
+    """The experiment's conditions matched on the comparison's pairing factors; ``None`` when
+    it has no matched cell."""
+    found = data.matched(experiment, "conditions")
+    return None if none_rated(found) else found
 
 
 def table5(data: Data) -> t.Table:
     """Duplicate rate by contract variant and condition under committed faults and
     redelivery, models pooled."""
-    columns = table5_columns()
     table = t.Table(5, "Duplicate rate by contract and condition (E2, E2k; models pooled)",
-                    ["contract", "condition", *columns], keys=2)
-    modes = set().union(*columns.values())
-    population = E2.of(data.frame)
-    population = population[population["fault"].isin(modes)]
-    rated = population[population["rated"]]
-    if rated.empty:
-        table.absent = E2.absent()
-        return table
-    for contract in ordered(rated["contract"].unique(), CONTRACTS):
-        block = rated[rated["contract"] == contract]
-        for condition in ordered(block["condition"].unique()):
-            rows = block[block["condition"] == condition]
+                    ["contract", "condition", *TABLE5_COLUMNS], keys=2)
+    data.stamp(table)
+    modes = {m for ms in TABLE5_COLUMNS.values() for m in ms}
+    for experiment, contract in EXPERIMENTS:
+        matched = conditions(data, experiment)
+        if matched is None:
+            continue
+        for condition, rows in matched.arms.items():
+            rows = rows[rows["fault"].isin(modes).to_numpy()]
+            rated = rows[rows["rated"].to_numpy()]
             table.add(t.label(contract), t.label(condition),
-                      *[rate_of(data, rows, "duplicate", m) for m in columns.values()])
-    table.notes += [weighting_note(data), excluded(population)]
+                      *[rate_of(data, rated, "duplicate", set(m)) for m in TABLE5_COLUMNS.values()])
+        table.notes += [matched.note(), excluded(_faults(matched.rows, modes))]
+    if not table.rows:
+        table.absent = absent("e2", "e2k")
+        return table
+    table.notes.insert(0, weighting_note(data))
     return table
+
+
+def _faults(rows: pd.DataFrame, modes: set[str]) -> pd.DataFrame:
+    return rows[rows["fault"].isin(modes).to_numpy()]
 
 
 METRICS = {"EOS": "exactly_once", "dup": "duplicate", "TS": "task_success"}
@@ -51,76 +63,85 @@ METRICS = {"EOS": "exactly_once", "dup": "duplicate", "TS": "task_success"}
 def table7(data: Data) -> t.Table:
     """EOS, duplicate rate and task success by model and condition over faulted episodes,
     with mean cost and tool calls per condition."""
-    population = E2.of(data.frame)
-    population = population[population["fault"] != "none"]
-    rated = population[population["rated"]]
-    conditions = ordered(rated["condition"].unique())
+    matched = conditions(data, "e2")
+    names = list(matched.arms) if matched else []
     table = t.Table(7, "Recovery conditions (E2): rates over faulted episodes",
-                    ["metric", "contract", "model", *conditions], keys=3)
-    if rated.empty:
-        table.absent = E2.absent()
+                    ["metric", "contract", "model", *names], keys=3)
+    data.stamp(table)
+    if matched is None:
+        table.absent = absent("e2")
         return table
-    contracts = ordered(rated["contract"].unique(), CONTRACTS)
+    arms = {c: rows[(rows["fault"] != "none").to_numpy()] for c, rows in matched.arms.items()}
+    rated = {c: rows[rows["rated"].to_numpy()] for c, rows in arms.items()}
+    models = sorted(set().union(*(set(r["model"].astype(str)) for r in rated.values())))
     for metric, outcome in METRICS.items():
-        for contract in contracts:
-            block = rated[rated["contract"] == contract]
-            for model, rows in block.groupby("model", sort=True, observed=True):
-                by = dict(tuple(rows.groupby("condition", observed=True)))
-                table.add(t.label(metric), t.label(contract), t.label(model),
-                          *[t.rate(data.rate(by.get(c, rows.iloc[:0]), outcome), counts=False)
-                            for c in conditions])
-    for contract in contracts:
-        block = rated[rated["contract"] == contract]
-        by = dict(tuple(block.groupby("condition", observed=True)))
-        for name, column, digits in (("mean cost (USD)", "cost_usd", 4),
-                                     ("mean tool calls", "tool_calls", 1)):
-            table.add(t.label(name), t.label(contract), t.label("all models"),
-                      *[_mean(data, by.get(c), column, digits) for c in conditions])
+        for model in models:
+            table.add(t.label(metric), t.label("native"), t.label(model),
+                      *[t.rate(data.rate(rated[c][rated[c]["model"] == model], outcome),
+                               counts=False) for c in names])
+    for name, column, digits in (("mean cost (USD)", "cost_usd", 4),
+                                 ("mean tool calls", "tool_calls", 1)):
+        table.add(t.label(name), t.label("native"), t.label("all models"),
+                  *[_mean(data, rated[c], column, digits) for c in names])
     table.notes += [weighting_note(data) + " Counts and intervals are in the CSV.",
-                    excluded(population)]
+                    matched.note(), excluded(pd.concat(list(arms.values())))]
     return table
 
 
-def _mean(data: Data, rows: pd.DataFrame | None, column: str, digits: int) -> t.Entry:
-    if rows is None or rows.empty:
+def _mean(data: Data, rows: pd.DataFrame, column: str, digits: int) -> t.Entry:
+    if rows.empty:
         return t.Entry(t.EMPTY)
     return t.number(data.mean(rows, column), len(rows), digits)
 
 
-def paired_condition(rows: pd.DataFrame, a: str, b: str) -> Pairs:
-    """Episodes of condition ``a`` and ``b`` paired on every other cell field."""
-    key = [f for f in CELL_FIELDS if f != "condition"]
-    return pair(rows[rows["condition"] == a], rows[rows["condition"] == b], key)
+def paired_arms(matched: Matched, a: str, b: str) -> Pairs:
+    """Episodes of arms ``a`` and ``b`` paired one to one on the comparison's pairing factors."""
+    return pair(matched[a], matched[b], matched.comparison.pair_on)
+
+
+def _guard_rows(data: Data) -> list[tuple[str, str, pd.DataFrame]]:
+    found = []
+    for experiment, contract in EXPERIMENTS:
+        matched = conditions(data, experiment)
+        if matched is None or "guard" not in matched.arms:
+            continue
+        faulted = Matched(matched.comparison, {c: r[(r["fault"] != "none").to_numpy()]
+                                               for c, r in matched.arms.items()},
+                          matched.cells, matched.unmatched)
+        for other in ordered(set(matched.arms) - {"guard"}):
+            rated = paired_arms(faulted, "guard", other).rated
+            if len(rated):
+                found.append((contract, other, rated))
+    return found
 
 
 def table13(data: Data) -> t.Table:
     """The guard against each other condition on exactly-once success: paired episodes,
-    exact McNemar, Holm over the table."""
+    exact McNemar, Holm over the paper's six comparisons."""
     table = t.Table(13, "Guard vs each other condition on EOS (E2; paired, Holm-adjusted)",
                     ["contract", "guard vs", "EOS guard (%)", "EOS other (%)", "EOS gain (pp)",
                      "paired episodes", "McNemar p", "Holm p"], keys=2)
-    faulted = E2.of(data.frame)
-    faulted = faulted[faulted["fault"] != "none"]
-    found = []
-    for contract in ordered(faulted["contract"].unique(), CONTRACTS):
-        block = faulted[faulted["contract"] == contract]
-        for other in ordered(set(block["condition"]) - {"guard"}):
-            rated = paired_condition(block, "guard", other).rated
-            if len(rated):
-                found.append((contract, other, rated))
+    data.stamp(table)
+    found = _guard_rows(data)
     if not found:
-        table.absent = ("no episodes of the guard paired with another condition on the same "
-                        "cells; `limbo run e2` produces them")
+        table.absent = absent("e2", "e2k")
         return table
     tests = [mcnemar_exact(*discordant(r["exactly_once_a"], r["exactly_once_b"]))
              for _, _, r in found]
-    adjusted = holm([m.pvalue for m in tests])
-    for (contract, other, rated), test, p_holm in zip(found, tests, adjusted, strict=True):
+    family = [i for i, (contract, other, _) in enumerate(found)
+              if contract == "native" and other in paper.TABLE13_FAMILY]
+    adjusted = dict(zip(family, holm([tests[i].pvalue for i in family]), strict=True))
+    for i, ((contract, other, rated), test) in enumerate(zip(found, tests, strict=True)):
         guard, rest = rated["exactly_once_a"].mean(), rated["exactly_once_b"].mean()
-        table.add(t.label(contract), t.label(other), t.number(100 * guard, len(rated)),
+        label = other if i in adjusted else f"{other} †"
+        table.add(t.label(contract), t.label(label), t.number(100 * guard, len(rated)),
                   t.number(100 * rest, len(rated)), t.points(guard - rest, len(rated)),
-                  t.count(len(rated)), t.pvalue(test.pvalue), t.pvalue(float(p_holm)))
-    table.notes.append("Pairs share every cell field but the condition (model, contract, fault, "
-                       "template, instance, focal write, seed); both episodes rated. Unweighted "
-                       "paired rates. Holm over every row of this table.")
+                  t.count(len(rated)), t.pvalue(test.pvalue),
+                  t.pvalue(float(adjusted[i])) if i in adjusted else t.Entry(t.EMPTY))
+    table.notes += [
+        "Pairs share every pairing factor of the comparison (model, harness, contract, fault, "
+        "template, instance, focal write); faulted episodes, both rated. Unweighted paired "
+        "rates.",
+        f"Holm over the paper's family: guard vs {', '.join(paper.TABLE13_FAMILY)} under the "
+        f"native contract ({len(family)} present). † not in that family: McNemar p unadjusted."]
     return table

@@ -6,9 +6,9 @@ import math
 
 import pandas as pd
 
+from limbo.analysis import paper
 from limbo.analysis import table as t
-from limbo.analysis.data import E1, LOST_ACK_500_PARTIAL, Data
-from limbo.analysis.loader import modes_of
+from limbo.analysis.data import Data, absent
 from limbo.analysis.stats import Shapley, shapley_r2
 from limbo.analysis.tables.common import excluded, rate_of, weighting_note
 
@@ -17,38 +17,51 @@ TABLE3_HEADER = ["model", "dup: lost ack / 500 / partial", "dup: conn reset",
                  "episodes"]
 
 
+def e1_with_batch_supplement(data: Data) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(E1's rated episodes, and those of E1 ∪ E1s under partial batch): E1s enters only the
+    partial-batch figures (:data:`limbo.analysis.paper.E1S_ONLY_IN`)."""
+    e1 = data.experiment("e1")
+    batch = pd.concat([e1, data.experiment("e1s")])
+    batch = batch[~batch.index.duplicated()]
+    batch = batch[batch["fault"].isin(paper.E1S_ONLY_IN).to_numpy() & batch["rated"].to_numpy()]
+    return e1[e1["rated"].to_numpy()], batch
+
+
 def table3(data: Data) -> t.Table:
     """E1 by model: duplicate rates by fault group, task success when the write never ran,
     exactly-once over every faulted episode."""
     table = t.Table(3, "E1 results by model (minimal harness, vanilla, native)", TABLE3_HEADER)
-    population = E1.of(data.frame)
-    rated = population[population["rated"]]
-    if rated.empty:
-        table.absent = E1.absent()
+    data.stamp(table)
+    rated, batch = e1_with_batch_supplement(data)
+    if rated.empty and batch.empty:
+        table.absent = absent("e1")
         return table
-    late, not_run = modes_of(["late commit"]), modes_of(["not executed"])
-    faulted = set(rated["fault"]) - {"none"}
-    groups = [*rated.groupby("model", sort=True, observed=True), ("all models", rated)]
-    for model, rows in groups:
-        table.add(t.label(model),
-                  rate_of(data, rows, "duplicate", set(LOST_ACK_500_PARTIAL)),
-                  rate_of(data, rows, "duplicate", {"conn_reset_post"}),
-                  rate_of(data, rows, "duplicate", late),
-                  rate_of(data, rows, "duplicate", {"redelivery"}),
-                  rate_of(data, rows, "task_success", not_run),
-                  rate_of(data, rows, "exactly_once", faulted),
+    models = sorted(set(rated["model"].astype(str)) | set(batch["model"].astype(str)))
+    for model in [*models, "all models"]:
+        rows = rated if model == "all models" else rated[rated["model"] == model]
+        both = batch if model == "all models" else batch[batch["model"] == model]
+        others = [m for m in paper.RESOLVES if m not in paper.E1S_ONLY_IN]
+        first = pd.concat([rows[rows["fault"].isin(others).to_numpy()], both])
+        table.add(t.label(model), t.rate(data.rate(first, "duplicate")),
+                  rate_of(data, rows, "duplicate", set(paper.CONN_RESET)),
+                  rate_of(data, rows, "duplicate", set(paper.LATE_COMMIT)),
+                  rate_of(data, rows, "duplicate", set(paper.REDELIVERY)),
+                  rate_of(data, rows, "task_success", set(paper.NOT_EXECUTED)),
+                  rate_of(data, rows[rows["fault"] != "none"], "exactly_once"),
                   t.count(len(rows)))
-    table.notes += [weighting_note(data), excluded(population),
-                    "E1s episodes (more instances of the batch template) enter the partial-batch "
-                    "column when loaded."]
+    table.notes += [weighting_note(data), excluded(data.experiment("e1")),
+                    f"Partial batch: E1 and the E1s supplement ({len(batch)} rated episodes); "
+                    f"every other column E1 only (the paper's Table 3)."]
+    if rated.empty:
+        table.notes.append("Columns other than partial batch — " + absent("e1"))
     return table
 
 
 SHAPLEY_FACTORS = {"contract": "contract_class", "mode": "fault", "model": "model",
                    "harness": "harness"}
-COLUMNS = {"pooled": ["read-back resolves", "read-back cannot"],
-           "read-back resolves": ["read-back resolves"],
-           "read-back cannot": ["read-back cannot"]}
+COLUMNS = {"pooled": paper.POOLED, "read-back resolves": paper.RESOLVES,
+           "read-back cannot": paper.CANNOT}
+"""Table 4's columns and their fault sets (its caption)."""
 
 
 def shapley_of(rows: pd.DataFrame) -> Shapley:
@@ -68,14 +81,18 @@ def _share(result: Shapley, column: str, rows: pd.DataFrame) -> t.Entry:
     return t.Entry(f"{max(100 * value, 0.0):.0f}", value)  # no "-0" from rounding noise
 
 
+def column_rows(rows: pd.DataFrame, column: str) -> pd.DataFrame:
+    return rows[rows["fault"].isin(COLUMNS[column]).to_numpy()]
+
+
 def shapley_for(data: Data, block: str, rows: pd.DataFrame, column: str) -> Shapley:
     """The decomposition of one column of Table 4 (computed once; H2 reads it too)."""
-    part = rows[rows["fault"].isin(modes_of(COLUMNS[column]))]
+    part = column_rows(rows, column)
     return data.cached(("shapley", block, column), lambda: shapley_of(part))
 
 
 def _block(data: Data, table: t.Table, name: str, rows: pd.DataFrame) -> None:
-    fits = {col: rows[rows["fault"].isin(modes_of(fams))] for col, fams in COLUMNS.items()}
+    fits = {col: column_rows(rows, col) for col in COLUMNS}
     results = {col: shapley_for(data, name, rows, col) for col in COLUMNS}
     for factor, column in SHAPLEY_FACTORS.items():
         table.add(t.label(name), t.label(f"{factor} share (%)"),
@@ -88,11 +105,12 @@ def _block(data: Data, table: t.Table, name: str, rows: pd.DataFrame) -> None:
 
 
 def shapley_blocks(data: Data) -> dict[str, pd.DataFrame]:
-    """E1's episodes and — when several harnesses have vanilla/native episodes — E3's, on
-    the tasks every harness present ran (so a harness with more instances weighs no more)."""
-    blocks = {"E1": E1.of(data.rated)}
-    native = data.rated[(data.rated["condition"] == "vanilla")
-                        & (data.rated["contract"] == "native")]
+    """E1's rated episodes, and E3's vanilla arm (native) on the tasks every harness present
+    ran (so a harness with more instances weighs no more) when it has several harnesses."""
+    e1 = data.experiment("e1")
+    blocks = {"E1": e1[e1["rated"].to_numpy()]}
+    e3 = data.experiment("e3")
+    native = e3[e3["rated"].to_numpy() & (e3["condition"] == "vanilla").to_numpy()]
     if native["harness"].nunique() > 1:
         task = ["template", "instance", "focal_write"]
         harnesses = native.groupby(task, observed=True)["harness"]
@@ -105,19 +123,21 @@ def table4(data: Data) -> t.Table:
     and harness: E1, and (when several harnesses are loaded) E3."""
     table = t.Table(4, "Shapley decomposition of explained variance in duplicates",
                     ["experiment", "factor", *COLUMNS], keys=2)
-    committed = modes_of(COLUMNS["pooled"])
+    data.stamp(table)
     blocks = shapley_blocks(data)
-    if blocks["E1"][blocks["E1"]["fault"].isin(committed)].empty:
-        table.absent = E1.absent()
+    if column_rows(blocks["E1"], "pooled").empty:
+        table.absent = absent("e1")
         return table
     for name, rows in blocks.items():
         _block(data, table, name, rows)
     if "E3" not in blocks:
-        table.notes.append("E3 block omitted: only the minimal harness has vanilla/native "
-                           "episodes (`limbo run e3` with production harnesses produces it).")
+        table.notes.append("E3 block omitted: no E3 run with several harnesses is loaded "
+                           "(`limbo run e3` where the production harnesses are installed).")
     table.notes += [
         "Shares of McFadden's pseudo-R² (main-effects logit on collapsed cells, Bernoulli "
         "likelihood); contract = the focal write's contract class. '—' = the factor has one "
         "level in these episodes.",
-        f"pooled = every fault whose effect commits ({', '.join(sorted(committed))})."]
+        "Columns as the paper's caption: read-back resolves = lost acknowledgement, "
+        "misleading 500, partial batch; read-back cannot = late commit, redelivery; pooled = "
+        f"both ({', '.join(paper.POOLED)})."]
     return table

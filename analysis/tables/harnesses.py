@@ -1,13 +1,15 @@
-"""Tables 8 and 9: the harnesses (E3, E3k). Rows only for harnesses that have episodes."""
+"""Tables 8 and 9: the harnesses (E3, E3k), vanilla and guard matched by the comparison
+``guard`` of each. Rows only for harnesses that have episodes."""
 
 from __future__ import annotations
 
 import pandas as pd
 
+from limbo.analysis import paper
 from limbo.analysis import table as t
-from limbo.analysis.data import E3, Data, ordered
-from limbo.analysis.loader import modes_of
-from limbo.analysis.tables.common import excluded, rate_of, weighting_note
+from limbo.analysis.arms import Matched
+from limbo.analysis.data import Data, absent, ordered
+from limbo.analysis.tables.common import excluded, none_rated, rate_of, weighting_note
 
 
 def known_harnesses() -> list[str]:
@@ -31,36 +33,46 @@ def missing_note(present: set[str]) -> str:
             f"(`limbo run e3` / `e3k` produce them where those harnesses are installed).")
 
 
+def guard_arms(data: Data, experiment: str) -> Matched | None:
+    """Vanilla and guard of ``experiment`` on the cells both ran; ``None`` without any."""
+    found = data.matched(experiment, "guard", arms=("vanilla", "guard"))
+    return None if none_rated(found) else found
+
+
+def _rated_faulted(rows: pd.DataFrame) -> pd.DataFrame:
+    return rows[rows["rated"].to_numpy() & (rows["fault"] != "none").to_numpy()]
+
+
 def table8(data: Data) -> t.Table:
     """Harness × model under the native contract: duplicates by fault family (vanilla), and
-    EOS without and with the guard."""
+    EOS without and with the guard, on matched cells."""
     table = t.Table(8, "Harnesses (E3): native contract",
                     ["harness", "model", "dup: read-back resolves", "dup: late commit",
                      "dup: redelivery", "EOS vanilla", "EOS guard", "n"], keys=2)
-    population = E3.of(data.frame)
-    population = population[population["contract"] == "native"]
-    rated = population[population["rated"]]
-    if rated.empty:
-        table.absent = E3.absent()
+    data.stamp(table)
+    matched = guard_arms(data, "e3")
+    if matched is None:
+        table.absent = absent("e3")
         return table
-    resolves, late = modes_of(["read-back resolves"]), modes_of(["late commit"])
-    for harness in ordered(rated["harness"].unique(), HARNESS_ORDER):
-        block = rated[rated["harness"] == harness]
-        for model, rows in block.groupby("model", sort=True, observed=True):
-            vanilla, guard = (_faulted(rows, c) for c in ("vanilla", "guard"))
+    vanilla, guard = matched["vanilla"], matched["guard"]
+    for harness in ordered(set(vanilla["harness"].astype(str)), HARNESS_ORDER):
+        v_h, g_h = vanilla[vanilla["harness"] == harness], guard[guard["harness"] == harness]
+        for model in sorted(set(v_h["model"].astype(str))):
+            v = v_h[(v_h["model"] == model).to_numpy()]
+            g = g_h[(g_h["model"] == model).to_numpy()]
+            rated = v[v["rated"].to_numpy()]
             table.add(t.label(harness), t.label(model),
-                      rate_of(data, vanilla, "duplicate", resolves),
-                      rate_of(data, vanilla, "duplicate", late),
-                      rate_of(data, vanilla, "duplicate", {"redelivery"}),
-                      rate_of(data, vanilla, "exactly_once"),
-                      rate_of(data, guard, "exactly_once"), t.count(len(rows)))
-    table.notes += [n for n in (missing_note(set(rated["harness"])), weighting_note(data),
-                                "EOS over faulted episodes.", excluded(population)) if n]
+                      rate_of(data, rated, "duplicate", set(paper.RESOLVES)),
+                      rate_of(data, rated, "duplicate", set(paper.LATE_COMMIT)),
+                      rate_of(data, rated, "duplicate", set(paper.REDELIVERY)),
+                      rate_of(data, _rated_faulted(v), "exactly_once"),
+                      rate_of(data, _rated_faulted(g), "exactly_once"),
+                      t.count(int(v["rated"].sum() + g["rated"].sum())))
+    table.notes += [n for n in (missing_note(set(vanilla["harness"].astype(str))),
+                                weighting_note(data), "EOS over faulted episodes; n = rated "
+                                "episodes of both arms.", matched.note(),
+                                excluded(matched.rows)) if n]
     return table
-
-
-def _faulted(rows: pd.DataFrame, condition: str) -> pd.DataFrame:
-    return rows[(rows["condition"] == condition) & (rows["fault"] != "none")]
 
 
 def table9(data: Data) -> t.Table:
@@ -71,19 +83,27 @@ def table9(data: Data) -> t.Table:
     table = t.Table(9, "Harnesses by contract and condition (E3, E3k)",
                     ["harness", "model", *[f"dup: {c} + {k}" for c, k in arms],
                      "EOS: keys + guard"], keys=2)
-    population = E3.of(data.frame)
-    rated = population[population["rated"]]
-    if rated.empty:
-        table.absent = E3.absent()
+    data.stamp(table)
+    found = {"native": guard_arms(data, "e3"), "keys-everywhere": guard_arms(data, "e3k")}
+    present = {c: m for c, m in found.items() if m is not None}
+    if not present:
+        table.absent = absent("e3", "e3k")
         return table
-    modes = modes_of(["read-back resolves", "late commit"]) | {"redelivery"}
-    for harness in ordered(rated["harness"].unique(), HARNESS_ORDER):
-        block = rated[rated["harness"] == harness]
-        for model, rows in block.groupby("model", sort=True, observed=True):
-            by_arm = [rows[(rows["contract"] == c) & (rows["condition"] == k)] for c, k in arms]
+    both = pd.concat([m.rows for m in present.values()])
+    for harness in ordered(set(both["harness"].astype(str)), HARNESS_ORDER):
+        block = both[(both["harness"] == harness).to_numpy()]
+        for model in sorted(set(block["model"].astype(str))):
+            rows = block[(block["model"] == model).to_numpy() & block["rated"].to_numpy()]
+            by_arm = [rows[(rows["contract"] == c).to_numpy() & (rows["condition"] == k)
+                           .to_numpy()] for c, k in arms]
             table.add(t.label(harness), t.label(model),
-                      *[rate_of(data, r, "duplicate", modes) for r in by_arm],
-                      rate_of(data, by_arm[3][by_arm[3]["fault"] != "none"], "exactly_once"))
-    table.notes += [n for n in (missing_note(set(rated["harness"])), weighting_note(data),
-                                excluded(population)) if n]
+                      *[rate_of(data, r, "duplicate", set(paper.POOLED)) for r in by_arm],
+                      rate_of(data, by_arm[3][(by_arm[3]["fault"] != "none").to_numpy()],
+                              "exactly_once"))
+    table.notes += [n for n in (missing_note(set(both["harness"].astype(str))),
+                                weighting_note(data), *(m.note() for m in present.values()),
+                                excluded(both)) if n]
+    if len(present) < 2:
+        gone = "e3k" if "native" in present else "e3"
+        table.notes.append(f"Columns of the other contract — {absent(gone)}")
     return table

@@ -1,8 +1,9 @@
 """Table 12: the preregistered hypotheses H1–H6, each with the paper's test, from the logs.
 
-Populations: H1–H5 use E1 (minimal harness, vanilla, native); H6 uses every harness under
-vanilla and guard, native contract. Clustered models cluster on the task template. A verdict
-is mechanical: ``supported``, ``not supported``, ``inconclusive`` or ``untested`` (no data).
+Populations: H1–H5 use experiment E1 (minimal harness, vanilla, native); H6 uses E3's
+comparison ``guard`` (vanilla and guard on matched cells, native contract, each harness).
+Clustered models cluster on the task template. A verdict is mechanical: ``supported``,
+``not supported``, ``inconclusive`` or ``untested`` (no data).
 """
 
 from __future__ import annotations
@@ -13,9 +14,9 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
+from limbo.analysis import paper
 from limbo.analysis import table as t
-from limbo.analysis.data import E1, E3, Data, committed_modes
-from limbo.analysis.loader import modes_of
+from limbo.analysis.data import Data, absent
 from limbo.analysis.stats import (
     OddsRatio,
     Rate,
@@ -26,8 +27,8 @@ from limbo.analysis.stats import (
     separation,
     tost_two_proportions,
 )
-from limbo.analysis.tables.e1 import COLUMNS, shapley_blocks, shapley_for
-from limbo.analysis.tables.harnesses import known_harnesses
+from limbo.analysis.tables.e1 import COLUMNS, column_rows, shapley_blocks, shapley_for
+from limbo.analysis.tables.harnesses import guard_arms, known_harnesses
 
 RISKY = ("no key, eventual read", "no key, no read")
 AMBIGUOUS = ("timeout", "server_error", "connection_reset")
@@ -94,11 +95,19 @@ def _verdict(yes: bool, no: bool) -> str:
     return "supported" if yes else ("not supported" if no else "inconclusive")
 
 
+def e1_rated(data: Data, modes: tuple[str, ...] | None = None) -> pd.DataFrame:
+    """E1's rated episodes (under ``modes`` only, if given)."""
+    rows = data.experiment("e1")
+    keep = rows["rated"].to_numpy()
+    if modes is not None:
+        keep = keep & rows["fault"].isin(modes).to_numpy()
+    return rows[keep]
+
+
 def h1(data: Data) -> Finding:
     prediction = ("non-idempotent writes with an eventual or missing read path are duplicated "
                   "in ≥ 10% of committed-fault episodes, more than other writes")
-    rows = E1.of(data.rated)
-    rows = rows[rows["fault"].isin(committed_modes())]
+    rows = e1_rated(data, paper.COMMITTED)
     x = rows["contract_class"].isin(RISKY).to_numpy(float)
     if rows.empty or x.min() == x.max():
         return prediction, "no E1 committed-fault episodes of both kinds of write", "untested", 0
@@ -117,7 +126,7 @@ def _shares(result: Shapley) -> dict[str, float]:
 def h2(data: Data) -> Finding:
     prediction = "the contract explains more variance than the model; the harness ≥ 10%"
     blocks = shapley_blocks(data)
-    pooled_rows = blocks["E1"][blocks["E1"]["fault"].isin(modes_of(COLUMNS["pooled"]))]
+    pooled_rows = column_rows(blocks["E1"], "pooled")
     if pooled_rows.empty:
         return prediction, "no E1 committed-fault episodes", "untested", 0
     shares = {col: _shares(shapley_for(data, "E1", blocks["E1"], col)) for col in COLUMNS}
@@ -142,11 +151,10 @@ def _share(value: float) -> str:
 
 def h3(data: Data) -> Finding:
     prediction = "given verification, eventual read paths yield more duplicates than strong"
-    rows = E1.of(data.rated)
-    rows = rows[rows["fault"].isin(committed_modes()) & rows["read_path"].isin(["eventual",
-                                                                                "strong"])]
+    rows = e1_rated(data, paper.COMMITTED)
+    rows = rows[rows["read_path"].isin(["eventual", "strong"]).to_numpy()]
     recovered = data.recoveries(rows)
-    rows = rows[[r is not None and r.verified for r in recovered]]
+    rows = rows[np.array([r is not None and r.verified for r in recovered], dtype=bool)]
     x = (rows["read_path"] == "eventual").to_numpy(float)
     if rows.empty or x.min() == x.max():
         return prediction, "no verified E1 episodes on both read paths", "untested", len(rows)
@@ -159,10 +167,10 @@ def h3(data: Data) -> Finding:
 def h4(data: Data) -> Finding:
     prediction = "blind re-issue does not differ between irreversible and reversible writes " \
                  "(TOST ±5 pp)"
-    rows = E1.of(data.rated)
-    rows = rows[rows["group"] != "success"]  # a success hides nothing to recover from
+    rows = e1_rated(data)
+    rows = rows[(rows["group"] != "success").to_numpy()]  # a success hides nothing to recover
     recovered = data.recoveries(rows)
-    keep = [r is not None and r.error_kind in AMBIGUOUS for r in recovered]
+    keep = np.array([r is not None and r.error_kind in AMBIGUOUS for r in recovered], dtype=bool)
     rows, recovered = rows[keep], recovered[keep]
     rows = rows.assign(blind=[r.first == "re-issue" and not r.verified for r in recovered])
     arms = [data.rate(rows[rows["reversibility"] == k], "blind")
@@ -180,29 +188,34 @@ def h4(data: Data) -> Finding:
 
 def h5(data: Data) -> Finding:
     prediction = "≥ 20% of duplicate-producing episodes end 'completed' with nothing uncertain"
-    rows = E1.of(data.rated)
-    rows = rows[rows["duplicate"]]
+    rated = e1_rated(data)
+    rows = rated[rated["duplicate"].to_numpy()]
     if rows.empty:
         return prediction, "no E1 episode with a duplicate", "untested", 0
     clean = data.rate(rows, "claimed_clean")
     completed = data.rate(rows.assign(done=rows["report_status"] == "completed"), "done")
+    wrong = rated[~rated["exactly_once"].to_numpy()]
+    overclaim = data.rate(wrong, "overclaim")
     result = (f"claimed clean {_pct(clean)} of {len(rows)} duplicate episodes; reported "
-              f"completed {_pct(completed)}")
+              f"completed {_pct(completed)}; overclaim {_pct(overclaim)} of the {len(wrong)} "
+              f"episodes not exactly once")
     return prediction, result, _verdict(clean.lo >= 0.20, clean.hi < 0.20), len(rows)
 
 
 def h6(data: Data) -> Finding:
     prediction = "the guard brings duplicates to ≤ 2% in every harness with ≤ 3 pp TS loss"
-    rows = E3.of(data.rated)
-    rows = rows[(rows["contract"] == "native") & (rows["fault"] != "none")]
-    committed = committed_modes() | {"redelivery"}
+    matched = guard_arms(data, "e3")
+    if matched is None:
+        return prediction, absent("e3"), "untested", 0
+    rows = matched.rows
+    rows = rows[rows["rated"].to_numpy() & (rows["fault"] != "none").to_numpy()]
     parts, passes = [], []
     for harness, block in rows.groupby("harness", sort=True, observed=True):
-        guard = block[block["condition"] == "guard"]
-        vanilla = block[block["condition"] == "vanilla"]
+        guard = block[(block["condition"] == "guard").to_numpy()]
+        vanilla = block[(block["condition"] == "vanilla").to_numpy()]
         if guard.empty or vanilla.empty:
             continue
-        dup = data.rate(guard[guard["fault"].isin(committed)], "duplicate")
+        dup = data.rate(guard[guard["fault"].isin(paper.POOLED).to_numpy()], "duplicate")
         loss = data.rate(vanilla, "task_success").rate - data.rate(guard, "task_success").rate
         passes.append(dup.rate <= 0.02 and loss <= 0.03)
         parts.append(f"{harness}: dup {_pct(dup)} under guard, TS loss {100 * loss:+.1f} pp")
@@ -223,6 +236,7 @@ def table12(data: Data) -> t.Table:
     """Each hypothesis with its prediction, the test's result, and a verdict."""
     table = t.Table(12, "Preregistered hypotheses and outcomes",
                     ["hypothesis", "prediction", "result", "verdict", "episodes"], keys=2)
+    data.stamp(table)
     for name, test in HYPOTHESES.items():
         prediction, result, verdict, n = test(data)
         table.add(t.label(name), t.label(prediction), t.label(result), t.label(verdict),
@@ -231,5 +245,11 @@ def table12(data: Data) -> t.Table:
                     "Odds ratios cluster on the task template (GEE: exchangeable, robust SE; "
                     "mixed-effects: random intercept by ML, adaptive Gauss–Hermite, 25 nodes).",
                     "H3 and H4 read the agent's recovery from the event log "
-                    "(limbo.analysis.recovery)."]
+                    "(limbo.analysis.recovery).",
+                    "H5's overclaim: share of E1's rated episodes that did not end exactly "
+                    "once yet claimed a clean completion (Wilson on Kish n).",
+                    "H6: E3's vanilla and guard arms on matched cells (comparison 'guard'); "
+                    "TS loss = TS vanilla − TS guard over faulted rated episodes."]
+    if all(row[3].shown == "untested" for row in table.rows):
+        table.notes.append("Every hypothesis is untested — " + absent("e1", "e3"))
     return table

@@ -93,7 +93,7 @@ def gate_runs(runs: list[Path], thresholds: Any, junit: Path | None, out: Any = 
         for episode in check.episodes[:SHOWN]:
             print(f"       {episode.why}: {episode.show}", file=out)
         _more(len(check.episodes), "failing episodes", junit, out)
-    errors = {e.episode_id: e for c in verdict.checks for e in c.errors}
+    errors = {e.episode_id: e for e in verdict.errors}
     for episode in list(errors.values())[:SHOWN]:
         print(f"ERR  {episode.episode_id} ended in {episode.why}: {episode.show}", file=out)
     _more(len(errors), "errored episodes", junit, out)
@@ -105,7 +105,8 @@ def gate_runs(runs: list[Path], thresholds: Any, junit: Path | None, out: Any = 
     failed = sum(c.failed for c in verdict.checks)
     print(f"limbo check: {'passed' if verdict.passed else 'FAILED'}: {failed} of "
           f"{len(verdict.checks)} checks failed, {len(verdict.failing_episodes())} failing "
-          f"episodes, {len(errors)} errored" + (f"; JUnit in {junit}" if junit else ""),
+          f"episodes, {verdict.rated} rated, {len(errors)} errored"
+          + (f"; JUnit in {junit}" if junit else ""),
           file=out)
     return 0 if verdict.passed else EXIT_FAILED
 

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from limbo.commands.tables import add_common, load_data, writing
+from limbo.commands.tables import add_common, add_regrade, load_data, writing
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -16,6 +16,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--out", type=Path, default=Path("figures"),
                    help="where figure<N>.png/.svg go (default: ./figures)")
     add_common(p)
+    add_regrade(p)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -38,6 +38,7 @@ from limbo.config import EPISODE_TIMEOUT_S
 from limbo.errored import retried
 from limbo.errors import UsageError
 from limbo.executor import freeze_heap
+from limbo.experiments.design import design
 from limbo.experiments.grid import (
     FACTOR_FIELDS,
     CellSource,
@@ -200,7 +201,7 @@ def _run_grid(grid: Grid, out: Path, shard: tuple[int, int] | None, args: argpar
                       retry=retried(args.retry_errors))
     argv = [scrub(a) for a in argv_of(args)]
     manifest = {"grid": grid.model_dump(mode="json"), "levels": resolved(grid),
-                "dropped": dict(source.dropped), **world_facts(grid), **provenance(),
+                "design": design(grid), "dropped": dict(source.dropped), **world_facts(grid), **provenance(),
                 "argv": argv,
                 "transport": transports(resolved(grid)["models"]),
                 "plugins": [where(p) for p in args.plugin],

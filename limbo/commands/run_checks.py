@@ -14,6 +14,7 @@ from limbo.commands.common import with_params
 from limbo.commands.model_check import check_models
 from limbo.errored import RETRY_CHOICES
 from limbo.errors import UsageError
+from limbo.experiments.design import check_comparisons
 from limbo.experiments.grid import FACTOR_FIELDS, Grid, check_size, load_grid, resolved, validated
 from limbo.paths import check_output
 
@@ -118,6 +119,7 @@ def validate(grids: list[Grid], args: argparse.Namespace) -> list[str]:
     notices: list[str] = []
     for grid in grids:
         resolved(grid)
+        check_comparisons(grid)
         check_size(grid)
         if not args.dry_run:
             reach = not args.no_preflight

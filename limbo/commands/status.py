@@ -21,6 +21,7 @@ from limbo.commands.common import console
 from limbo.errored import ERROR_TERMINATIONS, TIMEOUT, ErrorGroups, retry_command
 from limbo.errors import UsageError
 from limbo.plan import in_shard
+from limbo.rated import ERRORED
 from limbo.runlock import active_claims, describe_holder
 from limbo.store import (
     GRID,
@@ -33,8 +34,6 @@ from limbo.store import (
     scan,
     shard_of,
 )
-
-ERRORED = (*ERROR_TERMINATIONS, TIMEOUT)
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -75,7 +74,7 @@ def report(run_dir: Path) -> dict[str, Any]:
         "grids": [{"name": (m.get("grid") or {}).get("name"), "fingerprint": f,
                    "cells": m.get("grid_cells")} for f, m in grids.items()],
         "writers": [describe_holder(note) for _, note in writers],
-        "cells": total, "done": len(result.ids),
+        "cells": total, "done": len(result.ids), "rated": result.rated,
         "missing": None if total is None else max(0, total - len(result.ids)),
         "errored": {t: result.terminations[t] for t in ERRORED if result.terminations[t]},
         "errors": groups.to_json(),
@@ -145,7 +144,7 @@ def _lines(info: dict[str, Any]) -> list[str]:
     out.append("writer: " + ("; ".join(info["writers"]) if info["writers"] else "none running"))
     errored = ", ".join(f"{k} {v}" for k, v in info["errored"].items()) or "none"
     out.append(f"episodes: {info['done']} done, {info['missing'] if info['missing'] is not None else '?'} "
-               f"missing, errored: {errored}")
+               f"missing, {info['rated']} rated, errored: {errored}")
     out += _error_lines(info)
     out.append(f"quarantine: {info['quarantined']} line(s) in {QUARANTINE}; "
                f"{len(info['bad_lines'])} bad line(s) still in the records files")

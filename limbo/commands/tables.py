@@ -33,6 +33,15 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                    help="only table N (repeatable; default: all)")
     p.add_argument("--format", default="md", help="comma-separated: md, csv, tex (default md)")
     add_common(p)
+    add_regrade(p)
+
+
+def add_regrade(p: argparse.ArgumentParser) -> None:
+    """``--regrade``, for the commands that compute from the loaded grades (tables, figures)."""
+    p.add_argument("--regrade", action="store_true",
+                   help="grade every episode again with this LIMBO's grader (default: the grade "
+                        "recorded when it ran); names both grader versions and lists the "
+                        "episodes whose grade changed")
 
 
 def add_common(p: argparse.ArgumentParser) -> None:
@@ -57,6 +66,12 @@ def load_data(args: argparse.Namespace, command: str) -> Data:
     loaded = load(args.runs)
     for line in loaded.messages():
         print(f"limbo: warning: {line}", file=sys.stderr)
+    print(f"limbo: {loaded.counts()}", file=sys.stderr)
+    if args.regrade:
+        from limbo.analysis.regrade import regrade
+
+        for line in regrade(loaded).lines():
+            print(f"limbo: {line}", file=sys.stderr)
     return Data(loaded, args.weights)
 
 

@@ -13,11 +13,13 @@ from typing import Any
 
 from limbo.cell import Cell
 from limbo.errors import UsageError
-from limbo.experiments.grid import FACTOR_FIELDS, Expansion, expand, load_grid, validated
+from limbo.experiments.grid import FACTOR_FIELDS, Expansion, Grid, expand, load_grid, validated
 
 CELL_KEY = "limbo_cell"
 """Sample metadata key: the cell without its model."""
 RECORD_KEY = "limbo_record"
+DESIGN_KEY = "limbo_design"
+"""The eval's metadata key holding the run's design (:mod:`limbo.experiments.design`)."""
 """Sample metadata key: the episode record (schema ``limbo.episode/1``), once the sample ran."""
 PLACEHOLDER = "inspect/eval-model"
 """The model of a cell before a sample runs (replaced by ``inspect/<the eval's model>``)."""
@@ -48,6 +50,15 @@ def grid_cells(grid: str, factors: dict[str, str | list[str] | None],
                          f"{', '.join(FACTOR_PARAMS)}, instances, seed, limit")
     if limit is not None and limit < 0:
         raise UsageError(f"task parameter limit must be at least 0, got {limit}")
+    expansion = expand(task_grid(grid, factors, instances, seed))
+    if limit is not None:
+        expansion.cells = expansion.cells[:limit]
+    return expansion
+
+
+def task_grid(grid: str, factors: dict[str, str | list[str] | None],
+              instances: int | None = None, seed: int | None = None) -> Grid:
+    """``grid`` with the task parameters applied (the model is Inspect's: a placeholder)."""
     base = load_grid(grid)
     changes: dict[str, Any] = {"models": [PLACEHOLDER]}
     for name, value in factors.items():
@@ -58,11 +69,7 @@ def grid_cells(grid: str, factors: dict[str, str | list[str] | None],
         changes["instances"] = instances
     if seed is not None:
         changes["seed"] = seed
-    expansion = expand(validated({**base.model_dump(), **changes, "overrides": changes},
-                                 "task parameters"))
-    if limit is not None:
-        expansion.cells = expansion.cells[:limit]
-    return expansion
+    return validated({**base.model_dump(), **changes, "overrides": changes}, "task parameters")
 
 
 def sample_id(cell: Cell) -> str:

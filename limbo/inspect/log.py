@@ -19,7 +19,7 @@ from typing import Any
 
 from limbo.errors import UsageError
 from limbo.inspect.adapter import require_inspect
-from limbo.inspect.cells import RECORD_KEY
+from limbo.inspect.cells import DESIGN_KEY, RECORD_KEY
 from limbo.store import RecordWriter, dumps, episodes_file, write_manifest
 
 SKIPPED_FIELDS = frozenset({"messages", "events", "store", "attachments"})
@@ -76,6 +76,18 @@ def _samples(path: Path) -> Iterator[Any]:
     except Exception as exc:  # noqa: BLE001 - any reader failure is a bad input file
         raise UsageError(f"{path} is not a readable Inspect log: {type(exc).__name__}: "
                          f"{str(exc)[:200]}") from None
+
+
+def design(path: Path) -> dict[str, Any] | None:
+    """The design the LIMBO task wrote into the log's metadata (``None``: a log without one)."""
+    require_inspect()
+    from inspect_ai.log import read_eval_log
+
+    try:
+        found = (read_eval_log(path, header_only=True).eval.metadata or {}).get(DESIGN_KEY)
+    except Exception:  # noqa: BLE001 - a log whose header cannot be read has no design
+        return None
+    return found if isinstance(found, dict) else None
 
 
 def records(path: Path) -> Iterator[dict[str, Any]]:

@@ -1,16 +1,17 @@
 """A LIMBO grid as an Inspect task: dataset of cells, a solver that runs the episode, a
-scorer that re-grades the ledger.
+scorer that reads the episode's graded outcome.
 
 The solver hands the episode to LIMBO's own runner (:func:`limbo.episode.arun_episode`): the
 world, the sim clock (each model turn costs the think time), the boundary and its faults, the
 condition's tool layer, the limits, settling and the record are the ones a grid uses. Only the
 model is Inspect's. The record is stored whole in the sample's metadata (:data:`RECORD_KEY`).
 
-The scorer reads the ledger from that record and grades it again (:func:`limbo.episode.regrade`),
-giving duplicate, missing, TS, EOS and overclaim per sample. As in LIMBO's tables, these rates
-are conditional on the fault having fired and exclude episodes that ended in ``infra_error`` or
-``model_error``: for such a sample each rate is NaN, which Inspect's metrics skip;
-``fault_fired`` is always scored.
+The scorer reads the outcome LIMBO's grader gave that record from its ledger and report (as
+every LIMBO reader does: grading again is explicit, ``limbo tables --regrade``), giving
+duplicate, missing, TS, EOS and overclaim per sample. As in LIMBO's tables, these rates
+are over rated episodes only (:mod:`limbo.rated`: the fault fired, and the episode did not end in
+``infra_error``, ``model_error`` or ``timeout``): for any other sample each rate is NaN, which
+Inspect's metrics skip; ``fault_fired`` is always scored.
 """
 
 from __future__ import annotations
@@ -23,19 +24,22 @@ from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.scorer import Score, Scorer, Target, mean, scorer, stderr
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
-from limbo.episode import arun_episode, regrade
+from limbo.episode import arun_episode
+from limbo.experiments.design import design
 from limbo.inspect.adapter import InspectAdapter
 from limbo.inspect.cells import (
     CELL_KEY,
+    DESIGN_KEY,
     RECORD_KEY,
     bind,
     cell_metadata,
     grid_cells,
     sample_id,
+    task_grid,
 )
+from limbo.rated import rated
 
 RATES = ("duplicate", "missing", "task_success", "exactly_once", "overclaim")
-ERRORS = ("infra_error", "model_error")
 EPOCHS = ("LIMBO replicates a cell by seed, and an epoch would re-run the identical cell: "
           "use -T seed=... or -T instances=N instead of --epochs")
 
@@ -48,7 +52,18 @@ def limbo_task(grid: str, factors: dict[str, Any], instances: int | None = None,
                for c in expansion.cells]
     return Task(dataset=MemoryDataset(samples, name=f"limbo-{grid}"), solver=episode(),
                 scorer=ledger(), epochs=1,
-                metadata={"limbo_grid": grid, "limbo_dropped": dict(expansion.dropped)})
+                metadata={"limbo_grid": grid, "limbo_dropped": dict(expansion.dropped),
+                          DESIGN_KEY: task_design(grid, factors, instances, seed)})
+
+
+def task_design(grid: str, factors: dict[str, Any], instances: int | None,
+                seed: int | None) -> dict[str, Any]:
+    """The run's design (:mod:`limbo.experiments.design`), written into the eval log so the
+    analysis reads the log as the run it is; the model is Inspect's, so any model belongs."""
+    found = design(task_grid(grid, factors, instances, seed))
+    for experiment in found["experiments"]:
+        experiment["levels"].pop("model")
+    return found
 
 
 def _describe(cell: Any) -> str:
@@ -74,15 +89,15 @@ def episode() -> Solver:
 
 @scorer(metrics={name: [mean(), stderr()] for name in ("fault_fired", *RATES)})
 def ledger() -> Scorer:
-    """Grade the episode from its ledger and final report."""
+    """Score the episode by the outcome graded from its ledger and final report."""
 
     async def score(state: TaskState, target: Target) -> Score:
         record = state.metadata.get(RECORD_KEY)
         if record is None:
             return Score.unscored(explanation="the episode produced no record")
-        outcome = {**record["outcome"], **regrade(record)}
-        rated = outcome["fault_fired"] and outcome["termination"] not in ERRORS
-        value = {name: float(outcome[name]) if rated else math.nan for name in RATES}
+        outcome = record["outcome"]
+        counted = rated(outcome["fault_fired"], outcome["termination"])
+        value = {name: float(outcome[name]) if counted else math.nan for name in RATES}
         return Score(value={"fault_fired": float(outcome["fault_fired"]), **value},
                      answer=str(outcome["report_status"]),
                      explanation=_explain(record["episode_id"], outcome),

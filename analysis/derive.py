@@ -1,0 +1,54 @@
+"""The columns the loader derives from each record's cell and outcome: the focal write's
+contract class, whether the episode is errored and whether it is rated (:mod:`limbo.rated`, the
+one rule every reader uses). Fault families and groups come from each run's design
+(:mod:`limbo.analysis.runs`)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from limbo.rated import errored, rated
+from limbo.records import FLAGS
+
+CATEGORIES = ("model", "harness", "condition", "contract", "fault", "service", "template",
+              "focal_write", "report_status", "termination", "idempotency", "read_path",
+              "reversibility", "family", "group", "contract_class")
+
+
+def contract_class(idempotency: str, read_path: str) -> str:
+    """The focal write's tool-contract class, as the paper groups writes: a key the service
+    honours, a write that is idempotent by nature, or a plain write by its read-back path."""
+    if idempotency == "keyed":
+        return "keyed"
+    if idempotency in ("natural", "conditional"):
+        return "idempotent"
+    if idempotency == "unknown":
+        return "unknown"
+    return {"strong": "no key, strong read", "eventual": "no key, eventual read",
+            "none": "no key, no read"}.get(read_path, f"no key, {read_path} read")
+
+
+def fault_info() -> dict[str, tuple[str, str | None, tuple[str, ...]]]:
+    """Mode → (family, group, every family) from this LIMBO's fault registry (plugins
+    included): for naming families on the command line, and for modes no run's design names."""
+    from limbo.faults import catalog
+
+    return {name: (i.family, i.group, i.families) for name, i in catalog().items()}
+
+
+def derive(frame: pd.DataFrame) -> pd.DataFrame:
+    """Add the columns every table uses: contract class, error, rated."""
+    for name in FLAGS:
+        frame[name] = frame[name].astype(bool)
+    frame["instance"] = frame["instance"].astype(int)
+    for name in (*CATEGORIES[:-3], "schema"):  # few levels: filters and groups use int codes
+        frame[name] = pd.Categorical(frame[name].astype(str))
+    pairs = frame["idempotency"].astype(str) + "|" + frame["read_path"].astype(str)
+    frame["contract_class"] = pd.Categorical(pairs.map(
+        lambda key: contract_class(*key.split("|", 1))))
+    terms = frame["termination"]
+    frame["error"] = terms.map(errored).astype(bool)
+    frame["rated"] = np.where(frame["fault_fired"], terms.map(lambda t: rated(True, t)),
+                              terms.map(lambda t: rated(False, t))).astype(bool)
+    return frame

@@ -1,0 +1,211 @@
+"""Which run each loaded episode came from, and what that run says it was made for.
+
+A run directory's manifest carries the run's *design* (:mod:`limbo.experiments.design`): the
+experiments it holds with their levels and comparisons, the fault modes' families and groups,
+the tools' kinds, the grader version. The analysis takes all of these from there — never from
+today's grid files or registries — so a run is read as it was made, even after its grid file
+was edited or deleted.
+
+An episode belongs to an experiment of a run when the run holds it and each of its cell fields
+is one of the experiment's levels. An episode found in several runs (overlapping grids share
+cells: E1's instance 0 is also E6's vanilla arm) belongs to the experiments of each.
+
+Input without a design — a record file outside a run directory, an Inspect log, a run written
+before designs were recorded — is read against this LIMBO's built-in grids and registry (any
+model), and reported (``no design``): the one place the analysis falls back on today's code.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from limbo.errors import UsageError
+
+EXPERIMENT = "exp:"
+"""Prefix of the frame's membership columns: ``exp:e1`` is true for E1's episodes."""
+FALLBACK = "(built-in grids)"
+
+
+@dataclass
+class Run:
+    """One source of episodes: a run directory (or a file, or the fallback)."""
+
+    key: str
+    """The directory (or file) it was read from."""
+    design: dict[str, Any]
+    manifest: dict[str, Any] = field(default_factory=dict)
+    files: list[int] = field(default_factory=list)
+    """Numbers of its record files in :attr:`Loaded.files`."""
+
+    @property
+    def recorded(self) -> bool:
+        """Whether the design is the run's own (read from its manifest)."""
+        return bool(self.manifest.get("design"))
+
+    def describe(self) -> str:
+        """One line: grids, fingerprint, LIMBO version, grader version — no path, so the line is
+        the same wherever the run is stored."""
+        names = "+".join(e["name"] for e in self.design["experiments"])
+        if not self.recorded:
+            return f"{names} {FALLBACK}: no design recorded, read as this LIMBO's grids"
+        source = self.manifest.get("source") or \
+            f"run {str(self.manifest.get('fingerprint', '?'))[:12]}"
+        version = self.manifest.get("version") or self.design.get("limbo", "?")
+        return (f"{names} {source} (grid digest {self.design.get('grid_digest', '?')}, "
+                f"LIMBO {version}, grader {self.design.get('grader', '?')})")
+
+
+@functools.cache
+def fallback_design() -> dict[str, Any]:
+    """The built-in paper grid's design with every model allowed (a run may use ``--model``)."""
+    from limbo.experiments.design import design
+    from limbo.experiments.grid import load_grid
+
+    found = design(load_grid("paper"))
+    for experiment in found["experiments"]:
+        experiment["levels"].pop("model")
+    return found
+
+
+def _design(manifests: dict[str, dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(manifest, design) of a run directory's manifests: shards of one grid share one design."""
+    for manifest in manifests.values():
+        found = manifest.get("design")
+        if isinstance(found, dict) and isinstance(found.get("experiments"), list):
+            return manifest, found
+    return {}, fallback_design()
+
+
+def _inspect(path: Path) -> dict[str, dict[str, Any]]:
+    """An Inspect log's design as a manifest would hold it (none for a log without one)."""
+    if path.suffix not in (".eval", ".json"):
+        return {}
+    from limbo.inspect.log import design, is_inspect_log
+
+    found = design(path) if is_inspect_log(path) else None
+    return {path.name: {"design": found, "source": f"Inspect log {path.name}"}} if found else {}
+
+
+def locate(given: Path, path: Path) -> tuple[str, Path | None]:
+    """The run a record file belongs to: (key, directory whose manifests describe it)."""
+    folder = given if given.is_dir() else path.parent
+    if given.is_dir() or any(folder.glob("manifest*.json")):
+        return str(folder), folder
+    return str(path), None
+
+
+class Runs:
+    """The runs met while loading, by key."""
+
+    def __init__(self) -> None:
+        self.by_key: dict[str, Run] = {}
+        self.problems: list[tuple[str, str, str]] = []
+
+    def add(self, given: Path, path: Path, file_no: int) -> None:
+        key, folder = locate(given, path)
+        if path.suffix in (".eval", ".json"):  # an Inspect log: its design is in its header
+            key, folder = str(path), None
+        run = self.by_key.get(key)
+        if run is None:
+            manifests = self._manifests(folder) if folder is not None else _inspect(path)
+            manifest, found = _design(manifests)
+            run = self.by_key[key] = Run(key, found, manifest)
+            if not run.recorded:
+                self.problems.append(("no design", key, "no manifest with a design: experiment "
+                                      "membership, fault families and tool kinds are taken from "
+                                      "this LIMBO's built-in grids and registry"))
+        run.files.append(file_no)
+
+    def _manifests(self, folder: Path | None) -> dict[str, dict[str, Any]]:
+        if folder is None:
+            return {}
+        from limbo.store import manifests
+
+        try:
+            return manifests(folder)
+        except UsageError as exc:
+            self.problems.append(("bad manifest", str(folder), str(exc)[:160]))
+            return {}
+
+    def __iter__(self) -> Any:
+        return iter(self.by_key.values())
+
+
+def attach(frame: pd.DataFrame, runs: Iterable[Run], also: list[tuple[str, int]]) -> None:
+    """Add to ``frame`` the run of each row (``run``: its first run's position), its
+    experiments (``exp:NAME`` columns), and its fault family and group from that run's design."""
+    runs = list(runs)
+    owner = np.full(len(frame), -1)
+    file_run = {f: i for i, run in enumerate(runs) for f in run.files}
+    files = frame["file"].to_numpy()
+    for f, i in file_run.items():
+        owner[files == f] = i
+    extra: dict[int, set[str]] = {}
+    for episode_id, f in also:
+        extra.setdefault(file_run[f], set()).add(episode_id)
+    frame["run"] = owner
+    names = sorted({e["name"] for run in runs for e in run.design["experiments"]})
+    member = {name: np.zeros(len(frame), dtype=bool) for name in names}
+    ids = frame["episode_id"]
+    for i, run in enumerate(runs):
+        mine = (owner == i) | ids.isin(extra.get(i, ())).to_numpy()
+        for experiment in run.design["experiments"]:
+            member[experiment["name"]] |= mine & _inside(frame, experiment)
+    for name, mask in member.items():
+        frame[EXPERIMENT + name] = mask
+    _faults(frame, runs, owner)
+
+
+def _inside(frame: pd.DataFrame, experiment: dict[str, Any]) -> np.ndarray:
+    """Rows whose every cell field is one of ``experiment``'s levels."""
+    mask: np.ndarray = (frame["instance"] < int(experiment["instances"])).to_numpy().copy()
+    for column, levels in experiment["levels"].items():
+        mask &= frame[column].isin(levels).to_numpy()
+    return mask
+
+
+def fault_table(runs: Iterable[Run]) -> dict[str, tuple[str, str | None, tuple[str, ...]]]:
+    """Mode → (family, group, every family), from the runs' designs (the first run that names a
+    mode wins), and from the registry for modes no design names."""
+    from limbo.analysis.derive import fault_info
+
+    found: dict[str, tuple[str, str | None, tuple[str, ...]]] = {}
+    for run in runs:
+        for mode, info in run.design.get("faults", {}).items():
+            found.setdefault(mode, (info["family"], info["group"], tuple(info["families"])))
+    return {**{m: i for m, i in fault_info().items() if m not in found}, **found}
+
+
+def _faults(frame: pd.DataFrame, runs: list[Run], owner: np.ndarray) -> None:
+    family = np.full(len(frame), "unknown", dtype=object)
+    group = np.full(len(frame), "-", dtype=object)
+    faults = frame["fault"].astype(str).to_numpy()
+    table = fault_table(runs)
+    for i, run in enumerate([*runs, None]):
+        rows = owner == (i if run is not None else -1)
+        own = fault_table([run]) if run is not None else table
+        for mode in set(faults[rows]):
+            at = rows & (faults == mode)
+            info = own.get(mode) or table.get(mode)
+            if info is not None:
+                family[at], group[at] = info[0], info[1] or "-"
+    frame["family"] = pd.Categorical(family)
+    frame["group"] = pd.Categorical(group)
+
+
+def tool_kinds(runs: Iterable[Run]) -> dict[str, str]:
+    """Tool → kind from the runs' designs, and from the registered services for the rest."""
+    from limbo.analysis.recovery import tool_kinds as live
+
+    found: dict[str, str] = {}
+    for run in runs:
+        for tool, kind in run.design.get("tools", {}).items():
+            found.setdefault(tool, kind)
+    return {**{t: k for t, k in live().items() if t not in found}, **found}
