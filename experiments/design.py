@@ -23,10 +23,11 @@ from typing import Any
 
 from limbo import __version__
 from limbo.errors import UsageError
-from limbo.experiments.grid import ALL, FACTOR_FIELDS, Grid, included, resolved
+from limbo.experiments.grid import ALL, FACTOR_FIELDS, Grid, included, resolved, world_kit
 from limbo.grading import GRADER_VERSION
 from limbo.hashing import digest
 from limbo.registry import entries
+from limbo.transport import split_transport
 
 DESIGN_VERSION = 1
 """The shape of the ``design`` object (a reader refuses a version it does not know)."""
@@ -34,14 +35,13 @@ DESIGN_VERSION = 1
 
 def _levels(grid: Grid) -> dict[str, list[str]]:
     """The levels of each cell field ``grid``'s cells take."""
-    from limbo.tasks import templates
-
     lv = resolved(grid)
-    temps = {name: t for name, t in templates().items() if name in lv["templates"]
-             and t.service in lv["services"]}
+    temps = {name: t for name, t in world_kit(grid).templates.items()
+             if name in lv["templates"] and t.service in lv["services"]}
     focal = sorted({fw for t in temps.values()
                     for fw in (t.focal_writes if grid.focal_writes == ALL else t.focal_writes[:1])})
-    levels = {"model": lv["models"], "harness": lv["harnesses"], "condition": lv["conditions"],
+    models = list(dict.fromkeys(split_transport(m)[0] for m in lv["models"]))
+    levels = {"model": models, "harness": lv["harnesses"], "condition": lv["conditions"],
               "contract": [str(c) for c in lv["contracts"]], "fault": lv["faults"],
               "service": sorted({t.service for t in temps.values()}), "template": sorted(temps),
               "focal_write": focal}
@@ -84,7 +84,10 @@ def design(grid: Grid) -> dict[str, Any]:
     info = catalog()
     faults = {m: {"family": info[m].family, "families": list(info[m].families),
                   "group": info[m].group} for m in modes}
-    tools = {name: spec.kind for name, spec in sorted(toolset("native").items())}
+    subs = included(grid) if grid.include else [grid]
+    tools = {name: spec.kind for sub in subs
+             for name, spec in sorted(toolset("native", world_kit(sub).services).items())}
+    tools = dict(sorted(tools.items()))
     conditions = entries("condition")
     waits = {c: float(conditions[c].wait_s) for e in experiments for c in e["levels"]["condition"]
              if c.startswith("wait-") and getattr(conditions.get(c), "wait_s", None) is not None}

@@ -23,6 +23,8 @@ def run(args: argparse.Namespace) -> int:
     from limbo.paths import check_output
 
     check_output(args.out, "--out")
+    with writing(args.out):  # before the records load: an unwritable --out is the one line
+        args.out.mkdir(parents=True, exist_ok=True)
     data = load_data(args, "figures")
     from limbo.analysis.figures import render_safely
 

@@ -98,6 +98,8 @@ def run(args: argparse.Namespace) -> int:
         from limbo.paths import check_output
 
         check_output(args.out, "--out")
+        with writing(args.out):  # before the records load: an unwritable --out is the one line
+            args.out.mkdir(parents=True, exist_ok=True)
     data = load_data(args, "tables")
     tables, failed = build_safely(data, numbers)
     for line in failed:
@@ -108,7 +110,6 @@ def run(args: argparse.Namespace) -> int:
                 print({"md": table.markdown, "csv": table.csv, "tex": table.latex}[fmt]())
     else:
         with writing(args.out):
-            args.out.mkdir(parents=True, exist_ok=True)
             for table in tables:
                 for fmt in formats:
                     path = args.out / f"table{table.number}.{SUFFIX[fmt]}"
