@@ -5,7 +5,8 @@ last pass ended), the records files (every line parsed: cells done, errored, dup
 that are not records), the quarantine, and the writer locks (whether a writer holds the
 directory now). Exit status 0 means every cell of the grid is recorded exactly once, nothing is
 waiting for quarantine and no writer is running; 1 means something is missing or wrong, and
-the report says what.
+the report says what. A directory of ``limbo proxy`` episodes has no grid: each episode is its
+own cell, and one its proxy never recorded is missing (:mod:`limbo.proxy.status`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 from limbo.commands.common import console
 from limbo.errors import UsageError
 from limbo.plan import in_shard
+from limbo.proxy import status as proxy_status
 from limbo.runlock import active_claims, describe_holder
 from limbo.store import QUARANTINE, Scan, manifests, record_files, scan, shard_of
 
@@ -50,6 +52,10 @@ def report(run_dir: Path) -> dict[str, Any]:
         shard_of(p) is not None or p.name == "episodes.jsonl"))
     grids = {m.get("fingerprint"): m for m in found.values() if m.get("fingerprint")}
     total = max((int(m.get("grid_cells") or 0) for m in grids.values()), default=None)
+    proxy = (proxy_status.report(run_dir, len(result.ids), bool(writers))
+             if proxy_status.is_proxy_dir(found, run_dir) else None)
+    if proxy is not None and not grids:  # limbo proxy: each episode is its own cell
+        total = proxy["cells"]
     return {
         "run_dir": str(run_dir),
         "grids": [{"name": (m.get("grid") or {}).get("name"), "fingerprint": f,
@@ -62,6 +68,7 @@ def report(run_dir: Path) -> dict[str, Any]:
         "quarantined": _count_lines(run_dir / QUARANTINE),
         "files": {name: vars(stats) for name, stats in result.files.items()},
         "passes": [_pass(name, m, result) for name, m in found.items()],
+        "proxy": proxy,
     }
 
 
@@ -111,6 +118,7 @@ def _lines(info: dict[str, Any]) -> list[str]:
     out.append(f"quarantine: {info['quarantined']} line(s) in {QUARANTINE}; "
                f"{len(info['bad_lines'])} bad line(s) still in the records files")
     out += [f"  {line}" for line in info["bad_lines"][:20]]
+    out += proxy_status.lines(info["proxy"]) if info["proxy"] else []
     for p in info["passes"]:
         what = f"shard {p['shard']}" if p["shard"] else "whole grid"
         reason = f" ({p['stop_reason']})" if p["stop_reason"] else ""

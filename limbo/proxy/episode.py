@@ -1,0 +1,201 @@
+"""One proxied episode from start to record, and the recovery of one a crash left unrecorded.
+
+Start: connect to the upstream, match its tools to the world file, pick the task and the fault
+plan, open the journal (``start``), run the task's setup on the upstream (``task``), read the
+baseline (``baseline``). Serve the agent until the episode ends. Then wait for the writes still
+scheduled (a late commit, a redelivered copy) — a second SIGINT/SIGTERM stops waiting and they
+are never sent — reconcile the uncertain writes against the upstream, build the record from the
+journal, append it, mark the journal ``recorded``.
+
+Recovery (``limbo proxy --recover``): for each journal in the run directory without a record,
+reconnect to the upstream, reconcile, and record the episode as ``infra_error`` (the proxy, not
+the agent, failed), its ledger complete.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from limbo.cell import Cell
+from limbo.config import Timing, dumped
+from limbo.errors import UsageError
+from limbo.proxy.declared import Catalog
+from limbo.proxy.journal import Journal, journal_path, read_journal, unrecorded
+from limbo.proxy.plan import FaultPlan, parse
+from limbo.proxy.reconcile import Reconciler, baseline
+from limbo.proxy.record import append, build, first, ledger_of
+from limbo.proxy.serve import ProxyServer
+from limbo.proxy.session import Session
+from limbo.proxy.task import Task, prepare, template
+from limbo.proxy.upstream import Upstream, UpstreamSpec
+from limbo.runtime import now_iso, stopwatch
+from limbo.tasks import plan_hash
+
+HARNESS = "proxy"
+"""The cell's harness: whatever agent talks to ``limbo proxy``."""
+
+
+@dataclass(frozen=True)
+class Options:
+    catalog: Catalog
+    upstream: UpstreamSpec
+    out: Path
+    fault: str
+    task: str | None
+    instance: int
+    seed: int
+    scale: float
+    model: str
+    port: int | None
+    scrub: Any
+
+
+def say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+async def run(opts: Options) -> dict[str, Any]:
+    """Serve one episode and return its record (appended to ``opts.out``)."""
+    started = stopwatch()
+    async with Upstream(opts.upstream) as upstream:
+        offered = await upstream.tools()
+        for warning in opts.catalog.bind(t.name for t in offered):
+            say(f"limbo proxy: warning: {warning}")
+        t = template(opts.catalog, opts.task)
+        plan = parse(opts.fault, opts.catalog, t.focal_writes, opts.seed, opts.scale)
+        cell = _cell(opts, t.service, t.id, plan)
+        _refuse_taken(opts.out, cell.episode_id)
+        journal = Journal(journal_path(opts.out, cell.episode_id), opts.scrub)
+        session = Session(opts.catalog, upstream, plan, journal, started)
+        try:
+            await _begin(opts, session, cell, plan, upstream)
+            task = await prepare(t, opts.instance, opts.catalog, upstream)
+            _task_entry(session, task, opts.catalog, plan)
+            journal.write({"type": "baseline", "t": session.now(),
+                           "items": await baseline(upstream, opts.catalog)})
+            say(f"limbo proxy: episode {cell.episode_id}, fault {plan.mode} on {plan.focal}; "
+                f"task: {task.prompt()}")
+            server = ProxyServer(session, offered, upstream.instructions, task.prompt(),
+                                 upstream.client.server_info.name if
+                                 upstream.client.server_info else "limbo-proxy")
+            await server.serve(opts.port)
+            await _settle(session)
+            reconciler = Reconciler(upstream, opts.catalog, session.ledger,
+                                    first(read_journal(journal.path), "baseline")["items"])
+            for entry in await reconciler.settle(session.now()):
+                journal.write(entry, sync=True)
+            extra = {"unattributed": await reconciler.unattributed()}
+        finally:
+            journal.close()
+    return _finish(opts, journal.path, started, ("finished", None), extra)
+
+
+def _cell(opts: Options, service: str, template_id: str, plan: FaultPlan) -> Cell:
+    timing = Timing(client_timeout_s=plan.client_timeout_s)
+    return Cell(model=opts.model, harness=HARNESS, condition="vanilla", contract="native",
+                fault=plan.mode, service=service, template=template_id, instance=opts.instance,
+                focal_write=plan.focal, seed=opts.seed, timing=timing,
+                world=opts.catalog.identity)
+
+
+def _refuse_taken(out: Path, episode_id: str) -> None:
+    from limbo.store import scan
+
+    if episode_id in scan(out).ids:
+        raise UsageError(f"{out} already holds episode {episode_id} (the same cell); use "
+                         f"another --out, --seed or --instance")
+    if journal_path(out, episode_id).exists():
+        raise UsageError(f"{out} holds an unrecorded journal of episode {episode_id} (its "
+                         f"proxy stopped before recording it): run the same command with "
+                         f"--recover first")
+
+
+async def _begin(opts: Options, session: Session, cell: Cell, plan: FaultPlan,
+                 upstream: Upstream) -> None:
+    from limbo.proxy.status import write_manifest
+
+    session.journal.write({
+        "type": "start", "t": 0.0, "episode_id": cell.episode_id, "cell": cell.public(),
+        "timing": dumped(cell.timing), "started_at": now_iso(),
+        "proxy": {"world": opts.catalog.identity, "upstream": opts.upstream.describe(),
+                  "time_scale": opts.scale, "fault": plan.mode, "focal_write": plan.focal}})
+    write_manifest(opts.out, cell, opts, "serving")
+
+
+def _task_entry(session: Session, task: Task, catalog: Catalog, plan: FaultPlan) -> None:
+    session.journal.write({
+        "type": "task", "t": session.now(), "prompt": task.prompt(),
+        "intents": task.intents(catalog), "plan_hash": plan_hash(task.template),
+        "focal_write_class": task.write_class(catalog, plan.focal), "env": task.env})
+
+
+async def _settle(session: Session) -> None:
+    """Wait for the scheduled writes; a stop signal meanwhile abandons them."""
+    if not session.pending:
+        return
+    say(f"limbo proxy: the episode ended; waiting for {session.pending} scheduled write(s) to "
+        f"be delivered (SIGINT/SIGTERM again abandons them)")
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, session.abandon)
+    try:
+        await session.settle()
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.remove_signal_handler(sig)
+
+
+def _finish(opts: Options, path: Path, started: float, termination: tuple[str, str | None],
+            extra: dict[str, Any]) -> dict[str, Any]:
+    from limbo.proxy.status import record_written
+
+    record = build(read_journal(path), opts.catalog, stopwatch() - started, termination, extra)
+    append(opts.out, record, opts.scrub)
+    with contextlib.suppress(OSError):
+        Journal(path, opts.scrub, new=False).write({"type": "recorded", "at": now_iso()},
+                                                   sync=True)
+    record_written(opts.out, record)
+    return record
+
+
+async def recover(opts: Options) -> list[dict[str, Any]]:
+    """Record every episode of ``opts.out`` that a stopped proxy left unrecorded."""
+    found = unrecorded(opts.out)
+    if not found:
+        raise UsageError(f"{opts.out} holds no unrecorded proxy episode: nothing to recover")
+    records = []
+    for path in found:
+        started = stopwatch()
+        entries = read_journal(path)
+        start = first(entries, "start")
+        if start["proxy"]["world"] != opts.catalog.identity:
+            raise UsageError(f"{path} was written with world {start['proxy']['world']}; give "
+                             f"that world file (this one is {opts.catalog.identity})")
+        async with Upstream(opts.upstream) as upstream:
+            opts.catalog.bind(t.name for t in await upstream.tools())
+            ledger = ledger_of(entries, opts.catalog)
+            before: dict[str, Any] = next((e["items"] for e in entries
+                                           if e["type"] == "baseline"), {})
+            reconciler = Reconciler(upstream, opts.catalog, ledger, before)
+            t = max((e.get("t", 0.0) for e in entries), default=0.0)
+            journal = Journal(path, opts.scrub, new=False)
+            try:
+                for entry in await reconciler.settle(t):
+                    journal.write(entry, sync=True)
+                extra = {"unattributed": await reconciler.unattributed()}
+            finally:
+                journal.close()
+        counts = ledger.counts()
+        why = (f"the proxy stopped at t={t:g} s before recording the episode; recovered from "
+               f"its journal by limbo proxy --recover (writes: "
+               f"{', '.join(f'{k} {v}' for k, v in sorted(counts.items())) or 'none'})")
+        records.append(_finish(opts, path, started, ("infra_error", why), extra))
+    return records
