@@ -57,9 +57,8 @@ def test_a_killed_proxy_loses_no_acknowledged_write(tmp_path: Path) -> None:
 
         try:
             asyncio.run(agent())
-        except BaseException as exc:  # noqa: BLE001 - the client's connection died with the proxy
-            if not isinstance(exc, (Exception, BaseExceptionGroup)):
-                raise
+        except Exception:  # noqa: BLE001 - the client's connection died with the proxy
+            pass
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -33,7 +33,7 @@ from limbo.proxy.record import append, build, first, ledger_of
 from limbo.proxy.serve import ProxyServer
 from limbo.proxy.session import Session
 from limbo.proxy.task import Task, prepare, template
-from limbo.proxy.upstream import Upstream, UpstreamSpec
+from limbo.proxy.upstream import Upstream, UpstreamSpec, connect
 from limbo.runtime import now_iso, stopwatch
 from limbo.tasks import plan_hash
 
@@ -63,9 +63,9 @@ def say(line: str) -> None:
 async def run(opts: Options) -> dict[str, Any]:
     """Serve one episode and return its record (appended to ``opts.out``)."""
     started = stopwatch()
-    async with Upstream(opts.upstream) as upstream:
+    async with connect(opts.upstream) as upstream:
         offered = await upstream.tools()
-        for warning in opts.catalog.bind(t.name for t in offered):
+        for warning in opts.catalog.bind(str(t.get("name")) for t in offered):
             say(f"limbo proxy: warning: {warning}")
         t = template(opts.catalog, opts.task)
         plan = parse(opts.fault, opts.catalog, t.focal_writes, opts.seed, opts.scale)
@@ -82,8 +82,7 @@ async def run(opts: Options) -> dict[str, Any]:
             say(f"limbo proxy: episode {cell.episode_id}, fault {plan.mode} on {plan.focal}; "
                 f"task: {task.prompt()}")
             server = ProxyServer(session, offered, upstream.instructions, task.prompt(),
-                                 upstream.client.server_info.name if
-                                 upstream.client.server_info else "limbo-proxy")
+                                 upstream.name or "limbo-proxy")
             await server.serve(opts.port)
             await _settle(session)
             reconciler = Reconciler(upstream, opts.catalog, session.ledger,
@@ -179,8 +178,8 @@ async def recover(opts: Options) -> list[dict[str, Any]]:
         if start["proxy"]["world"] != opts.catalog.identity:
             raise UsageError(f"{path} was written with world {start['proxy']['world']}; give "
                              f"that world file (this one is {opts.catalog.identity})")
-        async with Upstream(opts.upstream) as upstream:
-            opts.catalog.bind(t.name for t in await upstream.tools())
+        async with connect(opts.upstream) as upstream:
+            opts.catalog.bind(str(t.get("name")) for t in await upstream.tools())
             ledger = ledger_of(entries, opts.catalog)
             before: dict[str, Any] = next((e["items"] for e in entries
                                            if e["type"] == "baseline"), {})

@@ -16,14 +16,13 @@ shape and forwards nothing. The failures are the sandbox's own bytes
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
 from limbo.config import Timing
 from limbo.faults import responses
 from limbo.proxy.declared import Tool
 from limbo.proxy.session import Session, failure
-from limbo.proxy.shapes import raw
+from limbo.proxy.shapes import raw, result_of
 from limbo.readback import resolve
 from limbo.results import Result
 from limbo.services.base import fits
@@ -39,7 +38,7 @@ def _failure(session: Session, kind: str) -> Result:
 
 
 async def inject(session: Session, tool: Tool, wire: str, args: dict[str, Any],
-                 request_id: str) -> Any:
+                 request_id: str) -> dict[str, Any]:
     """The agent's answer to the focal write under the plan's fault."""
     plan, act = session.plan, session.plan.act
     t0 = session.now()
@@ -105,21 +104,22 @@ async def _cut(session: Session, tool: Tool, wire: str, args: dict[str, Any], re
         await session.forward(tool, wire, narrowed, request_id, "original")
 
 
-def _phantom(session: Session, tool: Tool, args: dict[str, Any]) -> Any:
+def _phantom(session: Session, tool: Tool, args: dict[str, Any]) -> dict[str, Any]:
     """The success the world file says this write answers, with a fresh id: nothing was sent."""
     assert tool.write is not None and tool.write.result is not None
-    env = {**{k: v for k, v in args.items() if k != KEY_FIELD}, "id": session.plan.phantom_id()}
-    try:
-        body = fill(tool.write.result, env)
-    except KeyError as exc:  # an optional argument the call left out
-        body = fill(tool.write.result, {**env, str(exc.args[0]): None})
-    import mcp_types as types
-
-    return types.CallToolResult(content=[types.TextContent(text=json.dumps(body))],
-                                structured_content=body, is_error=False)
+    env = _Blank({k: v for k, v in args.items() if k != KEY_FIELD})
+    env["id"] = session.plan.phantom_id()
+    return result_of(fill(tool.write.result, env), structured=True)
 
 
-def staled(session: Session, result: Any, read: Tool) -> Any:
+class _Blank(dict[str, Any]):
+    """An optional argument the call left out fills its placeholder with ``null``."""
+
+    def __missing__(self, key: str) -> None:
+        return None
+
+
+def staled(session: Session, result: dict[str, Any], read: Tool) -> dict[str, Any]:
     """``result`` of the first read of the focal write's service after ``stale_readback``,
     without the items that show the focal write: the read a stale replica would answer."""
     assert session.stale is not None
@@ -155,11 +155,7 @@ def _without(body: dict[str, Any], drop: Any) -> dict[str, Any] | None:
     return None
 
 
-def _answer_like(result: Any, body: Any) -> Any:
+def _answer_like(result: dict[str, Any], body: Any) -> dict[str, Any]:
     """An MCP result carrying ``body`` the way ``result`` carried its own."""
-    import mcp_types as types
-
-    structured = body if isinstance(getattr(result, "structured_content", None), dict) else None
-    return types.CallToolResult(content=[types.TextContent(text=json.dumps(body))],
-                                structured_content=structured,
-                                is_error=bool(getattr(result, "is_error", False)))
+    return result_of(body, bool(result.get("isError")),
+                     structured=isinstance(result.get("structuredContent"), dict))

@@ -63,6 +63,8 @@ class Ledger:
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
         self.writes: dict[int, Write] = {}
+        self._held: dict[str, tuple[set[str], set[str]]] = {}
+        """Tool -> (object ids, keys) of its writes in the ledger: what a replay answers with."""
 
     # -- building -----------------------------------------------------------------------------
 
@@ -80,6 +82,10 @@ class Ledger:
             write.acked_at = entry["t"] if kind == "ack" else write.acked_at
             write.object_ids = list(entry.get("object_ids") or [])
             write.units = entry.get("units")
+            if write.in_ledger:
+                ids, keys = self._held.setdefault(write.tool, (set(), set()))
+                ids.update(i for i in write.object_ids if i is not None)
+                keys.update([write.key] if write.key is not None else [])
 
     def ack_entry(self, n: int, t: float, answer: dict[str, Any]) -> dict[str, Any]:
         """The ``ack`` journal entry for write ``n`` answered with ``answer`` (a payload)."""
@@ -98,15 +104,12 @@ class Ledger:
     def _replay(self, write: Write, tool: Tool, answer: dict[str, Any]) -> bool:
         if answer.get(REPLAY_FLAG) is True:
             return True
-        id_field = tool.write.id_field if tool.write else None
-        found = object_id(answer, id_field)
-        earlier = [w for w in self.writes.values() if w.n != write.n and w.tool == write.tool
-                   and w.in_ledger]
-        if found is not None and tool.write is not None and tool.write.action in (
-                "create", "upsert") and any(found in w.object_ids for w in earlier):
+        ids, keys = self._held.get(write.tool, (set(), set()))
+        w = tool.write
+        assert w is not None
+        if w.action in ("create", "upsert") and object_id(answer, w.id_field) in ids:
             return True
-        honoured = write.key is not None and tool.op.honours_key(Contract.NATIVE, write.args)
-        return honoured and any(w.key == write.key for w in earlier)
+        return write.key in keys and tool.op.honours_key(Contract.NATIVE, write.args)
 
     def _ids(self, tool: Tool, args: Args, answer: dict[str, Any]) -> list[str | None]:
         w = tool.write
@@ -128,8 +131,7 @@ class Ledger:
 
     def claimed(self, tool: str) -> set[str]:
         """Ids that effects of ``tool`` in the ledger hold (a reconciled item must be another)."""
-        return {i for w in self.writes.values() if w.tool == tool and w.in_ledger
-                for i in w.object_ids if i is not None}
+        return set(self._held.get(tool, (set(), set()))[0])
 
     def entries(self) -> list[dict[str, Any]]:
         """The committed effects, in the sandbox ledger's shape, in order of their time."""

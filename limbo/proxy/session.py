@@ -30,7 +30,7 @@ from limbo.proxy.journal import Journal
 from limbo.proxy.ledger import COMMITTED, REPLAYED, UNCERTAIN, Ledger
 from limbo.proxy.plan import FaultPlan
 from limbo.proxy.redact import redact
-from limbo.proxy.shapes import payload
+from limbo.proxy.shapes import payload, result_of
 from limbo.proxy.upstream import Upstream, UpstreamLost
 from limbo.results import ErrorKind, Result, error
 from limbo.runtime import stopwatch
@@ -76,8 +76,8 @@ class Session:
 
     # -- calls --------------------------------------------------------------------------------
 
-    async def call(self, name: str, args: dict[str, Any], call_id: str) -> Any:
-        """The answer (an MCP ``CallToolResult``) to one call of the agent."""
+    async def call(self, name: str, args: dict[str, Any], call_id: str) -> dict[str, Any]:
+        """The answer (an MCP tool result's JSON) to one call of the agent."""
         from limbo.proxy.inject import inject
 
         if name == "finish":
@@ -111,13 +111,13 @@ class Session:
         return f"r{self._requests}", "original" if n == 0 else f"reissue-{n}"
 
     async def forward(self, tool: Tool, wire: str, args: dict[str, Any], request_id: str,
-                      attempt: str) -> Any:
+                      attempt: str) -> dict[str, Any]:
         """Forward one write: ``intent`` (synced), the upstream's answer, ``ack`` (synced).
         Returns the upstream's result, or the failure the agent hears when it gave none."""
         return (await self.deliver(tool, wire, args, request_id, attempt))[1]
 
     async def deliver(self, tool: Tool, wire: str, args: dict[str, Any], request_id: str,
-                      attempt: str) -> tuple[int, Any]:
+                      attempt: str) -> tuple[int, dict[str, Any]]:
         """:meth:`forward`, with the write's number in the ledger."""
         self._writes += 1
         n = self._writes
@@ -136,7 +136,8 @@ class Session:
         self.ledger_entry(self.ledger.ack_entry(n, self.now(), payload(result)))
         return n, result
 
-    async def _read(self, tool: Tool | None, wire: str, args: dict[str, Any]) -> Any:
+    async def _read(self, tool: Tool | None, wire: str, args: dict[str, Any]
+                    ) -> dict[str, Any]:
         try:
             result = await self.upstream.call(wire, args)
         except UpstreamLost as exc:
@@ -147,7 +148,7 @@ class Session:
             result = staled(self, result, tool)
         return result
 
-    def _finish(self, args: dict[str, Any], call_id: str) -> Any:
+    def _finish(self, args: dict[str, Any], call_id: str) -> dict[str, Any]:
         if self.report is not None:
             return failure(error("invalid_argument", "the task is already finished"))
         try:
@@ -160,7 +161,7 @@ class Session:
         self.emit("finish", id=call_id, report=report)
         return answer({"ok": True, "finished": True})
 
-    def _log_result(self, call_id: str, name: str, result: Any) -> None:
+    def _log_result(self, call_id: str, name: str, result: dict[str, Any]) -> None:
         body = payload(result)
         text = plain_json(body)
         if len(text) > MAX_LOGGED_RESULT:
@@ -197,19 +198,13 @@ class Session:
             task.cancel()
 
 
-def answer(body: Result, error_: bool = False) -> Any:
-    """A LIMBO result as the MCP answer the agent gets (JSON text, as the sandbox sends it)."""
-    import json
-
-    import mcp_types as types
-
-    return types.CallToolResult(content=[types.TextContent(text=json.dumps(body,
-                                                                           ensure_ascii=False))],
-                                is_error=error_)
+def answer(body: Result) -> dict[str, Any]:
+    """A LIMBO result as the MCP result the agent gets (JSON text, as the sandbox sends it)."""
+    return result_of(body, not body.get("ok"))
 
 
-def failure(body: Result) -> Any:
-    return answer(body, True)
+def failure(body: Result) -> dict[str, Any]:
+    return result_of(body, True)
 
 
 def lost(exc: UpstreamLost) -> Result:

@@ -1,8 +1,8 @@
 """Reading the upstream's answers: an MCP tool result as the JSON the ledger and the event log
 hold, the id a write's answer carries, the items a read's answer lists.
 
-An MCP tool result is content blocks (usually one JSON text), optionally ``structuredContent``,
-and ``isError``. The proxy reads, in this order: the structured content, else the first text
+An MCP tool result (its JSON: ``content`` blocks, usually one JSON text, optionally
+``structuredContent``, and ``isError``). The proxy reads, in this order: the structured content, else the first text
 block that parses as a JSON object (or list), else the text itself. A read's *items* are the
 answer itself when it is a list, else the first list of objects among its fields (``{"orders":
 [...]}``), looking one level down (``{"data": {"orders": [...]}}``). That covers the shapes MCP
@@ -17,11 +17,11 @@ from typing import Any
 Payload = dict[str, Any]
 
 
-def payload(result: Any) -> Payload:
-    """An MCP ``CallToolResult`` as one JSON object: ``{"ok": ..., **answer}`` for an object
-    answer, ``{"ok": ..., "items": [...]}`` for a list, ``{"ok": ..., "text": ...}`` else.
-    ``ok`` is the upstream's ``not isError`` unless the answer says ``ok`` itself."""
-    ok = not getattr(result, "is_error", False)
+def payload(result: dict[str, Any]) -> Payload:
+    """An MCP tool result as one JSON object: ``{"ok": ..., **answer}`` for an object answer,
+    ``{"ok": ..., "items": [...]}`` for a list, ``{"ok": ..., "text": ...}`` else. ``ok`` is
+    the upstream's ``not isError`` unless the answer says ``ok`` itself."""
+    ok = not result.get("isError")
     body = raw(result)
     if isinstance(body, dict):
         return {"ok": ok, **body} if "ok" not in body else dict(body)
@@ -30,16 +30,26 @@ def payload(result: Any) -> Payload:
     return {"ok": ok, "text": body}
 
 
-def raw(result: Any) -> Any:
+def raw(result: dict[str, Any]) -> Any:
     """What an MCP tool result says: its structured content, else its JSON text (an object or
     a list), else its text."""
-    structured = getattr(result, "structured_content", None)
+    structured = result.get("structuredContent")
     return structured if isinstance(structured, dict) else _parsed(result)
 
 
-def _parsed(result: Any) -> Any:
-    texts = [t for c in getattr(result, "content", None) or ()
-             if isinstance(t := getattr(c, "text", None), str)]
+def result_of(body: Any, error: bool = False, structured: bool = False) -> dict[str, Any]:
+    """An MCP tool result carrying ``body`` as JSON text (and as structured content)."""
+    out: dict[str, Any] = {"content": [{"type": "text", "text": json.dumps(
+        body, ensure_ascii=False)}], "isError": error}
+    if structured and isinstance(body, dict):
+        out["structuredContent"] = body
+    return out
+
+
+def _parsed(result: dict[str, Any]) -> Any:
+    content = result.get("content")
+    texts = [t for c in (content if isinstance(content, list) else ())
+             if isinstance(c, dict) and isinstance(t := c.get("text"), str)]
     for text in texts:
         if text.lstrip()[:1] in ("{", "["):
             try:
