@@ -66,9 +66,11 @@ def build(db: Path) -> MCPServer:
 
     @server.tool()
     async def create_order(customer_id: str, sku: str, quantity: int,
-                     idempotency_key: str | None = None) -> dict[str, Any]:
+                           idempotency_key: str | None = None,
+                           api_token: str | None = None) -> dict[str, Any]:
         """Place an order. Returns the order with its order_id. An idempotency_key makes a
-        repeat return the first order instead of placing another."""
+        repeat return the first order instead of placing another. (api_token: a credential
+        the shop's API takes; this test server ignores it.)"""
         if idempotency_key is not None:
             seen = conn.execute("select * from orders where idempotency_key = ?",
                                 (idempotency_key,)).fetchone()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import subprocess
 import sys
@@ -95,7 +96,8 @@ def run_stdio(tmp: Path, fault: str, script: Script, task: str = "orders_place",
               *extra: str) -> Run:
     """One episode: the proxy started by the client over stdio, ``script`` driving it."""
     db, out = tmp / "orders.db", tmp / "run"
-    params = StdioServerParameters(command=LIMBO, args=proxy_args(db, out, fault, task, *extra))
+    params = StdioServerParameters(command=LIMBO, args=proxy_args(db, out, fault, task, *extra),
+                                   env=dict(os.environ))  # as a user's shell would start it
     errlog = (tmp / "stderr.txt").open("w")
 
     async def go() -> Agent:
