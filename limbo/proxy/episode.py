@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import signal
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -84,15 +85,17 @@ async def run(opts: Options) -> dict[str, Any]:
             server = ProxyServer(session, offered, upstream.instructions, task.prompt(),
                                  upstream.name or "limbo-proxy")
             await server.serve(opts.port)
-            await _settle(session)
-            reconciler = Reconciler(upstream, opts.catalog, session.ledger,
-                                    first(read_journal(journal.path), "baseline")["items"])
-            for entry in await reconciler.settle(session.now()):
-                journal.write(entry, sync=True)
-            extra = {"unattributed": await reconciler.unattributed()}
+            with _stopping(session):
+                await _settle(session)
+                reconciler = Reconciler(upstream, opts.catalog, session.ledger,
+                                        first(read_journal(journal.path), "baseline")["items"])
+                for entry in await reconciler.settle(session.now()):
+                    journal.write(entry, sync=True)
+                extra = {"unattributed": await reconciler.unattributed()}
         finally:
             journal.close()
-    return _finish(opts, journal.path, started, ("finished", None), extra)
+    with _stopping(session):
+        return _finish(opts, journal.path, started, ("finished", None), extra)
 
 
 def _cell(opts: Options, service: str, template_id: str, plan: FaultPlan) -> Cell:
@@ -135,17 +138,25 @@ def _task_entry(session: Session, task: Task, catalog: Catalog, plan: FaultPlan)
 
 
 async def _settle(session: Session) -> None:
-    """Wait for the scheduled writes; a stop signal meanwhile abandons them."""
-    if not session.pending:
-        return
-    say(f"limbo proxy: the episode ended; waiting for {session.pending} scheduled write(s) to "
-        f"be delivered (SIGINT/SIGTERM again abandons them)")
+    """Wait for the scheduled writes (a stop signal meanwhile abandons them)."""
+    if session.pending:
+        say(f"limbo proxy: the episode ended; waiting for {session.pending} scheduled write(s) "
+            f"to be delivered (SIGINT/SIGTERM again abandons them)")
+    await session.settle()
+
+
+@contextlib.contextmanager
+def _stopping(session: Session) -> Iterator[None]:
+    """From the end of serving to the record: a stop signal abandons the writes still
+    scheduled, and the episode is still reconciled and recorded (a stdio client that leaves
+    sends SIGTERM soon after closing the pipe). A signal during the synchronous writing of the
+    record waits for the event loop, that is, until the record is written."""
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, session.abandon)
     try:
-        await session.settle()
+        yield
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError):
