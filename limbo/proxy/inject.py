@@ -16,18 +16,20 @@ shape and forwards nothing. The failures are the sandbox's own bytes
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from limbo.config import Timing
 from limbo.faults import responses
 from limbo.proxy.declared import Tool
-from limbo.proxy.session import Session, failure
 from limbo.proxy.shapes import raw, result_of
 from limbo.readback import resolve
 from limbo.results import Result
 from limbo.services.base import fits
 from limbo.tasks import fill
 from limbo.tools import KEY_FIELD
+
+if TYPE_CHECKING:
+    from limbo.proxy.session import Session
 
 
 def _failure(session: Session, kind: str) -> Result:
@@ -80,7 +82,7 @@ async def inject(session: Session, tool: Tool, wire: str, args: dict[str, Any],
         await _cut(session, tool, wire, args, request_id, fault)
     if hold:
         await asyncio.sleep(max(0.0, t0 + plan.client_timeout_s - session.now()))
-    return failure(_failure(session, act.answer))
+    return result_of(_failure(session, act.answer), error=True)
 
 
 async def _late(session: Session, tool: Tool, wire: str, args: dict[str, Any], request_id: str,

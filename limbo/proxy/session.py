@@ -26,6 +26,7 @@ from pydantic import ValidationError
 from limbo.harnesses.toolcalls import loggable, loggable_name
 from limbo.hashing import canonical_json, plain_json
 from limbo.proxy.declared import Catalog, Tool
+from limbo.proxy.inject import inject, staled
 from limbo.proxy.journal import Journal
 from limbo.proxy.ledger import COMMITTED, REPLAYED, UNCERTAIN, Ledger
 from limbo.proxy.plan import FaultPlan
@@ -78,8 +79,6 @@ class Session:
 
     async def call(self, name: str, args: dict[str, Any], call_id: str) -> dict[str, Any]:
         """The answer (an MCP tool result's JSON) to one call of the agent."""
-        from limbo.proxy.inject import inject
-
         if name == "finish":
             return self._finish(args, call_id)
         self.tool_calls += 1
@@ -143,8 +142,6 @@ class Session:
         except UpstreamLost as exc:
             return failure(lost(exc))
         if self.stale is not None and tool is not None and tool.op.service == self.stale[0]:
-            from limbo.proxy.inject import staled
-
             result = staled(self, result, tool)
         return result
 
