@@ -173,3 +173,18 @@ def test_a_refused_second_refund_is_reconciled_as_no_effect(tmp_path: Path) -> N
     out = run.record["outcome"]
     assert out["exactly_once"] and not out["duplicate"]
     _agrees(run)
+
+
+@pytest.mark.parametrize(("fault", "rows"), [("http500_post", 1), ("timeout_pre", 0),
+                                             ("none", 1)])
+def test_the_proxy_never_retries_a_write_on_its_own(tmp_path: Path, fault: str,
+                                                    rows: int) -> None:
+    """A client that calls once and gives up: each call reaches the upstream at most once."""
+    async def once(agent: Agent) -> None:
+        await agent.call("create_order", agent.order())
+        await agent.finish("failed")
+
+    run = run_stdio(tmp_path, fault, once)
+    intents = [e for e in run.journal if e["type"] == "intent"]
+    assert len(intents) == rows == len(_rows(run))
+    _agrees(run)
