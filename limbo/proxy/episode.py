@@ -73,17 +73,18 @@ async def run(opts: Options) -> dict[str, Any]:
         cell = _cell(opts, t.service, t.id, plan)
         _refuse_taken(opts.out, cell.episode_id)
         journal = Journal(journal_path(opts.out, cell.episode_id), opts.scrub)
-        session = Session(opts.catalog, upstream, plan, journal, started)
+        session = Session(opts.catalog, upstream, plan, journal)
         try:
             await _begin(opts, session, cell, plan, upstream)
             task = await prepare(t, opts.instance, opts.catalog, upstream)
             _task_entry(session, task, opts.catalog, plan)
-            journal.write({"type": "baseline", "t": session.now(),
+            journal.write({"type": "baseline", "t": 0.0,
                            "items": await baseline(upstream, opts.catalog)})
             say(f"limbo proxy: episode {cell.episode_id}, fault {plan.mode} on {plan.focal}; "
                 f"task: {task.prompt()}")
             server = ProxyServer(session, offered, upstream.instructions, task.prompt(),
                                  upstream.name or "limbo-proxy")
+            session.started = stopwatch()  # t = 0: the agent may call from now on
             await server.serve(opts.port)
             with _stopping(session):
                 await _settle(session)
@@ -132,7 +133,7 @@ async def _begin(opts: Options, session: Session, cell: Cell, plan: FaultPlan,
 
 def _task_entry(session: Session, task: Task, catalog: Catalog, plan: FaultPlan) -> None:
     session.journal.write({
-        "type": "task", "t": session.now(), "prompt": task.prompt(),
+        "type": "task", "t": 0.0, "prompt": task.prompt(),
         "intents": task.intents(catalog), "plan_hash": plan_hash(task.template),
         "focal_write_class": task.write_class(catalog, plan.focal), "env": task.env})
 

@@ -46,9 +46,10 @@ class Session:
     """The calls of one episode, the journal they go to, and what the agent reported."""
 
     def __init__(self, catalog: Catalog, upstream: Upstream, plan: FaultPlan,
-                 journal: Journal, started: float | None = None) -> None:
+                 journal: Journal) -> None:
         self.catalog, self.upstream, self.plan, self.journal = catalog, upstream, plan, journal
-        self.started = stopwatch() if started is None else started
+        self.started = stopwatch()
+        """When the agent could first call (the record's ``t`` = 0)."""
         self.ledger = Ledger(catalog)
         self.fired = False
         self.report: dict[str, Any] | None = None
@@ -63,7 +64,7 @@ class Session:
     # -- the clock and the journal ------------------------------------------------------------
 
     def now(self) -> float:
-        """Wall seconds since the episode started (the record's ``t``)."""
+        """Wall seconds since the agent could first call (the record's ``t``)."""
         return round(stopwatch() - self.started, 6)
 
     def emit(self, type_: str, **fields: Any) -> None:
