@@ -114,3 +114,52 @@ def test_a_new_episode_waits_for_the_interrupted_one_to_be_recovered(tmp_path: P
                            capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
     assert again.returncode == 2 and "--recover first" in again.stderr
     assert "Traceback" not in again.stderr
+
+
+def test_an_upstream_that_dies_leaves_the_episode_for_recover(tmp_path: Path) -> None:
+    """The upstream commits an order and dies before answering: the proxy cannot read what
+    happened, so it records nothing rather than grade a ledger that may lack an effect; once
+    the upstream is back, --recover settles the write in doubt from its state."""
+    from mcp import StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    db, out = tmp_path / "orders.db", tmp_path / "run"
+    args = proxy_args(db, out, "none", "orders_place")
+    env = {**os.environ, "ORDERS_CRASH_SKU": "BOOM-1"}
+    errlog = (tmp_path / "stderr.txt").open("w")
+
+    async def agent() -> list[bool]:
+        params = StdioServerParameters(command=LIMBO, args=args, env=env)
+        async with Client(stdio_client(params, errlog=errlog), cache=None) as client:
+            seen = []
+            for sku in ("MUG-01", "BOOM-1", "TEE-02"):
+                result = await client.call_tool("create_order", {"customer_id": "cus_1",
+                                                                 "sku": sku, "quantity": 1})
+                seen.append(result.is_error)
+            await client.call_tool("finish", {"status": "failed", "summary": "x"})
+            return seen
+
+    try:
+        assert asyncio.run(agent()) == [False, True, True]  # the last: the upstream is gone
+    finally:
+        errlog.close()
+    deadline = time.monotonic() + 60
+    while "left unrecorded" not in (tmp_path / "stderr.txt").read_text() and \
+            time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert "did not answer the reads that settle 2 write(s) in doubt" in \
+        (tmp_path / "stderr.txt").read_text()
+    assert not (out / "episodes.jsonl").exists()
+    code, info = _status(out)
+    (episode,) = info["proxy"]["unrecorded"]
+    assert code == 1 and (episode["writes"], episode["acknowledged"]) == (3, 1)
+    assert episode["in_doubt"] == 2 and len(rows(db, "orders")) == 2  # BOOM-1 committed
+
+    recover = subprocess.run([LIMBO, *args, "--recover"], capture_output=True, text=True,
+                             timeout=120)
+    assert recover.returncode == 0, recover.stderr
+    (record,) = [json.loads(x) for x in (out / "episodes.jsonl").read_text().splitlines()]
+    assert record["runtime"]["proxy"]["writes"] == {"committed": 1, "recovered": 1,
+                                                    "absent": 1}
+    journal = [json.loads(x) for x in next((out / "proxy").iterdir()).read_text().splitlines()]
+    assert ledger(record) == database(db, before_ids(journal))

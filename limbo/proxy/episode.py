@@ -92,6 +92,7 @@ async def run(opts: Options) -> dict[str, Any]:
                                         first(read_journal(journal.path), "baseline")["items"])
                 for entry in await reconciler.settle(session.now()):
                     journal.write(entry, sync=True)
+                _refuse_unreachable(reconciler, journal.path)
                 extra = {"unattributed": await reconciler.unattributed()}
         finally:
             journal.close()
@@ -177,6 +178,17 @@ def _finish(opts: Options, path: Path, started: float, termination: tuple[str, s
     return record
 
 
+def _refuse_unreachable(reconciler: Reconciler, path: Path) -> None:
+    """An upstream that cannot be read leaves writes in doubt: recording the episode now would
+    grade a ledger that may lack effects, so it stays unrecorded for ``--recover``."""
+    if reconciler.unreachable:
+        raise UsageError(f"the upstream did not answer the reads that settle "
+                         f"{len(reconciler.unreachable)} write(s) in doubt "
+                         f"({reconciler.unreachable[0]}); the episode is left unrecorded in "
+                         f"{path}: once the upstream answers again, run the same command with "
+                         f"--recover")
+
+
 async def recover(opts: Options) -> list[dict[str, Any]]:
     """Record every episode of ``opts.out`` that a stopped proxy left unrecorded."""
     found = unrecorded(opts.out)
@@ -201,6 +213,7 @@ async def recover(opts: Options) -> list[dict[str, Any]]:
             try:
                 for entry in await reconciler.settle(t):
                     journal.write(entry, sync=True)
+                _refuse_unreachable(reconciler, path)
                 extra = {"unattributed": await reconciler.unattributed()}
             finally:
                 journal.close()

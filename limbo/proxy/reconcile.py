@@ -9,7 +9,9 @@ the ledger holds, and that was not there before the episode, is its effect (``re
 none is ``absent``. A change to an existing record (a refund) counts only when the record did
 not already show it in the baseline. A batch is looked up unit by unit. Reads that need an
 argument cannot be read before the episode, so for them an item that matches is taken as the
-write's even if it existed before; a write no declared read lists is ``unverifiable``.
+write's even if it existed before; a write no declared read lists is ``unverifiable``. When the upstream does not answer a read
+reconciliation needs, its writes stay uncertain and the episode is not recorded: ``limbo proxy
+--recover`` settles it once the upstream is back.
 
 Last, the baseline reads are read again: items that appeared during the episode and that no
 write in the ledger accounts for are reported as *unattributed* (an undeclared write tool, or
@@ -56,18 +58,24 @@ class Reconciler:
     def __init__(self, upstream: Upstream, catalog: Catalog, ledger: Ledger,
                  before: dict[str, Items]) -> None:
         self.upstream, self.catalog, self.ledger, self.before = upstream, catalog, ledger, before
+        self.unreachable: list[str] = []
+        """Why a read the reconciliation needed got no answer (its writes stay uncertain)."""
 
     async def settle(self, t: float) -> list[dict[str, Any]]:
         """One ``reconciled`` journal entry per uncertain write (applied to the ledger as it
-        goes, so a later write cannot claim an item an earlier one took)."""
+        goes, so a later write cannot claim an item an earlier one took). A write whose read
+        got no answer gets none: it stays uncertain, for a later ``--recover``."""
         out = []
         for write in self.ledger.uncertain():
-            entry = {"type": "reconciled", "n": write.n, "t": t, **await self._one(write)}
+            found = await self._one(write)
+            if found is None:
+                continue
+            entry = {"type": "reconciled", "n": write.n, "t": t, **found}
             self.ledger.apply(entry)
             out.append(entry)
         return out
 
-    async def _one(self, write: Write) -> dict[str, Any]:
+    async def _one(self, write: Write) -> dict[str, Any] | None:
         tool = self.catalog.tools[write.tool]
         plan = resolve(tool.op, write.args)
         if plan is None:
@@ -76,7 +84,8 @@ class Reconciler:
             answer = payload(await self.upstream.call(self.catalog.wire_name(plan.tool),
                                                       plan.args))
         except UpstreamLost as exc:
-            return {"state": UNVERIFIABLE, "why": f"{plan.tool} did not answer: {exc}"}
+            self.unreachable.append(f"{plan.tool} did not answer: {exc}")
+            return None
         seen = plan.check(readable(answer))
         if seen.visible is None:
             return {"state": UNVERIFIABLE, "why": f"{plan.tool} failed: {str(answer)[:200]}"}

@@ -10,9 +10,10 @@ committed on its own: not atomic) and ``list_orders`` / ``list_lines``. Every wr
 before it answers. The tools are coroutines: they run one at a time on the server's event loop,
 which owns the connection.
 
-One knob for the tests, from the environment: a ``create_order`` for sku ``ORDERS_SLOW_SKU``
+Two knobs for the tests, from the environment: a ``create_order`` for sku ``ORDERS_SLOW_SKU``
 commits, then waits ``ORDERS_SLOW_S`` seconds before answering (an upstream that is slow after
-committing, for killing the proxy in between).
+committing, for killing the proxy in between); one for sku ``ORDERS_CRASH_SKU`` commits, then
+the server exits without answering.
 """
 
 from __future__ import annotations
@@ -82,6 +83,8 @@ def build(db: Path) -> MCPServer:
         order_id = next_id("ord", "orders")
         conn.execute("insert into orders values (?, ?, ?, ?, 'placed', ?)",
                      (order_id, customer_id, sku, quantity, idempotency_key))
+        if sku == os.environ.get("ORDERS_CRASH_SKU"):
+            os._exit(3)  # committed, then the server dies before answering
         if sku == os.environ.get("ORDERS_SLOW_SKU"):
             await asyncio.sleep(float(os.environ.get("ORDERS_SLOW_S", "5")))  # committed
         return order(order_id)
