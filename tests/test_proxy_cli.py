@@ -249,3 +249,21 @@ def test_a_grid_run_directory_is_not_a_proxy_one(tmp_path: Path) -> None:
     out.mkdir()
     (out / "manifest.json").write_text(json.dumps({"grid": {"name": "e1"}, "cells": 3}))
     _refused(tmp_path, _base(tmp_path), "records into a directory of its own")
+
+
+def test_an_upstream_that_prints_to_stdout_still_works(tmp_path: Path) -> None:
+    """A stdio server that writes a banner to stdout before speaking MCP (a common slip) is
+    read past, not answered."""
+    db, out = tmp_path / "orders.db", tmp_path / "run"
+    noisy = f"sh -c 'echo starting the orders server...; exec {upstream_cmd(db)}'"
+    args = ["proxy", "--upstream-cmd", noisy, "--world", str(WORLD), "--task", "orders_place",
+            "--out", str(out)]
+
+    async def go() -> bool:
+        async with Client(StdioServerParameters(command=LIMBO, args=args), cache=None) as client:
+            result = await client.call_tool("create_order", {"customer_id": "c", "sku": "s",
+                                                             "quantity": 1})
+            return bool(result.is_error)
+
+    assert asyncio.run(go()) is False
+    assert len(wait_for_record(out)["ledger"]) == 1 == len(rows(db, "orders"))

@@ -171,7 +171,8 @@ class StdioUpstream(Upstream):
             raise UsageError(f"--upstream-cmd: cannot start {argv[0]!r}: "
                              f"{exc.strerror or exc}") from None
         assert self.proc.stdout is not None
-        self.channel = Channel(self.proc.stdout, self.proc.stdin, self._asked)
+        self.channel = Channel(self.proc.stdout, self.proc.stdin, self._asked,
+                               answer_garbage=False)
         self._reading = asyncio.ensure_future(self.channel.serve())
         try:
             init = await self.channel.request("initialize", {

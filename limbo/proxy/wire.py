@@ -48,8 +48,12 @@ class ChannelClosed(Exception):
 class Channel:
     """One JSON-RPC connection over a reader and a writer (run :meth:`serve` to read)."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: Any, on_message: Handler) -> None:
+    def __init__(self, reader: asyncio.StreamReader, writer: Any, on_message: Handler,
+                 answer_garbage: bool = True) -> None:
         self.reader, self.writer, self.on_message = reader, writer, on_message
+        self.answer_garbage = answer_garbage
+        """Answer a line that is not JSON with a parse error (a server does); a client ignores
+        it (a stdio server that also prints its logs to stdout is common)."""
         self._pending: dict[int, asyncio.Future[Any]] = {}
         self._next = 0
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -100,7 +104,7 @@ class Channel:
         try:
             message = json.loads(line)
         except ValueError:
-            if line.strip():
+            if line.strip() and self.answer_garbage:
                 self.send({"id": None, "error": {"code": PARSE_ERROR, "message": "not JSON"}})
             return
         if not isinstance(message, dict):
