@@ -267,3 +267,25 @@ def test_an_upstream_that_prints_to_stdout_still_works(tmp_path: Path) -> None:
 
     assert asyncio.run(go()) is False
     assert len(wait_for_record(out)["ledger"]) == 1 == len(rows(db, "orders"))
+
+
+def test_a_port_in_use_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        _refused(tmp_path, _base(tmp_path, "--listen", str(port)), f"--listen {port}: cannot")
+    assert not (tmp_path / "o.db").exists()  # the upstream was never started
+
+
+def test_a_setup_the_upstream_fails_leaves_no_episode(tmp_path: Path) -> None:
+    """The refund task's setup places an order; an upstream that dies on it stops the proxy
+    in one line, with no journal left to recover (the agent never called)."""
+    env = {**os.environ, "ORDERS_CRASH_SKU": "BAG-04"}
+    out = tmp_path / "run"
+    done = subprocess.run([LIMBO, *proxy_args(tmp_path / "o.db", out, "none", "orders_refund")],
+                          capture_output=True, text=True, stdin=subprocess.DEVNULL, env=env,
+                          timeout=120)
+    assert done.returncode == 2 and "setup step 'order' got no answer" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not list(out.glob("proxy/*")) and not (out / "manifest.json").exists()

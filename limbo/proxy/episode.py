@@ -65,39 +65,61 @@ async def run(opts: Options) -> dict[str, Any]:
     """Serve one episode and return its record (appended to ``opts.out``)."""
     started = stopwatch()
     async with connect(opts.upstream) as upstream:
-        offered = await upstream.tools()
-        for warning in opts.catalog.bind(str(t.get("name")) for t in offered):
-            say(f"limbo proxy: warning: {warning}")
-        t = template(opts.catalog, opts.task)
-        plan = parse(opts.fault, opts.catalog, t.focal_writes, opts.seed, opts.scale)
-        cell = _cell(opts, t.service, t.id, plan)
-        _refuse_taken(opts.out, cell.episode_id)
-        journal = Journal(journal_path(opts.out, cell.episode_id), opts.scrub)
-        session = Session(opts.catalog, upstream, plan, journal)
+        session, prompt, offered = await _open(opts, upstream)
         try:
-            await _begin(opts, session, cell, plan, upstream)
-            task = await prepare(t, opts.instance, opts.catalog, upstream)
-            _task_entry(session, task, opts.catalog, plan)
-            journal.write({"type": "baseline", "t": 0.0,
-                           "items": await baseline(upstream, opts.catalog)})
-            say(f"limbo proxy: episode {cell.episode_id}, fault {plan.mode} on {plan.focal}; "
-                f"task: {task.prompt()}")
-            server = ProxyServer(session, offered, upstream.instructions, task.prompt(),
+            server = ProxyServer(session, offered, upstream.instructions, prompt,
                                  upstream.name or "limbo-proxy")
             session.started = stopwatch()  # t = 0: the agent may call from now on
             await server.serve(opts.port)
             with _stopping(session):
-                await _settle(session)
-                reconciler = Reconciler(upstream, opts.catalog, session.ledger,
-                                        first(read_journal(journal.path), "baseline")["items"])
-                for entry in await reconciler.settle(session.now()):
-                    journal.write(entry, sync=True)
-                _refuse_unreachable(reconciler, journal.path)
-                extra = {"unattributed": await reconciler.unattributed()}
+                extra = await _close(opts, session, upstream)
         finally:
-            journal.close()
+            session.journal.close()
     with _stopping(session):
-        return _finish(opts, journal.path, started, ("finished", None), extra)
+        return _finish(opts, session.journal.path, started, ("finished", None), extra)
+
+
+async def _open(opts: Options, upstream: Upstream
+                ) -> tuple[Session, str, list[dict[str, Any]]]:
+    """The episode up to its first call: the plan, the journal, the setup, the baseline. A
+    failure before the agent could call leaves no journal (nothing the ledger must keep)."""
+    offered = await upstream.tools()
+    for warning in opts.catalog.bind(str(t.get("name")) for t in offered):
+        say(f"limbo proxy: warning: {warning}")
+    t = template(opts.catalog, opts.task)
+    plan = parse(opts.fault, opts.catalog, t.focal_writes, opts.seed, opts.scale)
+    cell = _cell(opts, t.service, t.id, plan)
+    _refuse_taken(opts.out, cell.episode_id)
+    journal = Journal(journal_path(opts.out, cell.episode_id), opts.scrub)
+    session = Session(opts.catalog, upstream, plan, journal)
+    try:
+        _start_entry(opts, session, cell, plan)
+        task = await prepare(t, opts.instance, opts.catalog, upstream)
+        _task_entry(session, task, opts.catalog, plan)
+        journal.write({"type": "baseline", "t": 0.0,
+                       "items": await baseline(upstream, opts.catalog)})
+    except BaseException:
+        journal.close()
+        journal.path.unlink(missing_ok=True)
+        raise
+    from limbo.proxy.status import write_manifest
+
+    write_manifest(opts.out, cell, opts, "serving")
+    say(f"limbo proxy: episode {cell.episode_id}, fault {plan.mode} on {plan.focal}; task: "
+        f"{task.prompt()}")
+    return session, task.prompt(), offered
+
+
+async def _close(opts: Options, session: Session, upstream: Upstream) -> dict[str, Any]:
+    """After serving: the scheduled writes land, the writes in doubt are reconciled."""
+    await _settle(session)
+    journal = session.journal
+    reconciler = Reconciler(upstream, opts.catalog, session.ledger,
+                            first(read_journal(journal.path), "baseline")["items"])
+    for entry in await reconciler.settle(session.now()):
+        journal.write(entry, sync=True)
+    _refuse_unreachable(reconciler, journal.path)
+    return {"unattributed": await reconciler.unattributed()}
 
 
 def _cell(opts: Options, service: str, template_id: str, plan: FaultPlan) -> Cell:
@@ -120,16 +142,12 @@ def _refuse_taken(out: Path, episode_id: str) -> None:
                          f"--recover first")
 
 
-async def _begin(opts: Options, session: Session, cell: Cell, plan: FaultPlan,
-                 upstream: Upstream) -> None:
-    from limbo.proxy.status import write_manifest
-
+def _start_entry(opts: Options, session: Session, cell: Cell, plan: FaultPlan) -> None:
     session.journal.write({
         "type": "start", "t": 0.0, "episode_id": cell.episode_id, "cell": cell.public(),
         "timing": dumped(cell.timing), "started_at": now_iso(),
         "proxy": {"world": opts.catalog.identity, "upstream": opts.upstream.describe(),
                   "time_scale": opts.scale, "fault": plan.mode, "focal_write": plan.focal}})
-    write_manifest(opts.out, cell, opts, "serving")
 
 
 def _task_entry(session: Session, task: Task, catalog: Catalog, plan: FaultPlan) -> None:
