@@ -19,6 +19,7 @@ from limbo.commands import (
     figures,
     listing,
     mcp,
+    proxy,
     report,
     run,
     schema,
@@ -32,7 +33,7 @@ from limbo.errors import UsageError
 from limbo.interrupts import from_user, watching
 
 COMMANDS = (run, episode, show, status, listing, tables, figures, compare, report, view, check,
-            mcp, schema, world)
+            mcp, proxy, schema, world)
 """Every command module, in the order ``limbo --help`` lists them."""
 
 

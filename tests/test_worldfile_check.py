@@ -274,3 +274,26 @@ def test_a_proxy_only_service_is_declared_without_how_to_play_it(
     path.write_text(PROXY.replace("proxy = true", "proxy = false"), encoding="utf-8")
     code, lines = _check(path, capsys)
     assert code == 1 and "pay_charge needs record" in lines[0]
+
+
+def test_a_write_may_give_the_shape_of_its_success_for_the_proxy(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 30: ``result`` is what a success of a write answers (the proxy's phantom
+    acknowledgement); its placeholders name the write's arguments, or ``id``."""
+    from limbo.worldfile.check import checked
+
+    shape = 'result = { charge_id = "{id}", customer = "{customer}", amount = "{amount}" }\n'
+    path = tmp_path / "pay.toml"
+    path.write_text(PROXY.replace('id_field = "charge_id"\n', f'id_field = "charge_id"\n{shape}'),
+                    encoding="utf-8")
+    code, _ = _check(path, capsys)
+    world, _ = checked(path)
+    assert code == 0 and world.services["pay"].writes["charge"].result == {
+        "charge_id": "{id}", "customer": "{customer}", "amount": "{amount}"}
+    path.write_text(PROXY.replace('id_field = "charge_id"\n',
+                                  f'id_field = "charge_id"\n{shape.replace("{amount}", "{amt}")}'),
+                    encoding="utf-8")
+    code, lines = _check(path, capsys)
+    assert code == 1 and lines[1:] == [f"{path}: 1 problem"]
+    assert lines[0].startswith(f"{path}:14: result names 'amt', which is not an argument of "
+                               f"pay_charge; did you mean 'amount'?")

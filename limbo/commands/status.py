@@ -7,7 +7,9 @@ directory now). Exit status 0 means every cell of the grid is recorded exactly o
 (``infra_error``, ``model_error``: :mod:`limbo.errored`), nothing is waiting for quarantine and
 no writer is running; 1 means something is missing or wrong, and the report says what —
 errored cells grouped by reason, with the command that runs them again. A directory of
-``limbo mcp`` episodes has no grid: each recorded episode is its cell.
+``limbo mcp`` episodes has no grid: each recorded episode is its cell. Nor has one of
+``limbo proxy`` episodes, where an episode its proxy never recorded is missing
+(:mod:`limbo.proxy.status`).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from limbo.commands.common import console
 from limbo.errored import ERROR_TERMINATIONS, TIMEOUT, ErrorGroups, retry_command
 from limbo.errors import UsageError
 from limbo.plan import in_shard
+from limbo.proxy import status as proxy_status
 from limbo.rated import ERRORED
 from limbo.runlock import active_claims, describe_holder
 from limbo.store import (
@@ -63,12 +66,16 @@ def report(run_dir: Path) -> dict[str, Any]:
     grids = {m.get("fingerprint"): m for m in found.values() if m.get("fingerprint")}
     total = max((int(m.get("grid_cells") or 0) for m in grids.values()), default=None)
     kinds = sorted({kind_of(m) for m in found.values()})
-    if kinds and GRID not in kinds:  # limbo mcp: every recorded episode is its own cell
+    if kinds and GRID not in kinds:  # limbo mcp or proxy: every recorded episode is its cell
         total = len(result.ids)
     groups = ErrorGroups()
     for errored in result.errored.values():
         groups.add(errored.termination, errored.reason, errored.model)
     argv = _argv(found)
+    proxy = (proxy_status.report(run_dir, len(result.ids), bool(writers))
+             if proxy_status.is_proxy_dir(found, run_dir) else None)
+    if proxy is not None and not grids:  # limbo proxy: each episode is its own cell
+        total = proxy["cells"]
     return {
         "run_dir": str(run_dir), "kind": kinds[0] if len(kinds) == 1 else kinds,
         "grids": [{"name": (m.get("grid") or {}).get("name"), "fingerprint": f,
@@ -85,6 +92,7 @@ def report(run_dir: Path) -> dict[str, Any]:
         "quarantined": _count_lines(run_dir / QUARANTINE),
         "files": {name: vars(stats) for name, stats in result.files.items()},
         "passes": [_pass(name, m, result) for name, m in found.items()],
+        "proxy": proxy,
     }
 
 
@@ -152,10 +160,11 @@ def _lines(info: dict[str, Any]) -> list[str]:
         out.append(f"superseded: {info['superseded']} earlier attempt(s) of retried cells in "
                    f"{SUPERSEDED} (history: counted by no reader)")
     out += [f"  {line}" for line in info["bad_lines"][:20]]
+    out += proxy_status.lines(info["proxy"]) if info["proxy"] else []
     for p in info["passes"]:
         if p["kind"] != GRID:
-            out.append(f"limbo mcp: {p['done']} episode(s) recorded, each its own cell; the "
-                       f"last: {p['last_episode']}")
+            out.append(f"limbo {p['kind']}: {p['done']} episode(s) recorded, each its own "
+                       f"cell; the last: {p['last_episode']}")
             continue
         what = f"shard {p['shard']}" if p["shard"] else "whole grid"
         reason = f" ({p['stop_reason']})" if p["stop_reason"] else ""

@@ -166,6 +166,10 @@ class Write(_Model):
     read_back: ReadBackDef | None = None
     id_field: FieldName | None = None
     """The field that carries the object's id in results and read items."""
+    result: dict[FieldName, Any] | None = None
+    """What a success of this write answers, for the proxy's ``phantom_success`` (an
+    acknowledgement of a call that is then dropped): its fields, where ``"{arg}"`` takes the
+    call's argument and ``"{id}"`` a fresh id. Without it the proxy refuses that mode here."""
     # -- how a simulated service plays it (ignored for a proxy service) --
     action: Literal["create", "update", "delete", "upsert"] = "create"
     record: FieldName | None = None

@@ -133,6 +133,9 @@ def _check_write(svc: ServiceDef, service: str, op: str, w: Write, report: Repor
         _check_batch(w, at, tool, report)
     if w.read_back is not None:
         _check_read_back(svc, op, w, at, tool, report)
+    if w.result is not None:
+        _args_exist(sorted(_placeholders(w.result) - {"id"}), w.args, (*at, "result"),
+                    "result", tool, report)
     if not svc.proxy:
         _check_play(svc, w, at, tool, report)
 
@@ -187,6 +190,20 @@ def _check_read_back(svc: ServiceDef, op: str, w: Write, at: Sequence[str | int]
         if field not in w.effect:
             report(where, f"read_back.match names {field!r}, which is not an effect field of "
                           f"{tool} ({', '.join(w.effect)})")
+
+
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def _placeholders(value: Any) -> set[str]:
+    """The ``{name}`` placeholders anywhere in a result shape."""
+    if isinstance(value, str):
+        return set(_PLACEHOLDER.findall(value))
+    if isinstance(value, dict):
+        return set().union(*map(_placeholders, value.values())) if value else set()
+    if isinstance(value, list):
+        return set().union(*map(_placeholders, value)) if value else set()
+    return set()
 
 
 def _check_play(svc: ServiceDef, w: Write, at: Sequence[str | int], tool: str,

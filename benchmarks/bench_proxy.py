@@ -1,0 +1,120 @@
+"""``limbo proxy``: what the proxy adds to one forwarded call.
+
+    python benchmarks/bench_proxy.py [--calls N] [--blocks B]
+
+The upstream is the SQLite orders server of the tests (tests/support/orders_server.py), over
+stdio. The same ``mcp`` SDK client makes N reads (``list_orders`` of one customer) and N writes
+(``create_order``, each another order) twice: straight to the upstream, and through ``limbo
+proxy`` (fault ``none``, over stdio, itself forwarding over stdio). The calls run in B
+alternating blocks (direct, proxied, direct, ...), so a machine busy with something else slows
+both sides alike. Printed per kind: the median round trip seen by the client each way, and the
+overhead — the proxied median minus the direct one. Writes are reported apart from reads: the
+proxy syncs two ledger entries to disk per write (an ``intent`` before forwarding it, an ``ack``
+before answering), which reads never do.
+
+Prints figures; asserts nothing (tests never time anything).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from mcp import Client, StdioServerParameters
+
+ROOT = Path(__file__).resolve().parents[1]
+SERVER = ROOT / "tests" / "support" / "orders_server.py"
+WORLD = ROOT / "tests" / "fixtures" / "proxy" / "orders.toml"
+LIMBO = str(Path(sys.executable).parent / "limbo")
+
+
+def _direct(db: Path) -> StdioServerParameters:
+    return StdioServerParameters(command=sys.executable, args=[str(SERVER), str(db)],
+                                 env=dict(os.environ))
+
+
+def _proxied(db: Path, out: Path) -> StdioServerParameters:
+    return StdioServerParameters(command=LIMBO, env=dict(os.environ), args=[
+        "proxy", "--upstream-cmd", f"{sys.executable} {SERVER} {db}", "--world", str(WORLD),
+        "--task", "orders_place", "--out", str(out)])
+
+
+async def _block(client: Any, kind: str, n: int, start: int) -> list[float]:
+    out = []
+    for i in range(start, start + n):
+        if kind == "read":
+            name, args = "list_orders", {"customer_id": "cus_bench"}
+        else:
+            name, args = "create_order", {"customer_id": f"cus_{i}", "sku": "MUG-01",
+                                          "quantity": 1}
+        began = time.perf_counter()
+        result = await client.call_tool(name, args)
+        out.append(time.perf_counter() - began)
+        assert not result.is_error, result
+    return out
+
+
+async def _measure(calls: int, blocks: int, tmp: Path) -> dict[str, dict[str, list[float]]]:
+    times: dict[str, dict[str, list[float]]] = {k: {"direct": [], "proxied": []}
+                                                for k in ("read", "write")}
+    db = tmp / "orders.db"
+    async with Client(_direct(db), cache=None) as direct, \
+            Client(_proxied(db, tmp / "run"), cache=None) as proxied:
+        await direct.call_tool("create_order", {"customer_id": "cus_bench", "sku": "TEE-02",
+                                                "quantity": 2})
+        for client in (direct, proxied):  # warm both paths up
+            await _block(client, "read", 20, 0)
+        per = max(1, calls // blocks)
+        for b in range(blocks):
+            for kind in ("read", "write"):
+                for way, client in (("direct", direct), ("proxied", proxied)):
+                    start = 10_000_000 * (way == "proxied") + b * per
+                    times[kind][way] += await _block(client, kind, per, start)
+    return times
+
+
+def _fsync_ms(folder: Path, n: int = 200) -> float:
+    """The median cost of appending one line and syncing it, where the journal lives."""
+    path = folder / "fsync-probe"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    times = []
+    try:
+        for _ in range(n):
+            began = time.perf_counter()
+            os.write(fd, b"x" * 200 + b"\n")
+            os.fsync(fd)
+            times.append(time.perf_counter() - began)
+    finally:
+        os.close(fd)
+    return statistics.median(times) * 1000
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--calls", type=int, default=1000, help="calls per kind and way")
+    parser.add_argument("--blocks", type=int, default=10)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-proxy-") as tmp:
+        times = asyncio.run(_measure(args.calls, args.blocks, Path(tmp)))
+        fsync = _fsync_ms(Path(tmp))
+    print(f"limbo proxy overhead per forwarded call ({len(times['read']['direct'])} calls per "
+          f"kind and way, {args.blocks} alternating blocks; upstream: SQLite orders server over "
+          f"stdio; proxy over stdio, fault none)")
+    for kind in ("read", "write"):
+        direct = statistics.median(times[kind]["direct"]) * 1000
+        proxied = statistics.median(times[kind]["proxied"]) * 1000
+        print(f"  {kind:5}  direct median {direct:7.3f} ms   proxied median {proxied:7.3f} ms   "
+              f"overhead {proxied - direct:+7.3f} ms")
+    print(f"  a write syncs two journal entries; one append + fsync here: median {fsync:.3f} ms "
+          f"(so {2 * fsync:.3f} ms of each write's overhead is the disk)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,243 @@
+"""One proxied episode from start to record, and the recovery of one a crash left unrecorded.
+
+Start: connect to the upstream, match its tools to the world file, pick the task and the fault
+plan, open the journal (``start``), run the task's setup on the upstream (``task``), read the
+baseline (``baseline``). Serve the agent until the episode ends. Then wait for the writes still
+scheduled (a late commit, a redelivered copy) — a second SIGINT/SIGTERM stops waiting and they
+are never sent — reconcile the uncertain writes against the upstream, build the record from the
+journal, append it, mark the journal ``recorded``.
+
+Recovery (``limbo proxy --recover``): for each journal in the run directory without a record,
+reconnect to the upstream, reconcile, and record the episode as ``infra_error`` (the proxy, not
+the agent, failed), its ledger complete.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from limbo.cell import Cell
+from limbo.config import Timing, dumped
+from limbo.errors import UsageError
+from limbo.proxy.declared import Catalog
+from limbo.proxy.journal import Journal, journal_path, read_journal, unrecorded
+from limbo.proxy.plan import FaultPlan, parse
+from limbo.proxy.reconcile import Reconciler, baseline
+from limbo.proxy.record import append, build, first, ledger_of
+from limbo.proxy.serve import ProxyServer
+from limbo.proxy.session import Session
+from limbo.proxy.task import Task, prepare, template
+from limbo.proxy.upstream import Upstream, UpstreamSpec, connect
+from limbo.runtime import now_iso, stopwatch
+from limbo.tasks import plan_hash
+
+HARNESS = "proxy"
+"""The cell's harness: whatever agent talks to ``limbo proxy``."""
+
+
+@dataclass(frozen=True)
+class Options:
+    catalog: Catalog
+    upstream: UpstreamSpec
+    out: Path
+    fault: str
+    task: str | None
+    instance: int
+    seed: int
+    scale: float
+    model: str
+    port: int | None
+    scrub: Any
+
+
+def say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+async def run(opts: Options) -> dict[str, Any]:
+    """Serve one episode and return its record (appended to ``opts.out``)."""
+    started = stopwatch()
+    async with connect(opts.upstream) as upstream:
+        session, prompt, offered = await _open(opts, upstream)
+        try:
+            server = ProxyServer(session, offered, upstream.instructions, prompt,
+                                 upstream.name or "limbo-proxy")
+            session.started = stopwatch()  # t = 0: the agent may call from now on
+            await server.serve(opts.port)
+            with _stopping(session):
+                extra = await _close(opts, session, upstream)
+        finally:
+            session.journal.close()
+    with _stopping(session):
+        return _finish(opts, session.journal.path, started, ("finished", None), extra)
+
+
+async def _open(opts: Options, upstream: Upstream
+                ) -> tuple[Session, str, list[dict[str, Any]]]:
+    """The episode up to its first call: the plan, the journal, the setup, the baseline. A
+    failure before the agent could call leaves no journal (nothing the ledger must keep)."""
+    offered = await upstream.tools()
+    for warning in opts.catalog.bind(str(t.get("name")) for t in offered):
+        say(f"limbo proxy: warning: {warning}")
+    t = template(opts.catalog, opts.task)
+    plan = parse(opts.fault, opts.catalog, t.focal_writes, opts.seed, opts.scale)
+    cell = _cell(opts, t.service, t.id, plan)
+    _refuse_taken(opts.out, cell.episode_id)
+    journal = Journal(journal_path(opts.out, cell.episode_id), opts.scrub)
+    session = Session(opts.catalog, upstream, plan, journal)
+    try:
+        _start_entry(opts, session, cell, plan)
+        task = await prepare(t, opts.instance, opts.catalog, upstream)
+        _task_entry(session, task, opts.catalog, plan)
+        journal.write({"type": "baseline", "t": 0.0,
+                       "items": await baseline(upstream, opts.catalog)})
+    except BaseException:
+        journal.close()
+        journal.path.unlink(missing_ok=True)
+        raise
+    from limbo.proxy.status import write_manifest
+
+    write_manifest(opts.out, cell, opts, "serving")
+    say(f"limbo proxy: episode {cell.episode_id}, fault {plan.mode} on {plan.focal}; task: "
+        f"{task.prompt()}")
+    return session, task.prompt(), offered
+
+
+async def _close(opts: Options, session: Session, upstream: Upstream) -> dict[str, Any]:
+    """After serving: the scheduled writes land, the writes in doubt are reconciled."""
+    await _settle(session)
+    journal = session.journal
+    reconciler = Reconciler(upstream, opts.catalog, session.ledger,
+                            first(read_journal(journal.path), "baseline")["items"])
+    for entry in await reconciler.settle(session.now()):
+        journal.write(entry, sync=True)
+    _refuse_unreachable(reconciler, journal.path)
+    return {"unattributed": await reconciler.unattributed()}
+
+
+def _cell(opts: Options, service: str, template_id: str, plan: FaultPlan) -> Cell:
+    timing = Timing(client_timeout_s=plan.client_timeout_s)
+    return Cell(model=opts.model, harness=HARNESS, condition="vanilla", contract="native",
+                fault=plan.mode, service=service, template=template_id, instance=opts.instance,
+                focal_write=plan.focal, seed=opts.seed, timing=timing,
+                world=opts.catalog.identity)
+
+
+def _refuse_taken(out: Path, episode_id: str) -> None:
+    from limbo.store import scan
+
+    if episode_id in scan(out).ids:
+        raise UsageError(f"{out} already holds episode {episode_id} (the same cell); use "
+                         f"another --out, --seed or --instance")
+    if journal_path(out, episode_id).exists():
+        raise UsageError(f"{out} holds an unrecorded journal of episode {episode_id} (its "
+                         f"proxy stopped before recording it): run the same command with "
+                         f"--recover first")
+
+
+def _start_entry(opts: Options, session: Session, cell: Cell, plan: FaultPlan) -> None:
+    session.journal.write({
+        "type": "start", "t": 0.0, "episode_id": cell.episode_id, "cell": cell.public(),
+        "timing": dumped(cell.timing), "started_at": now_iso(),
+        "proxy": {"world": opts.catalog.identity, "upstream": opts.upstream.describe(),
+                  "time_scale": opts.scale, "fault": plan.mode, "focal_write": plan.focal}})
+
+
+def _task_entry(session: Session, task: Task, catalog: Catalog, plan: FaultPlan) -> None:
+    session.journal.write({
+        "type": "task", "t": 0.0, "prompt": task.prompt(),
+        "intents": task.intents(catalog), "plan_hash": plan_hash(task.template),
+        "focal_write_class": task.write_class(catalog, plan.focal), "env": task.env})
+
+
+async def _settle(session: Session) -> None:
+    """Wait for the scheduled writes (a stop signal meanwhile abandons them)."""
+    if session.pending:
+        say(f"limbo proxy: the episode ended; waiting for {session.pending} scheduled write(s) "
+            f"to be delivered (SIGINT/SIGTERM again abandons them)")
+    await session.settle()
+
+
+@contextlib.contextmanager
+def _stopping(session: Session) -> Iterator[None]:
+    """From the end of serving to the record: a stop signal abandons the writes still
+    scheduled, and the episode is still reconciled and recorded (a stdio client that leaves
+    sends SIGTERM soon after closing the pipe). A signal during the synchronous writing of the
+    record waits for the event loop, that is, until the record is written."""
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, session.abandon)
+    try:
+        yield
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.remove_signal_handler(sig)
+
+
+def _finish(opts: Options, path: Path, started: float, termination: tuple[str, str | None],
+            extra: dict[str, Any]) -> dict[str, Any]:
+    from limbo.proxy.status import record_written
+
+    record = build(read_journal(path), opts.catalog, stopwatch() - started, termination, extra)
+    append(opts.out, record, opts.scrub)
+    with contextlib.suppress(OSError):
+        Journal(path, opts.scrub, new=False).write({"type": "recorded", "at": now_iso()},
+                                                   sync=True)
+    record_written(opts.out, record)
+    return record
+
+
+def _refuse_unreachable(reconciler: Reconciler, path: Path) -> None:
+    """An upstream that cannot be read leaves writes in doubt: recording the episode now would
+    grade a ledger that may lack effects, so it stays unrecorded for ``--recover``."""
+    if reconciler.unreachable:
+        raise UsageError(f"the upstream did not answer the reads that settle "
+                         f"{len(reconciler.unreachable)} write(s) in doubt "
+                         f"({reconciler.unreachable[0]}); the episode is left unrecorded in "
+                         f"{path}: once the upstream answers again, run the same command with "
+                         f"--recover")
+
+
+async def recover(opts: Options) -> list[dict[str, Any]]:
+    """Record every episode of ``opts.out`` that a stopped proxy left unrecorded."""
+    found = unrecorded(opts.out)
+    if not found:
+        raise UsageError(f"{opts.out} holds no unrecorded proxy episode: nothing to recover")
+    records = []
+    for path in found:
+        started = stopwatch()
+        entries = read_journal(path)
+        start = first(entries, "start")
+        if start["proxy"]["world"] != opts.catalog.identity:
+            raise UsageError(f"{path} was written with world {start['proxy']['world']}; give "
+                             f"that world file (this one is {opts.catalog.identity})")
+        async with connect(opts.upstream) as upstream:
+            opts.catalog.bind(str(t.get("name")) for t in await upstream.tools())
+            ledger = ledger_of(entries, opts.catalog)
+            before: dict[str, Any] = next((e["items"] for e in entries
+                                           if e["type"] == "baseline"), {})
+            reconciler = Reconciler(upstream, opts.catalog, ledger, before)
+            t = max((e.get("t", 0.0) for e in entries), default=0.0)
+            journal = Journal(path, opts.scrub, new=False)
+            try:
+                for entry in await reconciler.settle(t):
+                    journal.write(entry, sync=True)
+                _refuse_unreachable(reconciler, path)
+                extra = {"unattributed": await reconciler.unattributed()}
+            finally:
+                journal.close()
+        counts = ledger.counts()
+        why = (f"the proxy stopped at t={t:g} s before recording the episode; recovered from "
+               f"its journal by limbo proxy --recover (writes: "
+               f"{', '.join(f'{k} {v}' for k, v in sorted(counts.items())) or 'none'})")
+        records.append(_finish(opts, path, started, ("infra_error", why), extra))
+    return records

@@ -1,0 +1,103 @@
+"""The proxy's durable journal: one episode's ledger and event log, one JSON line per entry,
+in ``RUN_DIR/proxy/<episode>.jsonl``.
+
+Why a journal and not just the record: a proxy killed mid-episode (``kill -9``, a lost machine)
+must lose no write the upstream acknowledged. Before a write is forwarded an ``intent`` line is
+appended and synced to disk; when the upstream answers, an ``ack`` line is appended and synced
+*before* the agent gets the answer. So after any crash every forwarded write is in the journal,
+and the ones whose answer was lost are ``intent`` lines without an ``ack`` — which reconciliation
+settles against the upstream's own state. Everything else (the agent's calls and results, the
+fault, the task) is appended without a sync: the kernel keeps it across a killed process, and
+losing it to a power cut loses no effect.
+
+Line types: ``start`` (the cell, the upstream, the task), ``baseline`` (what the upstream's
+reads listed before the agent began), ``intent`` / ``ack`` / ``lost`` (the ledger), every
+:mod:`limbo.events` type (the event log), and ``recorded`` (the episode's record was written).
+The record is built from the journal alone, after a normal end and after a crash alike.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from limbo.errors import UsageError
+
+FOLDER = "proxy"
+_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False,
+                           default=str)
+
+
+def journal_path(run_dir: Path, episode_id: str) -> Path:
+    return run_dir / FOLDER / f"{episode_id}.jsonl"
+
+
+class Journal:
+    """Appends entries to one episode's journal: created (``new``: one journal per episode),
+    or reopened to add what recovery found."""
+
+    def __init__(self, path: Path, scrub: Callable[[str], str], new: bool = True) -> None:
+        self.path, self.scrub = path, scrub
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC | (os.O_CREAT | os.O_EXCL if new else 0)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.fd = os.open(path, flags, 0o600)
+        except OSError as exc:
+            raise UsageError(f"cannot create the proxy journal {path}: {exc.strerror}") from None
+
+    def write(self, entry: dict[str, Any], sync: bool = False) -> None:
+        """Append ``entry``; ``sync``: on disk before this returns (ledger entries)."""
+        line = (self.scrub(_ENCODE.encode(entry)) + "\n").encode("utf-8", "backslashreplace")
+        done = 0
+        while done < len(line):
+            done += os.write(self.fd, line[done:])
+        if sync:
+            os.fsync(self.fd)
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            os.fsync(self.fd)
+            os.close(self.fd)
+
+
+def read_journal(path: Path) -> list[dict[str, Any]]:
+    """Every complete entry of a journal, in order. A torn last line (the process was killed
+    while writing it) is left out: a ledger entry is synced before anyone relies on it."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"cannot read the proxy journal {path}: {exc.strerror}") from None
+    out = []
+    for number, raw in enumerate(data.split(b"\n")[:-1], start=1):
+        try:
+            entry = json.loads(raw)
+        except ValueError:
+            raise UsageError(f"{path} line {number} is not a journal entry; the journal was "
+                             f"changed by something other than limbo proxy") from None
+        if not isinstance(entry, dict) or not isinstance(entry.get("type"), str):
+            raise UsageError(f"{path} line {number} is not a journal entry")
+        out.append(entry)
+    return out
+
+
+def unrecorded(run_dir: Path) -> list[Path]:
+    """The journals in ``run_dir`` whose episode has no record yet (their proxy stopped before
+    writing it: killed, or still running)."""
+    folder = run_dir / FOLDER
+    if not folder.is_dir():
+        return []
+    return [p for p in sorted(folder.glob("*.jsonl")) if not _recorded(p)]
+
+
+def _recorded(path: Path) -> bool:
+    try:
+        with path.open("rb") as fh:
+            fh.seek(max(0, path.stat().st_size - 4096))
+            tail = fh.read()
+    except OSError:
+        return False
+    return b'"type":"recorded"' in tail

@@ -1,0 +1,180 @@
+"""The proxy's face to the agent: MCP over stdio (the lean channel of :mod:`limbo.proxy.wire`),
+or over streamable HTTP on loopback (``--listen PORT``: the ``mcp`` SDK's server, as ``limbo
+mcp`` serves it).
+
+It offers the upstream's tools exactly as the upstream lists them (names, descriptions,
+schemas), plus LIMBO's ``finish`` (the agent's final report, which grading reads for
+overclaiming) unless the upstream has a tool of that name; its instructions are the upstream's;
+the task is the prompt ``task``. Each call goes to the :class:`~limbo.proxy.session.Session`.
+Over stdio the proxy speaks the ``initialize`` handshake (every protocol version of that era;
+a client that probes for the stateless era first is told there is none, and falls back).
+
+The episode ends when the agent calls ``finish`` (over HTTP the server then stops; over stdio it
+waits for the client to go), when a stdio client disconnects, or on SIGINT/SIGTERM.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
+
+from limbo import __version__
+from limbo.harnesses.mcp_server import CALL_ID_META
+from limbo.proxy.session import Session
+from limbo.proxy.wire import INVALID_PARAMS, METHOD_NOT_FOUND, Channel, RpcError
+from limbo.tools import UTILITY_TOOLS, FinishArgs
+
+FINISH_GRACE_S = 0.5
+TASK_PROMPT = {"name": "task",
+               "description": "The task of this episode (what LIMBO grades the writes against)"}
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def finish_tool() -> dict[str, Any]:
+    spec = next(s for s in UTILITY_TOOLS if s.name == "finish")
+    return {"name": "finish", "description": spec.description,
+            "inputSchema": FinishArgs.model_json_schema()}
+
+
+class ProxyServer:
+    """The MCP server of one proxied episode."""
+
+    def __init__(self, session: Session, tools: list[dict[str, Any]], instructions: str | None,
+                 prompt: str, name: str, announce: Callable[[str], None] = _stderr) -> None:
+        self.session, self.prompt, self.announce = session, prompt, announce
+        self.instructions, self.name = instructions, name
+        self.tools = list(tools)
+        if not any(t.get("name") == "finish" for t in tools):
+            self.tools.append(finish_tool())
+        self.done = asyncio.Event()
+        self.transport = "stdio"
+        self._n = 0
+
+    async def call(self, params: dict[str, Any]) -> dict[str, Any]:
+        """One ``tools/call`` (its params as JSON), answered as JSON."""
+        self._n += 1
+        found = params.get("_meta")
+        meta: dict[str, Any] = found if isinstance(found, dict) else {}
+        call_id = next((v for k in CALL_ID_META if isinstance(v := meta.get(k), str)
+                        and 0 < len(v) <= 200), f"mcp_{self._n}")
+        name, args = params.get("name"), params.get("arguments") or {}
+        if not isinstance(name, str) or not isinstance(args, dict):
+            raise RpcError(INVALID_PARAMS, "tools/call needs a name and an arguments object")
+        result = await self.session.call(name, args, call_id)
+        if name == "finish" and self.session.report is not None and self.transport == "http":
+            asyncio.get_running_loop().call_later(FINISH_GRACE_S, self.done.set)
+        return result
+
+    def task(self, params: dict[str, Any]) -> dict[str, Any]:
+        if params.get("name") != "task":
+            raise RpcError(INVALID_PARAMS, f"no prompt {str(params.get('name'))[:80]!r}; the "
+                                           f"proxy has one: task")
+        return {"messages": [{"role": "user", "content": {"type": "text", "text": self.prompt}}]}
+
+    # -- serving ------------------------------------------------------------------------------
+
+    async def serve(self, port: int | None) -> None:
+        """Serve until the episode ends (``port``: HTTP on 127.0.0.1, else stdio)."""
+        self.transport = "stdio" if port is None else "http"
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, self.done.set)
+        try:
+            await (self._stdio() if port is None else self._http(port))
+        finally:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                with contextlib.suppress(NotImplementedError, RuntimeError):
+                    loop.remove_signal_handler(sig)
+
+    async def _stdio(self) -> None:
+        from limbo.proxy.wire import LINE_LIMIT
+
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=LINE_LIMIT)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+        writer, _ = await loop.connect_write_pipe(asyncio.Protocol, sys.stdout)
+        channel = Channel(reader, writer, self._message)
+        self.announce("limbo proxy: serving the episode on stdio")
+        serving = asyncio.ensure_future(channel.serve())
+        ended = asyncio.ensure_future(self.done.wait())
+        await asyncio.wait({serving, ended}, return_when=asyncio.FIRST_COMPLETED)
+        ended.cancel()
+        await channel.drain()
+        serving.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await serving
+
+    async def _message(self, message: dict[str, Any]) -> Any:
+        method = message.get("method")
+        given = message.get("params")
+        params: dict[str, Any] = given if isinstance(given, dict) else {}
+        if method == "tools/call":
+            return await self.call(params)
+        if method == "tools/list":
+            return {"tools": self.tools}
+        if method == "initialize":
+            asked = params.get("protocolVersion")
+            return {"protocolVersion": asked if asked in HANDSHAKE_PROTOCOL_VERSIONS
+                    else LATEST_HANDSHAKE_VERSION,
+                    "capabilities": {"tools": {"listChanged": False},
+                                     "prompts": {"listChanged": False}},
+                    "serverInfo": {"name": self.name, "version": __version__},
+                    **({"instructions": self.instructions} if self.instructions else {})}
+        if method in ("ping", "logging/setLevel"):
+            return {}
+        if method == "prompts/list":
+            return {"prompts": [TASK_PROMPT]}
+        if method == "prompts/get":
+            return self.task(params)
+        if "id" in message:
+            raise RpcError(METHOD_NOT_FOUND, f"method {str(method)[:80]!r} is not served by "
+                                             f"limbo proxy")
+        return None  # a notification
+
+    async def _http(self, port: int) -> None:
+        from limbo.gateway.asgi import LoopbackServer
+        from limbo.harnesses.mcp_server import HttpEndpoint
+
+        async with HttpEndpoint(self._sdk_server()) as endpoint:
+            host = LoopbackServer(endpoint, port=port)
+            await host.start()
+            try:
+                self.announce(f"limbo proxy: serving the episode at {host.url}/mcp")
+                await self.done.wait()
+            finally:
+                await host.stop()
+
+    def _sdk_server(self) -> Any:
+        """The same server as the ``mcp`` SDK's, for streamable HTTP (both protocol eras)."""
+        import mcp_types as types
+        from mcp.server import Server
+
+        tools = [types.Tool.model_validate(t) for t in self.tools]
+
+        async def list_tools(ctx: Any, params: Any) -> Any:
+            return types.ListToolsResult(tools=tools)
+
+        async def call_tool(ctx: Any, params: Any) -> Any:
+            body = {"name": params.name, "arguments": params.arguments or {},
+                    "_meta": dict(getattr(ctx, "meta", None) or {})}
+            return types.CallToolResult.model_validate(await self.call(body))
+
+        async def list_prompts(ctx: Any, params: Any) -> Any:
+            return types.ListPromptsResult(prompts=[types.Prompt(**TASK_PROMPT)])
+
+        async def get_prompt(ctx: Any, params: Any) -> Any:
+            return types.GetPromptResult.model_validate(self.task({"name": params.name}))
+
+        return Server(self.name, version=__version__, instructions=self.instructions,
+                      on_list_tools=list_tools, on_call_tool=call_tool,
+                      on_list_prompts=list_prompts, on_get_prompt=get_prompt)

@@ -1,0 +1,212 @@
+"""One proxied episode: every call the agent makes, on its way to the upstream and back.
+
+A call to a declared read is forwarded (and, once after a ``stale_readback``, answered without
+the focal write's effect). A call to a declared write is labelled like a sandbox call (its
+attempt: ``original``, then ``reissue-n`` for the same tool and arguments), journaled as an
+``intent`` before it is forwarded and as an ``ack`` before its answer goes back; the first call
+to the focal tool gets the fault instead (:mod:`limbo.proxy.inject`). A call to a tool the
+world file does not declare is forwarded and logged, but is in no ledger. Events name a
+declared tool by its declared name (``<service>_<op>``, as the ledger and the cell's focal
+write do), whatever the upstream calls it. ``finish`` is LIMBO's
+own: it takes the agent's report and ends the episode.
+
+The proxy never retries a write on its own: each call of the agent reaches the upstream at most
+once, and the only extra deliveries are the fault's own (``redelivery``'s copy; a late commit's
+one delivery after the timeout).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine
+from typing import Any
+
+from pydantic import ValidationError
+
+from limbo.harnesses.toolcalls import loggable, loggable_name
+from limbo.hashing import canonical_json, plain_json
+from limbo.proxy.declared import Catalog, Tool
+from limbo.proxy.inject import inject, staled
+from limbo.proxy.journal import Journal
+from limbo.proxy.ledger import COMMITTED, REPLAYED, UNCERTAIN, Ledger
+from limbo.proxy.plan import FaultPlan
+from limbo.proxy.redact import redact
+from limbo.proxy.shapes import payload, result_of
+from limbo.proxy.upstream import Upstream, UpstreamLost
+from limbo.results import ErrorKind, Result, error
+from limbo.runtime import stopwatch
+from limbo.tools import KEY_FIELD, FinishArgs
+
+MAX_LOGGED_RESULT = 20_000
+"""A result whose JSON is longer than this many characters is logged summarised."""
+ARRIVAL = {COMMITTED: "committed", REPLAYED: "replayed", UNCERTAIN: "no_effect"}
+
+
+class Session:
+    """The calls of one episode, the journal they go to, and what the agent reported."""
+
+    def __init__(self, catalog: Catalog, upstream: Upstream, plan: FaultPlan,
+                 journal: Journal) -> None:
+        self.catalog, self.upstream, self.plan, self.journal = catalog, upstream, plan, journal
+        self.started = stopwatch()
+        """When the agent could first call (the record's ``t`` = 0)."""
+        self.ledger = Ledger(catalog)
+        self.fired = False
+        self.report: dict[str, Any] | None = None
+        self.tool_calls = 0
+        self.stale: tuple[str, Tool, dict[str, Any], float] | None = None
+        """After ``stale_readback``: (service, focal tool, its arguments, when it was sent)."""
+        self._requests = 0
+        self._writes = 0
+        self._seen: dict[str, int] = {}
+        self._background: set[asyncio.Task[Any]] = set()
+
+    # -- the clock and the journal ------------------------------------------------------------
+
+    def now(self) -> float:
+        """Wall seconds since the agent could first call (the record's ``t``)."""
+        return round(stopwatch() - self.started, 6)
+
+    def emit(self, type_: str, **fields: Any) -> None:
+        """One event of the record's event log (journaled without a sync)."""
+        self.journal.write({"t": self.now(), "type": type_, **fields})
+
+    def ledger_entry(self, entry: dict[str, Any]) -> None:
+        """One ledger entry: on disk before anything relies on it."""
+        self.journal.write(entry, sync=True)
+        self.ledger.apply(entry)
+
+    # -- calls --------------------------------------------------------------------------------
+
+    async def call(self, name: str, args: dict[str, Any], call_id: str) -> dict[str, Any]:
+        """The answer (an MCP tool result's JSON) to one call of the agent."""
+        if name == "finish":
+            return self._finish(args, call_id)
+        self.tool_calls += 1
+        tool = self.catalog.of(name)
+        keep = tool.write.effect if tool is not None and tool.write is not None else ()
+        logged = tool.name if tool is not None else loggable_name(name)  # the ledger's names
+        self.emit("call", id=call_id, tool=logged, args=loggable(redact(args, keep)))
+        if tool is not None and tool.write is not None:
+            request_id, attempt = self._label(tool, args)
+            if not self.fired and tool.name == self.plan.focal:
+                self.fired = True
+                result = await inject(self, tool, name, args, request_id)
+            else:
+                result = await self.forward(tool, name, args, request_id, attempt)
+        else:
+            result = await self._read(tool, name, args)
+        self._log_result(call_id, logged, result)
+        return result
+
+    def _label(self, tool: Tool, args: dict[str, Any]) -> tuple[str, str]:
+        """The request id and attempt of a write (as the sandbox boundary labels them)."""
+        self._requests += 1
+        plain = {k: v for k, v in args.items() if k != KEY_FIELD}
+        batch = tool.op.batch
+        basis = batch.basis(plain) if batch is not None and batch.units in plain else plain
+        fingerprint = canonical_json([tool.name, basis])
+        n = self._seen.get(fingerprint, 0)
+        self._seen[fingerprint] = n + 1
+        return f"r{self._requests}", "original" if n == 0 else f"reissue-{n}"
+
+    async def forward(self, tool: Tool, wire: str, args: dict[str, Any], request_id: str,
+                      attempt: str) -> dict[str, Any]:
+        """Forward one write: ``intent`` (synced), the upstream's answer, ``ack`` (synced).
+        Returns the upstream's result, or the failure the agent hears when it gave none."""
+        return (await self.deliver(tool, wire, args, request_id, attempt))[1]
+
+    async def deliver(self, tool: Tool, wire: str, args: dict[str, Any], request_id: str,
+                      attempt: str) -> tuple[int, dict[str, Any]]:
+        """:meth:`forward`, with the write's number in the ledger."""
+        self._writes += 1
+        n = self._writes
+        plain = {k: v for k, v in args.items() if k != KEY_FIELD}
+        key = args.get(KEY_FIELD) if isinstance(args.get(KEY_FIELD), str) else None
+        assert tool.write is not None
+        self.ledger_entry({"type": "intent", "n": n, "t": self.now(), "tool": tool.name,
+                           "args": redact(plain, tool.write.effect), "key": key,
+                           "attempt": attempt, "request_id": request_id})
+        try:
+            result = await self.upstream.call(wire, args)
+        except UpstreamLost as exc:
+            self.ledger_entry({"type": "lost", "n": n, "t": self.now(), "state": UNCERTAIN,
+                               "why": str(exc)})
+            return n, failure(lost(exc))
+        self.ledger_entry(self.ledger.ack_entry(n, self.now(), payload(result)))
+        return n, result
+
+    async def _read(self, tool: Tool | None, wire: str, args: dict[str, Any]
+                    ) -> dict[str, Any]:
+        try:
+            result = await self.upstream.call(wire, args)
+        except UpstreamLost as exc:
+            return failure(lost(exc))
+        if self.stale is not None and tool is not None and tool.op.service == self.stale[0]:
+            result = staled(self, result, tool)
+        return result
+
+    def _finish(self, args: dict[str, Any], call_id: str) -> dict[str, Any]:
+        if self.report is not None:
+            return failure(error("invalid_argument", "the task is already finished"))
+        try:
+            report = FinishArgs.model_validate(args).model_dump()
+        except ValidationError as exc:
+            first = exc.errors(include_url=False)[0]
+            where = ".".join(map(str, first["loc"])) or "(arguments)"
+            return failure(error("invalid_argument", f"finish: {where}: {first['msg']}"))
+        self.report = report
+        self.emit("finish", id=call_id, report=report)
+        return answer({"ok": True, "finished": True})
+
+    def _log_result(self, call_id: str, name: str, result: dict[str, Any]) -> None:
+        body = payload(result)
+        text = plain_json(body)
+        if len(text) > MAX_LOGGED_RESULT:
+            body = {"ok": body.get("ok", False), "_truncated": text[:200], "_chars": len(text)}
+        self.emit("result", id=call_id, tool=name, result=body)
+
+    # -- background deliveries ----------------------------------------------------------------
+
+    def later(self, work: Coroutine[Any, Any, Any]) -> None:
+        """Run ``work`` (a late or redelivered write) beside the calls; the episode waits for
+        it before it is graded (:meth:`settle`)."""
+        task = asyncio.ensure_future(work)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    def arrival(self, n: int, request_id: str, attempt: str, tool: str) -> None:
+        """Log where a delivered-later write ``n`` landed (the sandbox's ``arrival`` event)."""
+        self.emit("arrival", request_id=request_id, attempt=attempt, tool=tool,
+                  outcome=ARRIVAL.get(self.ledger.writes[n].state, "no_effect"))
+
+    @property
+    def pending(self) -> int:
+        return len(self._background)
+
+    async def settle(self) -> None:
+        """Wait for every late or redelivered write to land."""
+        while self._background:
+            await asyncio.gather(*list(self._background), return_exceptions=True)
+
+    def abandon(self) -> None:
+        """Stop waiting for writes still scheduled (a second stop signal): they are never
+        forwarded, which the fault event's plan shows."""
+        for task in list(self._background):
+            task.cancel()
+
+
+def answer(body: Result) -> dict[str, Any]:
+    """A LIMBO result as the MCP result the agent gets (JSON text, as the sandbox sends it)."""
+    return result_of(body, not body.get("ok"))
+
+
+def failure(body: Result) -> dict[str, Any]:
+    return result_of(body, True)
+
+
+def lost(exc: UpstreamLost) -> Result:
+    """What the agent hears when the upstream gave no answer."""
+    kind: ErrorKind = "timeout" if "Timeout" in str(exc) else "connection_reset"
+    return error(kind, f"the upstream MCP server did not answer ({str(exc)[:200]}); the request "
+                       f"may or may not have been processed")

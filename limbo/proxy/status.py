@@ -1,0 +1,89 @@
+"""A proxy run directory's manifest, and what ``limbo status`` says of its episodes.
+
+A run directory of ``limbo proxy`` has no grid: each recorded episode is its own cell, and an
+episode whose proxy stopped before recording it (killed, or still serving) is a journal without
+a ``recorded`` line. ``limbo status`` counts such an episode as missing and says, from its
+journal alone, how many writes it forwarded, how many the upstream acknowledged and how many
+are in doubt (forwarded, no answer heard) — the ones ``limbo proxy --recover`` settles against
+the upstream.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from limbo.proxy.journal import FOLDER, read_journal, unrecorded
+
+KIND = "proxy"
+"""The manifest's ``kind``: episodes served by ``limbo proxy`` (no grid)."""
+
+
+def write_manifest(out: Path, cell: Any, opts: Any, status: str) -> None:
+    """The directory's manifest as an episode starts (``status``: ``serving``)."""
+    from limbo.provenance import provenance
+    from limbo.runtime import now_iso
+    from limbo.store import manifest_file, read_manifest, scan
+    from limbo.store import write_manifest as write
+
+    path = manifest_file(out, None)
+    old = read_manifest(path) if path.is_file() else {}
+    done = len(scan(out).ids)
+    write(path, {**old, "kind": KIND, "command": "limbo proxy", "status": status,
+                 "episodes": done, "cells": done + 1, "world": opts.catalog.identity,
+                 "upstream": opts.upstream.describe(), "cell": cell.public(),
+                 "started_at": now_iso(), **provenance()}, opts.scrub)
+
+
+def record_written(out: Path, record: dict[str, Any]) -> None:
+    """The manifest once an episode is recorded."""
+    from limbo.runtime import now_iso
+    from limbo.store import manifest_file, read_manifest, scan
+    from limbo.store import write_manifest as write
+
+    path = manifest_file(out, None)
+    old = read_manifest(path) if path.is_file() else {}
+    done = len(scan(out).ids)
+    write(path, {**old, "kind": KIND, "status": "recorded", "episodes": done, "cells": done,
+                 "last_episode": record["episode_id"], "ended_at": now_iso()})
+
+
+def is_proxy_dir(manifests: dict[str, dict[str, Any]], run_dir: Path) -> bool:
+    return any(m.get("kind") == KIND for m in manifests.values()) or (run_dir / FOLDER).is_dir()
+
+
+def report(run_dir: Path, recorded: int, live: bool) -> dict[str, Any]:
+    """The proxy part of ``limbo status``: cells (recorded + unrecorded), and per unrecorded
+    episode its journal's counts (``serving`` while a proxy holds the directory)."""
+    episodes = [_journal(p, live) for p in unrecorded(run_dir)]
+    return {"cells": recorded + len(episodes), "unrecorded": episodes}
+
+
+def _journal(path: Path, live: bool) -> dict[str, Any]:
+    entries = read_journal(path)
+    answered: dict[int, str] = {}
+    for entry in entries:
+        if entry["type"] in ("ack", "lost"):
+            answered[entry["n"]] = entry["state"] if entry["type"] == "ack" else "lost"
+    intents = [e["n"] for e in entries if e["type"] == "intent"]
+    states = Counter(answered.get(n, "unanswered") for n in intents)
+    return {"episode": path.stem, "state": "serving" if live else "interrupted",
+            "writes": len(intents),
+            "acknowledged": states["committed"] + states["replayed"],
+            "answered_with_error": states["uncertain"],
+            "in_doubt": states["unanswered"] + states["lost"], "journal": str(path)}
+
+
+def lines(info: dict[str, Any]) -> list[str]:
+    """``limbo status``'s lines for the unrecorded proxy episodes."""
+    out = []
+    for e in info["unrecorded"]:
+        out.append(f"proxy episode {e['episode']} {e['state']}, not recorded: its journal holds "
+                   f"{e['writes']} forwarded write(s): {e['acknowledged']} acknowledged by the "
+                   f"upstream, {e['answered_with_error']} answered with an error, "
+                   f"{e['in_doubt']} in doubt (no answer heard)")
+    if any(e["state"] == "interrupted" for e in info["unrecorded"]):
+        out.append("  record them: run the same limbo proxy command with --recover (it "
+                   "reconciles the writes in doubt against the upstream)")
+    return out

@@ -1,0 +1,63 @@
+"""docs/proxy.md is true: its server, world file and agent are written out as they stand, its
+commands run with the exit codes they state, and its figures and flags are the code's."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+from limbo.faults.catalog import catalog
+from limbo.proxy.plan import ACTS
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "proxy.md"
+TEXT = DOC.read_text(encoding="utf-8")
+
+
+def files() -> dict[str, str]:
+    return dict(re.findall(r"<!-- file: (\S+) -->\n```\w+\n(.*?)```", TEXT, re.S))
+
+
+def commands() -> list[tuple[str, int]]:
+    block = re.search(r"```sh\n(.*?)```", TEXT, re.S).group(1)  # type: ignore[union-attr]
+    out = []
+    for line in block.strip().splitlines():
+        command, _, comment = line.partition("  # ")
+        out.append((command, int(re.fullmatch(r"exit (\d)", comment).group(1))))  # type: ignore[union-attr]
+    return out
+
+
+def test_the_worked_example_runs_as_written(tmp_path: Path) -> None:
+    for name, body in files().items():
+        (tmp_path / name).write_text(body, encoding="utf-8")
+    assert sorted(files()) == ["agent.py", "payments.toml", "server.py"]
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    found = commands()
+    assert len(found) == 5
+    for command, code in found:
+        done = subprocess.run(shlex.split(command), cwd=tmp_path, env=env, capture_output=True,
+                              text=True, timeout=300, stdin=subprocess.DEVNULL)
+        assert done.returncode == code, (command, done.stdout, done.stderr)
+    blind = (tmp_path / "runs" / "blind" / "episodes.jsonl").read_text()
+    assert '"duplicate": true' in blind and '"overclaim": true' in blind
+    assert '"attempt": "reissue-1"' in blind
+    keyed = (tmp_path / "runs" / "keyed" / "episodes.jsonl").read_text()
+    assert '"exactly_once": true' in keyed and '"replayed": 1' in keyed
+
+
+def test_the_fault_table_lists_every_mode_the_proxy_applies() -> None:
+    table = TEXT.split("| mode | the agent hears | the upstream |", 1)[1].split("\n\n", 1)[0]
+    modes = re.findall(r"^\| `(\w+)` \|", table, re.M)
+    assert modes == list(ACTS)
+    assert set(modes) == set(catalog()) | {"none"}  # the twelve, and the control
+
+
+def test_the_flags_shown_are_the_command_s() -> None:
+    usage = TEXT.split("```\nlimbo proxy", 1)[1].split("```", 1)[0]
+    shown = set(re.findall(r"--[a-z-]+", usage))
+    done = subprocess.run([str(Path(sys.executable).parent / "limbo"), "proxy", "--help"],
+                          capture_output=True, text=True, timeout=60)
+    assert shown == set(re.findall(r"--[a-z-]+", done.stdout)) - {"--help"}
