@@ -19,6 +19,7 @@ differently — is analysed as it was made:
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from limbo import __version__
@@ -75,23 +76,32 @@ def experiment(grid: Grid) -> dict[str, Any]:
 
 def design(grid: Grid) -> dict[str, Any]:
     """Everything the analysis needs about ``grid``'s run (see the module docstring)."""
-    from limbo.faults import catalog
     from limbo.tools import toolset
 
     check_comparisons(grid)
     experiments = [experiment(sub) for sub in (included(grid) if grid.include else [grid])]
     modes = sorted({m for e in experiments for m in e["levels"]["fault"]})
-    info = catalog()
-    faults = {m: {"family": info[m].family, "families": list(info[m].families),
-                  "group": info[m].group} for m in modes}
     subs = included(grid) if grid.include else [grid]
     tools = {name: spec.kind for sub in subs
              for name, spec in sorted(toolset("native", world_kit(sub).services).items())}
-    tools = dict(sorted(tools.items()))
     conditions = entries("condition")
     waits = {c: float(conditions[c].wait_s) for e in experiments for c in e["levels"]["condition"]
              if c.startswith("wait-") and getattr(conditions.get(c), "wait_s", None) is not None}
-    return {"version": DESIGN_VERSION, "grid_digest": digest(
-        [e["digest"] for e in experiments]), "experiments": experiments, "faults": faults,
-        "tools": tools, "toolset": digest(tools), "waits": dict(sorted(waits.items())),
-        "grader": GRADER_VERSION, "limbo": __version__}
+    return {**log_design(modes, tools), "grid_digest": digest(
+        [e["digest"] for e in experiments]), "experiments": experiments,
+        "waits": dict(sorted(waits.items()))}
+
+
+def log_design(modes: Iterable[str], tools: dict[str, str]) -> dict[str, Any]:
+    """The design of a run that is no experiment (``limbo mcp``, ``limbo proxy``): what its
+    records mean — the families and groups of ``modes``, the kinds of ``tools``, the grader
+    and LIMBO versions — with no experiment, so no table counts its episodes as one."""
+    from limbo.faults import catalog
+
+    info = catalog()
+    faults = {m: {"family": info[m].family, "families": list(info[m].families),
+                  "group": info[m].group} for m in sorted(modes)}
+    tools = dict(sorted(tools.items()))
+    return {"version": DESIGN_VERSION, "grid_digest": None, "experiments": [], "faults": faults,
+            "tools": tools, "toolset": digest(tools), "waits": {}, "grader": GRADER_VERSION,
+            "limbo": __version__}

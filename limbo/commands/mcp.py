@@ -188,4 +188,16 @@ def _append(out: Path, record: dict[str, Any], cell: Any, transport: str) -> Non
     write_manifest(manifest_file(out, None), {
         "kind": MCP, "command": "limbo mcp", "episodes": len(scan(out).ids),
         "cell": cell.public(), "transport": transport, "ended_at": now_iso(),
-        "last_episode": cell.episode_id, **provenance()}, scrubber())
+        "last_episode": cell.episode_id, "design": _design(cell), **provenance()}, scrubber())
+
+
+def _design(cell: Any) -> dict[str, Any]:
+    """What the directory's records mean to a reader (no experiment: each episode is its own
+    cell): every fault mode's family and the kinds of the tools the episode offered."""
+    from limbo.experiments.design import log_design
+    from limbo.faults import catalog
+    from limbo.tools import toolset
+    from limbo.worldfile.kit import kit
+
+    tools = toolset(cell.contract, kit(cell.world).services)
+    return log_design(catalog(), {name: spec.kind for name, spec in tools.items()})

@@ -33,7 +33,16 @@ def write_manifest(out: Path, cell: Any, opts: Any, status: str) -> None:
     write(path, {**old, "kind": KIND, "command": "limbo proxy", "status": status,
                  "episodes": done, "cells": done + 1, "world": opts.catalog.identity,
                  "upstream": opts.upstream.describe(), "cell": cell.public(),
-                 "started_at": now_iso(), **provenance()}, opts.scrub)
+                 "started_at": now_iso(), "design": _design(opts), **provenance()}, opts.scrub)
+
+
+def _design(opts: Any) -> dict[str, Any]:
+    """What the directory's records mean to a reader (no experiment: a proxy episode is its own
+    cell): every fault mode's family and the declared tools' kinds."""
+    from limbo.experiments.design import log_design
+    from limbo.faults import catalog
+
+    return log_design(catalog(), {name: t.kind for name, t in opts.catalog.tools.items()})
 
 
 def record_written(out: Path, record: dict[str, Any]) -> None:
