@@ -19,7 +19,7 @@ differently — is analysed as it was made:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from limbo import __version__
@@ -92,7 +92,7 @@ def design(grid: Grid) -> dict[str, Any]:
         "waits": dict(sorted(waits.items()))}
 
 
-def log_design(modes: Iterable[str], tools: dict[str, str]) -> dict[str, Any]:
+def log_design(modes: Iterable[str], tools: Mapping[str, str]) -> dict[str, Any]:
     """The design of a run that is no experiment (``limbo mcp``, ``limbo proxy``): what its
     records mean — the families and groups of ``modes``, the kinds of ``tools``, the grader
     and LIMBO versions — with no experiment, so no table counts its episodes as one."""
