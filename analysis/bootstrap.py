@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from limbo.analysis.stats import shapley_designs, shapley_fit
 from limbo.rng import derive_seed
 
 Array = np.ndarray
@@ -124,11 +125,12 @@ def cluster_bootstrap(frame: pd.DataFrame, cluster: str | Sequence[Any] | Array,
     return _interval(estimate, np.array(reps), k, seed, alpha)
 
 
-def rate_sums(y: Sequence[float] | Array, clusters: Sequence[Any] | Array,
+def mean_sums(y: Sequence[float] | Array, clusters: Sequence[Any] | Array,
               weights: Array | None = None) -> Array:
-    """Per-cluster (Σw·y, Σw): the sufficient statistics of a weighted rate, for
-    :func:`bootstrap_sums` with :func:`ratio`. The weights stay those of the data (e.g. 1/size
-    of the template within the cell), as a world drawn twice brings its episodes twice."""
+    """Per-cluster (Σw·y, Σw): the sufficient statistics of a weighted mean of ``y`` — a rate
+    for 0/1 outcomes, a paired difference for b − a in {−1, 0, 1} — for :func:`bootstrap_sums`
+    with :func:`ratio`. The weights stay those of the data (e.g. 1/size of the template within
+    the cell), as a world drawn twice brings its episodes twice."""
     y = np.asarray(y, dtype=float)
     w = np.ones(len(y)) if weights is None else np.asarray(weights, dtype=float)
     codes = pd.factorize(np.asarray(clusters, dtype=object))[0]
@@ -136,6 +138,26 @@ def rate_sums(y: Sequence[float] | Array, clusters: Sequence[Any] | Array,
 
 
 def ratio(totals: Array) -> Array:
-    """First column over second: the weighted rate of :func:`rate_sums` totals."""
+    """First column over second: the weighted mean of :func:`mean_sums` totals."""
     out: Array = totals[:, 0] / totals[:, 1]
     return out
+
+
+def shapley_statistic(frame: pd.DataFrame, factors: Sequence[str],
+                      outcome: str) -> Callable[[pd.DataFrame, Array], Array]:
+    """Shapley shares of ``factors`` (in that order) and then the total pseudo-R², as a
+    statistic for :func:`cluster_bootstrap` over ``frame``. The rows are sorted into the
+    cells of the factors and the designs built once; a replicate only re-counts each cell with
+    the rows' multiplicities and refits — the fits, not the data, are its cost."""
+    factors = list(factors)
+    grouped = frame.groupby(factors, observed=True, sort=True)
+    cell, cells = grouped.ngroup().to_numpy(), grouped.size().reset_index()[factors]
+    designs = shapley_designs(cells, factors)
+    hits = frame[outcome].to_numpy(float)
+
+    def statistic(rows: pd.DataFrame, copies: Array) -> Array:
+        found = shapley_fit(np.bincount(cell, hits * copies, len(cells)),
+                            np.bincount(cell, copies, len(cells)), designs, factors)
+        return np.array([*(found.share[f] for f in factors), found.total_r2])
+
+    return statistic

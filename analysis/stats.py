@@ -26,6 +26,7 @@ from scipy.stats import norm
 # Moved to their own modules; named here (``as``: an explicit re-export) so that existing
 # ``from limbo.analysis.stats import ...`` lines keep working.
 from limbo.analysis.gee import OddsRatio as OddsRatio
+from limbo.analysis.gee import firth_logit as firth_logit
 from limbo.analysis.gee import gee_odds_ratio as gee_odds_ratio
 from limbo.analysis.gee import separation as separation
 from limbo.analysis.gee import wald_p
@@ -101,30 +102,6 @@ def kish_rate(y: Sequence[bool] | Array, weights: Array | None = None,
     n_eff = float(total * total / (w * w).sum())
     lo, hi = wilson(rate * n_eff, n_eff, alpha)
     return Rate(int(y.sum()), n, rate, n_eff, lo, hi)
-
-
-# -- odds ratios ---------------------------------------------------------------------------
-
-def firth_logit(y: Array, X: Array, trials: Array | None = None, maxiter: int = 200,
-                tol: float = 1e-10) -> tuple[Array, Array]:
-    """Firth's penalised logistic regression (finite under separation): coefficients and
-    their SE from the information at the penalised estimate. On a 2×2 table it gives the
-    Haldane odds ratio (½ added to every cell)."""
-    y, X = np.asarray(y, dtype=float), np.asarray(X, dtype=float)
-    n = np.ones(len(y)) if trials is None else np.asarray(trials, dtype=float)
-    beta = np.zeros(X.shape[1])
-    for _ in range(maxiter):
-        mu = special.expit(X @ beta)
-        w = n * mu * (1 - mu)
-        inv = np.linalg.inv(X.T @ (X * w[:, None]))
-        hat = w * np.einsum("ij,jk,ik->i", X, inv, X)
-        step = inv @ (X.T @ (y - n * mu + hat * (0.5 - mu)))
-        beta = beta + step
-        if np.max(np.abs(step)) < tol:
-            break
-    mu = special.expit(X @ beta)
-    inv = np.linalg.inv(X.T @ (X * (n * mu * (1 - mu))[:, None]))
-    return beta, np.sqrt(np.diag(inv))
 
 
 # -- mixed-effects logistic model (maximum likelihood) --------------------------------------
@@ -352,11 +329,25 @@ def _design(cells: Any, factors: Sequence[str]) -> Array:
 
 def shapley_r2(cells: Any, factors: Sequence[str], y: str = "y", n: str = "n") -> Shapley:
     """Shapley decomposition of McFadden's R² = 1 − ℓ(S)/ℓ₀ over factor groups, fitted on
-    collapsed cells (a frame with one row per cell: the factors, ``y`` events of ``n``).
-    ℓ₀ is the intercept-only Bernoulli log-likelihood; NaN everywhere when it is 0 (the
-    outcome never or always happens)."""
+    collapsed cells (a frame with one row per cell: the factors, ``y`` events of ``n``)."""
     cells = cells[cells[n] > 0]
-    ys, ns = cells[y].to_numpy(float), cells[n].to_numpy(float)
+    return shapley_fit(cells[y].to_numpy(float), cells[n].to_numpy(float),
+                       shapley_designs(cells, factors), factors)
+
+
+def shapley_designs(cells: Any, factors: Sequence[str]) -> dict[tuple[str, ...], Array]:
+    """The design (intercept and treatment dummies) of every non-empty subset of ``factors``
+    over ``cells``: built once, so a bootstrap refits the same cells with other counts (a cell
+    with no episodes in a replicate adds nothing to the likelihood)."""
+    return {subset: _design(cells, subset) for size in range(1, len(factors) + 1)
+            for subset in itertools.combinations(factors, size)}
+
+
+def shapley_fit(ys: Array, ns: Array, designs: dict[tuple[str, ...], Array],
+                factors: Sequence[str]) -> Shapley:
+    """:func:`shapley_r2` on counts ``ys`` of ``ns`` per cell and the cells' designs. ℓ₀ is the
+    intercept-only Bernoulli log-likelihood; NaN everywhere when it is 0 (the outcome never
+    or always happens)."""
     factors = list(factors)
     nan_result = Shapley(NAN, dict.fromkeys(factors, NAN), dict.fromkeys(factors, NAN), {})
     if ns.sum() == 0:
@@ -366,9 +357,8 @@ def shapley_r2(cells: Any, factors: Sequence[str], y: str = "y", n: str = "n") -
     if ll0 == 0:
         return nan_result
     r2: dict[tuple[str, ...], float] = {(): 0.0}
-    for size in range(1, len(factors) + 1):
-        for subset in itertools.combinations(factors, size):
-            r2[subset] = 1 - bernoulli_llf(ys, ns, _design(cells, subset)) / ll0
+    for subset, design in designs.items():
+        r2[subset] = 1 - bernoulli_llf(ys, ns, design) / ll0
     phi = {f: _shapley_value(f, factors, r2) for f in factors}
     total = r2[tuple(factors)]
     share = {f: (phi[f] / total if total > 0 else NAN) for f in factors}

@@ -26,7 +26,7 @@ def clustered(seed: int, worlds: int = 40) -> tuple[np.ndarray, np.ndarray]:
 
 
 def rate_interval(y: np.ndarray, g: np.ndarray, **kwargs) -> bs.Interval:
-    return bs.bootstrap_sums(bs.rate_sums(y, g), bs.ratio, **kwargs)
+    return bs.bootstrap_sums(bs.mean_sums(y, g), bs.ratio, **kwargs)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -86,7 +86,7 @@ def test_generic_and_vectorised_paths_agree() -> None:
         return float((w * rows["y"].to_numpy()).sum() / w.sum())
 
     generic = bs.cluster_bootstrap(frame, "world", weighted_rate, replicates=300, seed=2)
-    fast = bs.bootstrap_sums(bs.rate_sums(y, g, weights), bs.ratio, replicates=300, seed=2)
+    fast = bs.bootstrap_sums(bs.mean_sums(y, g, weights), bs.ratio, replicates=300, seed=2)
     assert float(generic.estimate) == pytest.approx(float(fast.estimate), rel=1e-12)
     assert (float(generic.lo), float(generic.hi)) == pytest.approx(
         (float(fast.lo), float(fast.hi)), rel=1e-12)
@@ -111,26 +111,57 @@ def test_no_clusters_is_refused() -> None:
         bs.cluster_bootstrap(pd.DataFrame({"w": []}), "w", lambda f, c: 0.0)
 
 
-def test_shapley_shares_get_intervals() -> None:
-    """A vector statistic: each factor's Shapley share, fitted on cells collapsed with the
-    replicate's multiplicities."""
-    rng = np.random.default_rng(9)
+def shapley_rows(seed: int = 9) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
     rows = pd.DataFrame({"world": np.repeat(np.arange(24), 30),
                          "contract": rng.choice(["c0", "c1", "c2"], 720),
                          "model": rng.choice(["A", "B"], 720)})
     base = np.where(rows["contract"] == "c0", 0.5, np.where(rows["contract"] == "c1", 0.2, 0.05))
     rows["dup"] = (rng.random(720) < base + 0.05 * (rows["model"] == "B")).astype(float)
-    factors = ["contract", "model"]
+    return rows
 
-    def shares(frame: pd.DataFrame, copies: np.ndarray) -> np.ndarray:
-        cells = (frame.assign(y=frame["dup"] * copies, n=copies)
-                 .groupby(factors, as_index=False)[["y", "n"]].sum())
-        result = stats.shapley_r2(cells, factors)
-        return np.array([result.share[f] for f in factors])
 
-    iv = bs.cluster_bootstrap(rows, "world", shares, replicates=60, seed=4)
-    plain = stats.shapley_r2(rows.groupby(factors, as_index=False)["dup"]
-                             .agg(y="sum", n="count"), factors)
-    np.testing.assert_allclose(iv.estimate, [plain.share[f] for f in factors], rtol=1e-9)
-    assert iv.lo.shape == (2,) and (iv.lo <= iv.estimate).all() and (iv.estimate <= iv.hi).all()
+def shapley_of_rows(rows: pd.DataFrame) -> stats.Shapley:
+    cells = rows.groupby(FACTORS, as_index=False)["dup"].agg(y="sum", n="count")
+    return stats.shapley_r2(cells, FACTORS)
+
+
+FACTORS = ["contract", "model"]
+
+
+def test_shapley_statistic_is_the_decomposition_of_the_resampled_rows() -> None:
+    """Re-counting cells with multiplicities is the decomposition of the rows copied that
+    many times; with every world once it is the decomposition of the data."""
+    rows = shapley_rows()
+    statistic = bs.shapley_statistic(rows, FACTORS, "dup")
+    plain = shapley_of_rows(rows)
+    np.testing.assert_allclose(statistic(rows, np.ones(len(rows))),
+                               [plain.share["contract"], plain.share["model"], plain.total_r2],
+                               rtol=1e-9)
+    draw = next(bs.multiplicities(24, 1, seed=5))[0]
+    copies = draw[rows["world"].to_numpy()]
+    copied = shapley_of_rows(rows.loc[rows.index.repeat(copies.astype(int))])
+    np.testing.assert_allclose(statistic(rows, copies),
+                               [copied.share["contract"], copied.share["model"],
+                                copied.total_r2], rtol=1e-8)
+
+
+def test_shapley_shares_get_intervals() -> None:
+    rows = shapley_rows()
+    iv = bs.cluster_bootstrap(rows, "world", bs.shapley_statistic(rows, FACTORS, "dup"),
+                              replicates=100, seed=4)
+    assert iv.lo.shape == (3,) and (iv.lo <= iv.estimate).all() and (iv.estimate <= iv.hi).all()
     assert iv.lo[0] > 0.5 and iv.hi[1] < 0.5  # the contract dominates, with its uncertainty
+    assert iv.undefined == 0 and iv.clusters == 24
+
+
+def test_a_paired_difference_gets_an_interval_from_world_sums() -> None:
+    """``limbo compare``'s Δ = mean(b − a) over pairs, resampled by world: its estimate is the
+    difference of the two rates."""
+    rng = np.random.default_rng(12)
+    a = (rng.random(600) < 0.3).astype(float)
+    b = np.where(rng.random(600) < 0.8, a, 1 - a)
+    worlds = np.repeat(np.arange(60), 10)
+    iv = bs.bootstrap_sums(bs.mean_sums(b - a, worlds), bs.ratio, replicates=1000, seed=1)
+    assert float(iv.estimate) == pytest.approx(b.mean() - a.mean(), abs=1e-12)
+    assert float(iv.lo) < float(iv.estimate) < float(iv.hi) and iv.clusters == 60
