@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from support.clustered_sim import beta_binomial, intervals
 
 from limbo.analysis import stats
 from limbo.analysis.cluster import (
@@ -23,21 +24,10 @@ from limbo.errors import UsageError
 TRUE_RATE, ICC, WORLDS, EPISODES, REPLICATES = 0.3, 0.3, 30, 20, 2000
 
 
-def beta_binomial(rng: np.random.Generator, rate: float, icc: float, shape: tuple[int, int],
-                  size: int) -> np.ndarray:
-    """Successes per cluster: each cluster's own rate drawn from Beta(a, b) with mean ``rate``
-    and 1/(a + b + 1) = ``icc`` — the correlation of two episodes of one cluster — then
-    ``size`` Bernoulli episodes at it."""
-    a, b = rate * (1 - icc) / icc, (1 - rate) * (1 - icc) / icc
-    out: np.ndarray = rng.binomial(size, rng.beta(a, b, size=shape))
-    return out
-
-
 @pytest.fixture(scope="module")
 def simulated() -> np.ndarray:
     """2,000 replicates of 30 worlds × 20 episodes at rate 0.3, ICC 0.3 (seeded)."""
-    return beta_binomial(np.random.default_rng(20261203), TRUE_RATE, ICC,
-                         (REPLICATES, WORLDS), EPISODES)
+    return beta_binomial(TRUE_RATE, ICC, REPLICATES, WORLDS, EPISODES)
 
 
 def frame_of(hits: np.ndarray) -> pd.DataFrame:
@@ -61,13 +51,8 @@ def test_the_generator_has_the_intended_clustering(simulated) -> None:
 def test_coverage_by_simulation(simulated) -> None:
     """Must-show 1: the world-clustered 95% interval covers the true rate in 93–97% of 2,000
     replicates; the interval without clustering (every episode independent) covers far less."""
-    sizes = np.full(simulated.shape, EPISODES)
-    n = sizes.sum(axis=1)
-    rate = simulated.sum(axis=1) / n
-    rho, undefined = anova_icc(simulated, sizes)
-    n_eff = n / cluster_design_effect(rho, sizes)
-    lo, hi = wilson_interval(rate * n_eff, n_eff)
-    plain_lo, plain_hi = wilson_interval(rate * n, n)
+    found = intervals(simulated, EPISODES)
+    (lo, hi), (plain_lo, plain_hi) = found["world"], found["none"]
     for i in range(12):  # the vectorised path is what clustered_rate computes, row by row
         rows = frame_of(simulated[i])
         world = clustered_rate(rows["y"], cluster_ids(rows, "world"))
@@ -79,6 +64,7 @@ def test_coverage_by_simulation(simulated) -> None:
     covered_plain = ((plain_lo <= TRUE_RATE) & (TRUE_RATE <= plain_hi)).mean()
     assert 0.93 <= covered <= 0.97, covered
     assert covered_plain < 0.80, covered_plain
+    rho, undefined = anova_icc(simulated, np.full(simulated.shape, EPISODES))
     assert not undefined.any()
     assert np.mean(rho) == pytest.approx(ICC, abs=0.02)
 
