@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from limbo.analysis.labels import cluster_codes
 from limbo.analysis.stats import shapley_designs, shapley_fit
 from limbo.rng import derive_seed
 
@@ -60,6 +61,8 @@ def multiplicities(clusters: int, replicates: int, seed: int | str,
     """Blocks of (≤ BLOCK) × K multiplicities: each row is how often each cluster is drawn
     when K are drawn with replacement; every row sums to K. The stream depends only on
     (K, seed) — block boundaries do not change the draws."""
+    if replicates < 1:
+        raise ValueError(f"a bootstrap needs at least one replicate, not {replicates}")
     rng = np.random.default_rng(derive_seed(seed, "analysis.bootstrap"))
     uniform = np.full(clusters, 1.0 / clusters)
     done = 0
@@ -73,6 +76,8 @@ def multiplicities(clusters: int, replicates: int, seed: int | str,
 
 def _interval(estimate: Any, reps: Array, clusters: int, seed: int | str,
               alpha: float) -> Interval:
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha {alpha} is not between 0 and 1")
     est = np.asarray(estimate, dtype=float)
     reps = reps.reshape((len(reps), *est.shape))
     finite = np.isfinite(reps).reshape(len(reps), -1).all(axis=1)
@@ -114,8 +119,7 @@ def cluster_bootstrap(frame: pd.DataFrame, cluster: str | Sequence[Any] | Array,
     as many times as it was drawn, so a statistic that honours frequency weights (a weighted
     mean, cells collapsed with weights) is the statistic of the resampled data."""
     labels = frame[cluster] if isinstance(cluster, str) else cluster
-    codes, uniques = pd.factorize(np.asarray(labels, dtype=object))
-    k = len(uniques)
+    codes, k = cluster_codes(labels, len(frame))
     if k == 0:
         raise ValueError("bootstrap of no clusters")
     estimate = statistic(frame, np.ones(len(frame)))
@@ -133,7 +137,7 @@ def mean_sums(y: Sequence[float] | Array, clusters: Sequence[Any] | Array,
     the cell), as a world drawn twice brings its episodes twice."""
     y = np.asarray(y, dtype=float)
     w = np.ones(len(y)) if weights is None else np.asarray(weights, dtype=float)
-    codes = pd.factorize(np.asarray(clusters, dtype=object))[0]
+    codes = cluster_codes(clusters, len(y))[0]
     return np.column_stack([np.bincount(codes, w * y), np.bincount(codes, w)])
 
 

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import norm
 
+from limbo.analysis.labels import cluster_codes
 from limbo.analysis.stats import Rate
 from limbo.errors import UsageError
 
@@ -134,7 +135,7 @@ def clustered_rate(y: Sequence[bool] | Array, clusters: Sequence[Any] | Array | 
     if clusters is None:
         k, rho, deff_c, note = n, NAN, 1.0, ""
     else:
-        codes = pd.factorize(np.asarray(clusters, dtype=object))[0]
+        codes = cluster_codes(clusters, n)[0]
         sizes, hits = np.bincount(codes), np.bincount(codes, weights=y)
         icc, undefined = anova_icc(hits, sizes)
         k, rho = len(sizes), float(icc)

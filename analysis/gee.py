@@ -27,6 +27,8 @@ from scipy import special
 from scipy.stats import norm
 from scipy.stats import t as student
 
+from limbo.analysis.labels import cluster_codes
+
 NAN = float("nan")
 Array = np.ndarray
 MIN_CLUSTERS = 5
@@ -141,7 +143,7 @@ def gee_clustered(y: Sequence[float] | Array, x: Sequence[float] | Array,
     travel in the result so every row can print them. Refuses G < MIN_CLUSTERS and a separated
     arm."""
     y, x = np.asarray(y, dtype=float), np.asarray(x, dtype=float)
-    codes, clusters = _cluster_codes(worlds)
+    codes, clusters = cluster_codes(worlds, len(y))
     if clusters < MIN_CLUSTERS:
         return not_estimable(clusters, f"G={clusters} cluster(s): a clustered GEE needs at "
                                        f"least {MIN_CLUSTERS}")

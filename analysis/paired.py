@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
 from scipy.stats import binom, chi2
 
+from limbo.analysis.labels import cluster_codes
 from limbo.rng import derive_seed
 
 Array = np.ndarray
@@ -83,8 +83,7 @@ def world_discordance(a: Sequence[bool] | Array, b: Sequence[bool] | Array,
     """Per world (in order of first appearance): b_k, the pairs true under ``a`` only, and
     c_k, those true under ``b`` only."""
     a, b = np.asarray(a, dtype=bool), np.asarray(b, dtype=bool)
-    codes = pd.factorize(np.asarray(clusters, dtype=object))[0]
-    k = int(codes.max()) + 1 if len(codes) else 0
+    codes, k = cluster_codes(clusters, len(a))
     return (np.bincount(codes, a & ~b, k).astype(np.int64),
             np.bincount(codes, ~a & b, k).astype(np.int64))
 

@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
 from scipy.stats import norm
 from scipy.stats import t as student
+
+from limbo.analysis.labels import cluster_codes
 
 NAN = float("nan")
 Array = np.ndarray
@@ -115,8 +116,8 @@ def tost_paired_clustered(a: Sequence[float] | Array, b: Sequence[float] | Array
     sum of paired differences and m_k its number of pairs; tests and the 90% interval on
     t(K − 1). NaN with fewer than two worlds (no spread between worlds to measure)."""
     diff = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
-    codes = pd.factorize(np.asarray(clusters, dtype=object))[0]
-    n, k = len(diff), (int(codes.max()) + 1 if len(codes) else 0)
+    codes, k = cluster_codes(clusters, len(diff))
+    n = len(diff)
     if k < 2:
         return ClusteredTost(NAN, NAN, NAN, NAN, NAN, NAN, margin, NAN, k, n)
     delta = float(diff.sum() / n)

@@ -165,3 +165,19 @@ def test_a_paired_difference_gets_an_interval_from_world_sums() -> None:
     iv = bs.bootstrap_sums(bs.mean_sums(b - a, worlds), bs.ratio, replicates=1000, seed=1)
     assert float(iv.estimate) == pytest.approx(b.mean() - a.mean(), abs=1e-12)
     assert float(iv.lo) < float(iv.estimate) < float(iv.hi) and iv.clusters == 60
+
+
+@pytest.mark.parametrize(("kwargs", "says"), [
+    ({"replicates": 0}, "at least one replicate"), ({"alpha": 1.5}, "between 0 and 1")])
+def test_nonsense_settings_are_refused(kwargs, says) -> None:
+    y, g = clustered(1)
+    with pytest.raises(ValueError, match=says):
+        rate_interval(y, g, **kwargs)
+
+
+def test_rows_without_a_world_are_refused_not_guessed() -> None:
+    frame = pd.DataFrame({"world": ["a", None, "b", float("nan")], "y": [1.0, 0.0, 1.0, 0.0]})
+    with pytest.raises(ValueError, match="2 row"):
+        bs.cluster_bootstrap(frame, "world", lambda f, c: 0.0)
+    with pytest.raises(ValueError, match="3 cluster labels for 4 rows"):
+        bs.mean_sums(frame["y"], ["a", "b", "c"])

@@ -157,3 +157,10 @@ def test_weights_and_clusters_multiply() -> None:
     assert both.deff_c == alone.deff_c and both.rate == kish.rate
     assert both.n_eff == pytest.approx(len(y) / (both.deff_w * both.deff_c), rel=1e-12)
     assert both.hi - both.lo > kish.hi - kish.lo
+
+
+def test_rows_without_a_world_or_of_another_length_are_refused() -> None:
+    with pytest.raises(ValueError, match="1 row"):
+        clustered_rate([1, 0, 1], ["a", None, "b"])
+    with pytest.raises(ValueError, match="2 cluster labels for 3 rows"):
+        clustered_rate([1, 0, 1], ["a", "b"])

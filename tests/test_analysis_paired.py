@@ -190,3 +190,33 @@ def test_gee_refuses_fewer_than_five_clusters_and_says_why() -> None:
     assert not math.isnan(gee_clustered(y, x, g % 5).beta)
     separated = gee_clustered(np.where(x == 0, 0.0, y), x, g)
     assert math.isnan(separated.beta) and "separation" in separated.note
+
+
+def exact_by_convolution(d: np.ndarray) -> float:
+    """P(|Σ s_k d_k| ≥ |Σ d_k|) from the exact distribution, convolved in floating point."""
+    d = d[d != 0]
+    offset = int(np.abs(d).sum())
+    dist = np.zeros(2 * offset + 1)
+    dist[offset] = 1.0
+    for v in np.abs(d):
+        dist = (np.roll(dist, v) + np.roll(dist, -v)) / 2
+    values = np.arange(-offset, offset + 1)
+    return float(dist[np.abs(values) >= abs(int(d.sum()))].sum())
+
+
+def test_sign_flip_with_many_worlds_stays_right() -> None:
+    """500 discordant worlds: the flips are drawn in blocks (memory stays bounded); the p is
+    within Monte Carlo error of the exact one."""
+    d = np.random.default_rng(4).integers(-2, 3, 600)  # symmetric: p far from 0 and 1
+    result = sign_flip(d, seed=5)
+    exact = exact_by_convolution(d)
+    assert result.worlds == int((d != 0).sum()) > 400 and not result.exact
+    assert abs(result.pvalue - exact) < 4.5 * math.sqrt(exact * (1 - exact) / MC_REPLICATES)
+    assert 0.01 < exact < 0.99
+
+
+def test_pairs_without_a_world_are_refused() -> None:
+    with pytest.raises(ValueError, match="1 row"):
+        clustered_mcnemar([True, False], [False, False], ["w", None])
+    with pytest.raises(ValueError, match="1 cluster labels for 2 rows"):
+        tost_paired_clustered([1, 0], [0, 0], ["w"])
