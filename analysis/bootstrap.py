@@ -38,11 +38,12 @@ BLOCK = 250
 """Replicates drawn per block: bounds memory (B × K multiplicities) and paces ``progress``."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Interval:
     """A statistic's estimate on the data and its percentile interval over the replicates.
 
-    Arrays have the statistic's shape (0-d for a number, 1-d for e.g. one share per factor)."""
+    Arrays have the statistic's shape (0-d for a number, 1-d for e.g. one share per factor);
+    compare intervals field by field (``==`` on arrays has no single truth value)."""
 
     estimate: Array
     lo: Array

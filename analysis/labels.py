@@ -17,11 +17,15 @@ Array = np.ndarray
 
 
 def cluster_codes(labels: Sequence[Any] | Array, rows: int | None = None) -> tuple[Array, int]:
-    """Each row's cluster as 0…K−1 in order of first appearance, and K. ``rows``, if given,
-    is how many rows the labels must cover."""
-    codes, uniques = pd.factorize(np.asarray(labels, dtype=object))
-    if rows is not None and len(codes) != rows:
-        raise ValueError(f"{len(codes)} cluster labels for {rows} rows")
-    if (codes < 0).any():
-        raise ValueError(f"{int((codes < 0).sum())} row(s) without a cluster label (None or NaN)")
-    return codes.astype(np.intp), len(uniques)
+    """Each row's cluster as 0…K−1 in sorted order of the labels (as text), and K. The order
+    is the labels', not the rows': a bootstrap or a Monte Carlo draw is then the same for the
+    same cell however its rows were loaded. ``rows``, if given, is how many rows the labels
+    must cover."""
+    values = np.asarray(labels, dtype=object)
+    if rows is not None and len(values) != rows:
+        raise ValueError(f"{len(values)} cluster labels for {rows} rows")
+    missing = pd.isna(values)
+    if missing.any():
+        raise ValueError(f"{int(missing.sum())} row(s) without a cluster label (None or NaN)")
+    uniques, codes = np.unique(values.astype(str), return_inverse=True)
+    return codes.astype(np.intp).reshape(-1), len(uniques)

@@ -80,7 +80,7 @@ def holm(pvalues: Sequence[float] | Array) -> Array:
 
 def world_discordance(a: Sequence[bool] | Array, b: Sequence[bool] | Array,
                       clusters: Sequence[Any] | Array) -> tuple[Array, Array]:
-    """Per world (in order of first appearance): b_k, the pairs true under ``a`` only, and
+    """Per world (in sorted order of the labels): b_k, the pairs true under ``a`` only, and
     c_k, those true under ``b`` only."""
     a, b = np.asarray(a, dtype=bool), np.asarray(b, dtype=bool)
     codes, k = cluster_codes(clusters, len(a))

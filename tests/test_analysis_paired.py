@@ -220,3 +220,13 @@ def test_pairs_without_a_world_are_refused() -> None:
         clustered_mcnemar([True, False], [False, False], ["w", None])
     with pytest.raises(ValueError, match="1 cluster labels for 2 rows"):
         tost_paired_clustered([1, 0], [0, 0], ["w"])
+
+
+def test_the_order_pairs_were_loaded_in_does_not_move_the_monte_carlo_p() -> None:
+    rng = np.random.default_rng(6)
+    worlds = np.repeat([f"t{k}#0" for k in range(60)], 4)
+    a, b = rng.random(240) < 0.5, rng.random(240) < 0.4
+    order = rng.permutation(240)
+    first = clustered_mcnemar(a, b, worlds)
+    shuffled = clustered_mcnemar(a[order], b[order], worlds[order])
+    assert not first.sign_flip.exact and shuffled.sign_flip == first.sign_flip
