@@ -124,9 +124,8 @@ def cluster_bootstrap(frame: pd.DataFrame, cluster: str | Sequence[Any] | Array,
     if k == 0:
         raise ValueError("bootstrap of no clusters")
     estimate = statistic(frame, np.ones(len(frame)))
-    reps = [np.asarray(statistic(frame, row_weights), dtype=float)
-            for draw in multiplicities(k, replicates, seed, progress)
-            for row_weights in draw[:, codes]]
+    reps = [np.asarray(statistic(frame, counts[codes]), dtype=float)
+            for draw in multiplicities(k, replicates, seed, progress) for counts in draw]
     return _interval(estimate, np.array(reps), k, seed, alpha)
 
 
@@ -140,6 +139,16 @@ def mean_sums(y: Sequence[float] | Array, clusters: Sequence[Any] | Array,
     w = np.ones(len(y)) if weights is None else np.asarray(weights, dtype=float)
     codes = cluster_codes(clusters, len(y))[0]
     return np.column_stack([np.bincount(codes, w * y), np.bincount(codes, w)])
+
+
+def bootstrap_rate(y: Sequence[float] | Array, clusters: Sequence[Any] | Array,
+                   weights: Array | None = None, *, replicates: int = 1000,
+                   seed: int | str = 0, alpha: float = 0.05,
+                   progress: Progress | None = None) -> Interval:
+    """The cluster-bootstrap interval of a weighted rate: the check §8 asks of the design-effect
+    interval of :func:`~limbo.analysis.cluster.clustered_rate` on the same arguments."""
+    return bootstrap_sums(mean_sums(y, clusters, weights), ratio, replicates=replicates,
+                          seed=seed, alpha=alpha, progress=progress)
 
 
 def ratio(totals: Array) -> Array:
@@ -161,6 +170,8 @@ def shapley_statistic(frame: pd.DataFrame, factors: Sequence[str],
     hits = frame[outcome].to_numpy(float)
 
     def statistic(rows: pd.DataFrame, copies: Array) -> Array:
+        if len(rows) != len(hits):
+            raise ValueError(f"the statistic was built for {len(hits)} rows, not {len(rows)}")
         found = shapley_fit(np.bincount(cell, hits * copies, len(cells)),
                             np.bincount(cell, copies, len(cells)), designs, factors)
         return np.array([*(found.share[f] for f in factors), found.total_r2])

@@ -26,7 +26,7 @@ def clustered(seed: int, worlds: int = 40) -> tuple[np.ndarray, np.ndarray]:
 
 
 def rate_interval(y: np.ndarray, g: np.ndarray, **kwargs) -> bs.Interval:
-    return bs.bootstrap_sums(bs.mean_sums(y, g), bs.ratio, **kwargs)
+    return bs.bootstrap_rate(y, g, **kwargs)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
