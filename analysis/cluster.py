@@ -130,8 +130,9 @@ def clustered_rate(y: Sequence[bool] | Array, clusters: Sequence[Any] | Array | 
     if n == 0:
         return ClusteredRate(0, 0, NAN, 0.0, NAN, NAN, 0, NAN, NAN, NAN, NAN)
     w = np.ones(n) if weights is None else np.asarray(weights, dtype=float)
-    rate = float((w * y).sum() / w.sum())
-    deff_w = float(n * (w * w).sum() / w.sum() ** 2)
+    total = w.sum()
+    rate = float((w * y).sum() / total)
+    kish = float(total * total / (w * w).sum())  # as kish_rate computes it: none is today's n
     if clusters is None:
         k, rho, deff_c, note = n, NAN, 1.0, ""
     else:
@@ -141,10 +142,10 @@ def clustered_rate(y: Sequence[bool] | Array, clusters: Sequence[Any] | Array | 
         k, rho = len(sizes), float(icc)
         deff_c = float(cluster_design_effect(rho, sizes))
         note = _undefined_note(k, n, bool(undefined))
-    deff = deff_w * deff_c
-    lo, hi = wilson_interval(rate * n / deff, n / deff, alpha)
-    return ClusteredRate(int(y.sum()), n, rate, n / deff, float(lo), float(hi), k, deff,
-                         deff_w, deff_c, rho, note)
+    n_eff = kish / deff_c
+    lo, hi = wilson_interval(rate * n_eff, n_eff, alpha)
+    return ClusteredRate(int(y.sum()), n, rate, n_eff, float(lo), float(hi), k, n / n_eff,
+                         n / kish, deff_c, rho, note)
 
 
 def _undefined_note(clusters: int, n: int, undefined: bool) -> str:
