@@ -95,7 +95,7 @@ def _cluster_codes(groups: Sequence[Any] | Array) -> tuple[Array, int]:
 
 def _fit(y: Array, x: Array, codes: Array, cov_struct: str, cov_type: str) -> Any:
     """statsmodels' logit GEE of y on (1, x) with rows sorted by cluster; returns the results
-    and the working correlation (its α)."""
+    and the extras every odds ratio carries (intercept; α of an exchangeable structure)."""
     # The modules themselves: statsmodels.api would also import its plotting (matplotlib).
     from statsmodels.genmod import cov_struct as structures
     from statsmodels.genmod.families import Binomial
