@@ -42,14 +42,27 @@ def cluster_ids(frame: pd.DataFrame, cluster: str) -> Array | None:
     alone."""
     if cluster == "none":
         return None
-    ids: Array
-    if cluster == "template":
-        ids = frame["template"].astype(str).to_numpy()
-        return ids
+    if cluster not in ("world", "template"):
+        raise UsageError(f"--cluster {cluster!r}: choose from {', '.join(CLUSTERINGS)}")
+    ids = _text(frame["template"])
     if cluster == "world":
-        ids = (frame["template"].astype(str) + "#" + frame["instance"].astype(str)).to_numpy()
-        return ids
-    raise UsageError(f"--cluster {cluster!r}: choose from {', '.join(CLUSTERINGS)}")
+        ids = np.char.add(np.char.add(ids, "#"), _text(frame["instance"]))
+    return ids
+
+
+def _text(column: pd.Series) -> Array:
+    """A column as a numpy array of text (a categorical's names looked up once, not per row):
+    every table asks for the clusters of hundreds of cells."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        names = np.asarray(column.cat.categories.astype(str), dtype=str)
+        codes = column.cat.codes.to_numpy()
+        found: Array = names[codes]
+        if (codes < 0).any():  # a missing label stays missing: cluster_codes refuses it
+            found = column.astype(object).to_numpy()
+        return found
+    text: Array = (np.asarray(column.astype(str).to_numpy(), dtype=str) if column.notna().all()
+                   else column.astype(object).to_numpy())
+    return text
 
 
 def wilson_interval(x: Array | float, n: Array | float,

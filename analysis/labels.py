@@ -21,11 +21,14 @@ def cluster_codes(labels: Sequence[Any] | Array, rows: int | None = None) -> tup
     is the labels', not the rows': a bootstrap or a Monte Carlo draw is then the same for the
     same cell however its rows were loaded. ``rows``, if given, is how many rows the labels
     must cover."""
-    values = np.asarray(labels, dtype=object)
+    values = np.asarray(labels)
     if rows is not None and len(values) != rows:
         raise ValueError(f"{len(values)} cluster labels for {rows} rows")
-    missing = pd.isna(values)
-    if missing.any():
-        raise ValueError(f"{int(missing.sum())} row(s) without a cluster label (None or NaN)")
-    uniques, codes = np.unique(values.astype(str), return_inverse=True)
+    if values.dtype.kind != "U":  # text already has no missing label and needs no conversion
+        values = np.asarray(labels, dtype=object)
+        missing = pd.isna(values)
+        if missing.any():
+            raise ValueError(f"{int(missing.sum())} row(s) without a cluster label (None or NaN)")
+        values = values.astype(str)
+    uniques, codes = np.unique(values, return_inverse=True)
     return codes.astype(np.intp).reshape(-1), len(uniques)

@@ -109,17 +109,20 @@ class SignFlip:
     """G, the worlds with d_k ≠ 0 (the others cannot flip)."""
     pvalue: float
     exact: bool
-    """All 2^G flips enumerated; otherwise MC_REPLICATES seeded Monte Carlo flips."""
+    """The exact distribution over all 2^G flips; otherwise MC_REPLICATES seeded Monte Carlo
+    flips."""
 
 
 def sign_flip(d: Sequence[int] | Array, seed: int | str = 0) -> SignFlip:
     """P(|Σ s_k d_k| ≥ |Σ d_k|) over independent signs s_k = ±1: exact over all 2^G flips
-    for G ≤ EXACT_UP_TO, else (1 + #{|T*| ≥ T}) / (B + 1) over B = MC_REPLICATES flips drawn
-    from ``seed`` (the identity counted once, so p is never 0). Integer sums: no rounding
-    decides a tie."""
+    for G ≤ EXACT_UP_TO or when every |d_k| is equal (a binomial), else
+    (1 + #{|T*| ≥ T}) / (B + 1) over B = MC_REPLICATES flips drawn from ``seed`` (the identity
+    counted once, so p is never 0). Integer sums: no rounding decides a tie."""
     flips = np.asarray(d, dtype=np.int64)
     flips = flips[flips != 0]
     t, g = int(abs(flips.sum())), len(flips)
+    if g and np.all(np.abs(flips) == abs(flips[0])):
+        return SignFlip(t, g, _equal_flips(t // abs(int(flips[0])), g), True)
     if g <= EXACT_UP_TO:
         sums = np.zeros(1, dtype=np.int64)
         for value in flips:
@@ -133,6 +136,14 @@ def sign_flip(d: Sequence[int] | Array, seed: int | str = 0) -> SignFlip:
         signs = _signs(rng, min(block, MC_REPLICATES - start), g)
         hits += int(np.count_nonzero(np.abs(signs @ weights) >= t))
     return SignFlip(t, g, (1 + hits) / (MC_REPLICATES + 1), False)
+
+
+def _equal_flips(ones: int, g: int) -> float:
+    """The exact sign-flip p when every world's |d_k| is the same: Σ s_k d_k / |d| is
+    2X − G with X ~ Binomial(G, ½), so p = P(|2X − G| ≥ ``ones``) — the exact McNemar p of
+    (G + ones)/2 against (G − ones)/2, as the enumeration gives it, for any number of worlds
+    (every pair its own cluster, ``--cluster none``, is this case)."""
+    return mcnemar_exact((g + ones) // 2, (g - ones) // 2).pvalue
 
 
 def _signs(rng: np.random.Generator, rows: int, columns: int) -> Array:

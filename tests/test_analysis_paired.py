@@ -68,8 +68,21 @@ def test_sign_flip_is_exact_up_to_twenty_worlds_then_monte_carlo() -> None:
 
 
 def test_monte_carlo_never_gives_zero() -> None:
-    result = sign_flip([1] * 40)  # every world the same way: exact p = 2 / 2^40
-    assert result.pvalue == 1 / (MC_REPLICATES + 1)
+    result = sign_flip([1] * 39 + [2])  # every world the same way: exact p = 2 / 2^40
+    assert not result.exact and result.pvalue == 1 / (MC_REPLICATES + 1)
+
+
+@pytest.mark.parametrize("d", [[1] * 40, [-2] * 25 + [2] * 5, [3, -3] * 15 + [3],
+                               [1] * 3 + [-1] * 30])
+def test_equal_worlds_beyond_twenty_are_exact(d: list[int]) -> None:
+    """Every |d_k| alike (one pair per cluster, as under --cluster none): the flips' sum is a
+    binomial, so p is exact for any number of worlds — the exact McNemar p of the worlds'
+    signs, which the convolution of the exact distribution confirms."""
+    result = sign_flip(d)
+    ups, downs = sum(v > 0 for v in d), sum(v < 0 for v in d)
+    assert result.exact and result.worlds == len(d)
+    assert result.pvalue == pytest.approx(mcnemar_by_hand(ups, downs), rel=1e-12)
+    assert result.pvalue == pytest.approx(flip_convolved(d), rel=1e-9)
 
 
 @pytest.mark.parametrize("name", sorted(VECTORS["mcnemar_exact"]))

@@ -6,7 +6,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from limbo.commands.tables import add_common, add_regrade, load_data, writing
+from limbo.commands.tables import add_common, add_regrade, load_data, uncertainty, writing
+
+FIGURE_REPLICATES = 1000
+"""Figures 3–5 draw cluster-bootstrap error bars by default: they cost well under a second."""
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -15,7 +18,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                    help="run directories and/or episodes*.jsonl files (any mix)")
     p.add_argument("--out", type=Path, default=Path("figures"),
                    help="where figure<N>.png/.svg go (default: ./figures)")
-    add_common(p)
+    add_common(p, replicates=FIGURE_REPLICATES)
     add_regrade(p)
 
 
@@ -23,12 +26,16 @@ def run(args: argparse.Namespace) -> int:
     from limbo.paths import check_output
 
     check_output(args.out, "--out")
-    data = load_data(args, "figures")
-    from limbo.analysis.figures import render_safely
+    from limbo.analysis.deps import require
 
+    require("figures")
     failed = False
-    with writing(args.out):
-        drawn = render_safely(data, args.out)
+    with uncertainty(args) as u:
+        data = load_data(args, "figures", u)
+        from limbo.analysis.figures import render_safely
+
+        with writing(args.out):
+            drawn = render_safely(data, args.out)
     for number, files, why in drawn:
         if files:
             print("\n".join(map(str, files)))
