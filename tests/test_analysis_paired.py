@@ -27,7 +27,7 @@ from limbo.analysis.paired import (
     world_discordance,
 )
 from limbo.analysis.stats import holm
-from limbo.analysis.tost import tost_paired_clustered
+from limbo.analysis.tost import tost_clustered_arms, tost_paired_clustered
 
 VECTORS = json.loads((Path(__file__).parent / "fixtures" / "stats_vectors.json").read_text())
 
@@ -169,6 +169,49 @@ def test_clustered_tost_needs_two_worlds_and_is_exact_without_spread() -> None:
     alike = tost_paired_clustered([1, 1, 0, 0], [1, 1, 0, 0], ["a", "a", "b", "b"])
     assert alike.diff == 0 and alike.se == 0 and alike.equivalent
     assert alike.ci_lo == alike.ci_hi == 0
+
+
+def test_tost_of_two_arms_sharing_worlds_by_hand() -> None:
+    """H4's design: arms that share worlds without one-to-one pairs, weighted within each arm.
+    Three worlds; the scores u_k and the SE written out in plain Python, then t(2)."""
+    #           world a                 world b          world c
+    y = [1, 0, 1, 0, 1] + [0, 0, 1, 1] + [1, 0, 0]
+    arm = [1, 1, 0, 0, 0] + [1, 0, 0, 0] + [1, 1, 0]
+    w = [0.5, 0.5, 1, 1, 1] + [2, 1, 1, 1] + [1, 1, 0.5]
+    world = list("aaaaa") + list("bbbb") + list("ccc")
+    t = tost_clustered_arms(np.array(y, float), np.array(arm, bool), world, np.array(w))
+    a = [(yi, wi, k) for yi, ai, wi, k in zip(y, arm, w, world, strict=True) if ai]
+    b = [(yi, wi, k) for yi, ai, wi, k in zip(y, arm, w, world, strict=True) if not ai]
+    wa, wb = sum(wi for _, wi, _ in a), sum(wi for _, wi, _ in b)
+    pa, pb = sum(yi * wi for yi, wi, _ in a) / wa, sum(yi * wi for yi, wi, _ in b) / wb
+    u = {k: sum(wi * (yi - pa) for yi, wi, kk in a if kk == k) / wa
+         - sum(wi * (yi - pb) for yi, wi, kk in b if kk == k) / wb for k in "abc"}
+    se = math.sqrt(3 / 2 * sum(v * v for v in u.values()))
+    assert (t.diff, t.se, t.clusters, t.pairs) == pytest.approx((pa - pb, se, 3, 12), rel=1e-12)
+    q = float(student.ppf(0.95, 2))
+    assert (t.ci_lo, t.ci_hi) == pytest.approx((pa - pb - q * se, pa - pb + q * se), rel=1e-12)
+    assert t.p_lower == pytest.approx(float(student.sf((pa - pb + 0.05) / se, 2)), rel=1e-12)
+
+
+def test_tost_of_two_arms_reduces_to_the_paired_and_the_independent_cases() -> None:
+    """Pairs stacked as two arms give the paired clustered TOST exactly; every episode its own
+    cluster gives the Wald SE of two independent proportions times √(K/(K − 1))."""
+    rng = np.random.default_rng(5)
+    a, b = rng.random(60) < 0.4, rng.random(60) < 0.5
+    worlds = rng.integers(0, 9, 60)
+    paired = tost_paired_clustered(a, b, worlds)
+    stacked = tost_clustered_arms(np.r_[a, b].astype(float), np.r_[[True] * 60, [False] * 60],
+                                  np.r_[worlds, worlds])
+    assert (stacked.diff, stacked.se, stacked.clusters) == pytest.approx(
+        (paired.diff, paired.se, paired.clusters), rel=1e-12)
+    assert (stacked.ci_lo, stacked.pvalue) == pytest.approx((paired.ci_lo, paired.pvalue),
+                                                            rel=1e-12)
+    own = tost_clustered_arms(np.r_[a, b].astype(float), np.r_[[True] * 60, [False] * 60],
+                              range(120))
+    pa, pb = a.mean(), b.mean()
+    wald = math.sqrt(pa * (1 - pa) / 60 + pb * (1 - pb) / 60)
+    assert own.se == pytest.approx(wald * math.sqrt(120 / 119), rel=1e-12)
+    assert math.isnan(tost_clustered_arms([1.0, 0.0], [True, True], ["a", "b"]).diff)
 
 
 def gee_data() -> tuple[np.ndarray, np.ndarray, np.ndarray]:

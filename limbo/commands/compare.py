@@ -39,12 +39,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     add_plugin_flag(p)
 
 
-def _load(path: Path, side: str) -> pd.DataFrame:
+def _load(path: Path, side: str, sources: list[str]) -> pd.DataFrame:
+    """The episodes of one side; the runs they came from are added to ``sources``."""
     from limbo.analysis.loader import load
 
     loaded = load([path])
     for line in loaded.messages():
         print(f"limbo: warning: {side}: {line}", file=sys.stderr)
+    sources += [f"{side}: {run.describe()}" for run in loaded.runs]
     return loaded.frame
 
 
@@ -57,10 +59,12 @@ def run(args: argparse.Namespace) -> int:
 
     for name in args.plugin:
         load_plugin(name)
+    sources: list[str] = []
     if args.run_b is None:
-        arms = compare.one_run(_load(args.run_a, "RUN_A"), args.by)
+        arms = compare.one_run(_load(args.run_a, "RUN_A", sources), args.by)
     else:
-        arms = compare.two_runs(_load(args.run_a, "RUN_A"), _load(args.run_b, "RUN_B"),
+        arms = compare.two_runs(_load(args.run_a, "RUN_A", sources),
+                                _load(args.run_b, "RUN_B", sources),
                                 (str(args.run_a), str(args.run_b)), args.by)
     pairs = compare.paired(arms)
     if pairs.frame.empty:
@@ -70,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
     with uncertainty(args) as u:
         tables = (compare.metrics_table(arms, pairs, u), compare.pairing_table(arms, pairs))
     for table in tables:
+        table.sources = sources
         text = table.markdown() if args.format == "md" else table.csv()
         print(text.replace("### Table 0: ", "### "))
     return 0
