@@ -91,8 +91,7 @@ def _bars(ax: Axes, frame: pd.DataFrame, groups: list[str], series: list[str]) -
         part = frame[frame["series"] == name].set_index("group").reindex(groups)
         x = np.arange(len(groups)) + (k - (len(series) - 1) / 2) * width
         rate = 100 * part["rate"].to_numpy(float)
-        err = np.vstack([rate - 100 * part["lo"].to_numpy(float),
-                         100 * part["hi"].to_numpy(float) - rate])
+        err = whiskers(rate, 100 * part["lo"].to_numpy(float), 100 * part["hi"].to_numpy(float))
         there = ~np.isnan(rate)
         ax.bar(x[there], rate[there], width, yerr=err[:, there], capsize=2,
                color=GREYS[k % len(GREYS)], hatch=HATCHES[k % len(HATCHES)], edgecolor="black",
@@ -161,15 +160,20 @@ def bars_say(data: Data, wilson: bool = False) -> str:
     return "no error bars (--bootstrap 0)"
 
 
+def whiskers(values: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """matplotlib's 2 × n error extents below and above each value; none where unknown. A
+    percentile interval need not hold its estimate (nor rounding keep a rate of 1 at or below
+    an upper bound of 1): a whisker then starts at the point instead of running backwards."""
+    found: np.ndarray = np.maximum(np.nan_to_num(np.vstack([values - low, high - values])), 0.0)
+    return found
+
+
 def _errorbars(ax: Axes, frame: pd.DataFrame, x: str, y: str) -> None:
     """Grey whiskers of each point's intervals (columns ``<x>_lo``… ; none where NaN)."""
     def spread(column: str) -> np.ndarray | None:
         values = frame[column].to_numpy(float)
         low, high = frame[f"{column}_lo"].to_numpy(float), frame[f"{column}_hi"].to_numpy(float)
-        if np.isnan(low).all():
-            return None
-        whiskers: np.ndarray = np.nan_to_num(np.vstack([values - low, high - values]))
-        return whiskers
+        return None if np.isnan(low).all() else whiskers(values, low, high)
 
     ax.errorbar(frame[x].to_numpy(float), frame[y].to_numpy(float), xerr=spread(x),
                 yerr=spread(y), fmt="none", ecolor="0.5", elinewidth=0.7, capsize=2, zorder=1)

@@ -339,8 +339,18 @@ def shapley_designs(cells: Any, factors: Sequence[str]) -> dict[tuple[str, ...],
     """The design (intercept and treatment dummies) of every non-empty subset of ``factors``
     over ``cells``: built once, so a bootstrap refits the same cells with other counts (a cell
     with no episodes in a replicate adds nothing to the likelihood)."""
-    return {subset: _design(cells, subset) for size in range(1, len(factors) + 1)
-            for subset in itertools.combinations(factors, size)}
+    varies = {f: cells[f].nunique() > 1 for f in factors}
+    built: dict[tuple[str, ...], Array] = {}
+    designs = {}
+    for size in range(1, len(factors) + 1):
+        for subset in itertools.combinations(factors, size):
+            # A factor with one level adds no column: such subsets share one design (the same
+            # object), which shapley_fit fits once — E1's one harness halves a bootstrap's work.
+            effective = tuple(f for f in subset if varies[f])
+            if effective not in built:
+                built[effective] = _design(cells, effective)
+            designs[subset] = built[effective]
+    return designs
 
 
 def shapley_fit(ys: Array, ns: Array, designs: dict[tuple[str, ...], Array],
@@ -357,8 +367,11 @@ def shapley_fit(ys: Array, ns: Array, designs: dict[tuple[str, ...], Array],
     if ll0 == 0:
         return nan_result
     r2: dict[tuple[str, ...], float] = {(): 0.0}
+    fitted: dict[int, float] = {}  # by design object: subsets sharing one are fitted once
     for subset, design in designs.items():
-        r2[subset] = 1 - bernoulli_llf(ys, ns, design) / ll0
+        if id(design) not in fitted:
+            fitted[id(design)] = 1 - bernoulli_llf(ys, ns, design) / ll0
+        r2[subset] = fitted[id(design)]
     phi = {f: _shapley_value(f, factors, r2) for f in factors}
     total = r2[tuple(factors)]
     share = {f: (phi[f] / total if total > 0 else NAN) for f in factors}
