@@ -3,11 +3,13 @@ still produced. And the core without the ``analysis`` extra."""
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -135,6 +137,35 @@ def test_bootstrap_adds_an_interval_to_every_rate(run: Path, tmp_path: Path, cap
     assert [r for r in with_boot.splitlines() if r.startswith("|")] == [
         r for r in without.splitlines() if r.startswith("|")]
     assert "B = 200" in with_boot and "boot_lo" in with_boot and "B = " not in without
+
+
+def test_bootstrap_progress_only_on_a_terminal(run: Path, tmp_path: Path) -> None:
+    """A progress bar on stderr when it is a terminal (a pseudo-terminal here); into a pipe,
+    only the usual load line."""
+    import pty
+
+    piped = limbo("tables", str(run), "--table", "4", "--bootstrap", "300")
+    assert piped.returncode == 0 and "bootstrap" not in piped.stderr
+    assert piped.stderr.count("\n") == 1
+    leader, follower = pty.openpty()
+    seen: list[bytes] = []
+
+    def read() -> None:  # drained while the command runs: a full terminal would block it
+        with open(leader, "rb", buffering=0) as terminal, contextlib.suppress(OSError):
+            while chunk := terminal.read(65536):  # OSError once the command's end closes
+                seen.append(chunk)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    done = subprocess.run([LIMBO, "tables", str(run), "--table", "4", "--bootstrap", "300"],
+                          stdout=subprocess.PIPE, stderr=follower, timeout=600,
+                          env={**os.environ, "COLUMNS": "120"})
+    os.close(follower)
+    reader.join(timeout=60)
+    assert done.returncode == 0
+    drawn = b"".join(seen)
+    assert b"bootstrap table 4: Shapley shares, E1 pooled" in drawn and b"300/300" in drawn
+    assert done.stdout.decode() == piped.stdout
 
 
 @pytest.mark.parametrize("args,message", [

@@ -17,11 +17,6 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
-COMPARE_REPLICATES = 1000
-"""Every difference gets a cluster-bootstrap interval by default: a matrix product per
-difference, well under a second in all."""
-
-
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("compare", help="paired differences between two runs (or two levels of "
                                        "a factor) per fault family, tested with the world as "
@@ -35,7 +30,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                         "factor whose two levels are compared")
     p.add_argument("--format", default="md", choices=("md", "csv"),
                    help="markdown tables (default) or CSV")
-    add_uncertainty(p, replicates=COMPARE_REPLICATES)
+    add_uncertainty(p, "compare")
     add_plugin_flag(p)
 
 

@@ -6,10 +6,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from limbo.commands.tables import add_common, add_regrade, load_data, uncertainty, writing
-
-FIGURE_REPLICATES = 1000
-"""Figures 3–5 draw cluster-bootstrap error bars by default: they cost well under a second."""
+from limbo.commands.tables import (
+    add_common,
+    add_regrade,
+    add_uncertainty,
+    load_data,
+    uncertainty,
+    writing,
+)
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -18,7 +22,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                    help="run directories and/or episodes*.jsonl files (any mix)")
     p.add_argument("--out", type=Path, default=Path("figures"),
                    help="where figure<N>.png/.svg go (default: ./figures)")
-    add_common(p, replicates=FIGURE_REPLICATES)
+    add_common(p)
+    add_uncertainty(p, "figures")
     add_regrade(p)
 
 

@@ -34,6 +34,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                    help="only table N (repeatable; default: all)")
     p.add_argument("--format", default="md", help="comma-separated: md, csv, tex (default md)")
     add_common(p)
+    add_uncertainty(p, "tables")
     add_regrade(p)
 
 
@@ -45,17 +46,20 @@ def add_regrade(p: argparse.ArgumentParser) -> None:
                         "episodes whose grade changed")
 
 
-def add_common(p: argparse.ArgumentParser, replicates: int = 0) -> None:
-    """Options the tables and the figures share."""
+def add_common(p: argparse.ArgumentParser) -> None:
+    """Options the tables and the figures share (and the report and view, which build both)."""
     p.add_argument("--weights", default="template", choices=("template", "instance", "none"),
                    help="Kish weights within each reported cell: equal per task template "
                         "(default), per task instance, or none")
-    add_uncertainty(p, replicates)
     add_plugin_flag(p)
 
 
-def add_uncertainty(p: argparse.ArgumentParser, replicates: int) -> None:
-    """``--cluster`` and ``--bootstrap``: the tables, the figures and ``limbo compare``."""
+def add_uncertainty(p: argparse.ArgumentParser, command: str) -> None:
+    """``--cluster`` and ``--bootstrap``: the tables, the figures and ``limbo compare``, each
+    with its own default number of replicates (:mod:`limbo.analysis.replicates`)."""
+    from limbo.analysis.replicates import REPLICATES
+
+    replicates = REPLICATES[command]
     p.add_argument("--cluster", default="world", choices=("world", "template", "none"),
                    help="the unit of replication of every interval and test: the world "
                         "(template and instance; default), the task template, or none (every "
