@@ -24,7 +24,7 @@ import pandas as pd
 from scipy.stats import norm
 
 from limbo.analysis.labels import cluster_codes
-from limbo.analysis.stats import Rate
+from limbo.analysis.stats import Rate, wilson
 from limbo.errors import UsageError
 
 Array = np.ndarray
@@ -51,18 +51,17 @@ def cluster_ids(frame: pd.DataFrame, cluster: str) -> Array | None:
 
 
 def _text(column: pd.Series) -> Array:
-    """A column as a numpy array of text (a categorical's names looked up once, not per row):
-    every table asks for the clusters of hundreds of cells."""
-    if isinstance(column.dtype, pd.CategoricalDtype):
-        names = np.asarray(column.cat.categories.astype(str), dtype=str)
-        codes = column.cat.codes.to_numpy()
-        found: Array = names[codes]
-        if (codes < 0).any():  # a missing label stays missing: cluster_codes refuses it
-            found = column.astype(object).to_numpy()
-        return found
-    text: Array = (np.asarray(column.astype(str).to_numpy(), dtype=str) if column.notna().all()
-                   else column.astype(object).to_numpy())
-    return text
+    """A column as a numpy array of text, without pandas' per-row string machinery: every table
+    asks for the clusters of hundreds of cells (a categorical's names are converted once)."""
+    values = column.array
+    found: Array
+    if isinstance(values, pd.Categorical) and (values.codes >= 0).all():
+        found = np.asarray(values.categories.astype(str), dtype=str)[values.codes]
+    elif column.dtype.kind in "iub":
+        found = column.to_numpy().astype(str)
+    else:  # anything else, missing labels included (cluster_codes refuses those)
+        found = column.astype(object).to_numpy()
+    return found
 
 
 def wilson_interval(x: Array | float, n: Array | float,
@@ -156,9 +155,9 @@ def clustered_rate(y: Sequence[bool] | Array, clusters: Sequence[Any] | Array | 
         deff_c = float(cluster_design_effect(rho, sizes))
         note = _undefined_note(k, n, bool(undefined))
     n_eff = kish / deff_c
-    lo, hi = wilson_interval(rate * n_eff, n_eff, alpha)
-    return ClusteredRate(int(y.sum()), n, rate, n_eff, float(lo), float(hi), k, n / n_eff,
-                         n / kish, deff_c, rho, note)
+    lo, hi = wilson(rate * n_eff, n_eff, alpha)  # one cell: the scalar form, as kish_rate's
+    return ClusteredRate(int(y.sum()), n, rate, n_eff, lo, hi, k, n / n_eff, n / kish, deff_c,
+                         rho, note)
 
 
 def _undefined_note(clusters: int, n: int, undefined: bool) -> str:
