@@ -119,6 +119,28 @@ def test_cluster_is_a_parameter(run: Path, tmp_path: Path, capsys) -> None:
     assert found["world"]["boot_lo"] == ""  # no bootstrap unless asked for
 
 
+def test_a_gee_on_too_few_clusters_says_why_and_the_rest_stands(tmp_path: Path,
+                                                                capsys) -> None:
+    """Two templates (one with an eventual read path, so H1 has both kinds of write) are two
+    clusters under --cluster template: H1's GEE refuses to fit (fewer than 5) and says so in
+    its row, and the rest of the row and table stand. By world (six) it fits and prints G and
+    df."""
+    run = tmp_path / "run"
+    done = limbo("run", "e1", "--template", "announce_linkedin", "--template", "charge_invoice",
+                 "--out", str(run), "--quiet")
+    assert done.returncode == 0, done.stderr
+
+    def h1(*options: str) -> str:
+        code, out, err = cli(capsys, "tables", str(run), "--table", "12", *options)
+        assert code == 0 and "| H5 |" in out, err
+        return next(line for line in out.splitlines() if line.startswith("| H1 |"))
+
+    refused = h1("--cluster", "template")
+    assert "GEE (G=2) not estimable (G=2 cluster(s): a clustered GEE needs at least 5)" in refused
+    assert "mixed-effects OR" in refused and refused.startswith("| H1 | ") and "dup " in refused
+    assert "GEE (G=6, df=4) OR" in h1()
+
+
 def test_bootstrap_adds_an_interval_to_every_rate(run: Path, tmp_path: Path, capsys) -> None:
     """--bootstrap B: every rate also carries its cluster-bootstrap interval, the same from the
     same logs; the Markdown's rows stay as they were, its notes say where the intervals are."""

@@ -168,6 +168,36 @@ def test_every_difference_has_a_seeded_bootstrap_interval(runs: tuple[Path, Path
     assert "Δ (pp)" in off and " [+" not in off and "cluster bootstrap" not in off
 
 
+def test_comparing_two_templates_clusters_by_side_a() -> None:
+    """With the template itself compared, a pair spans two worlds: it counts in A's. Two
+    frames (as the loader gives them) whose episodes differ only in the template — no built-in
+    grid pairs across templates, whose writes differ — three instances of A's template, so
+    three clusters, however many pairs each holds."""
+    import pandas as pd
+
+    from limbo.analysis import compare
+    from limbo.analysis.uncertainty import Uncertainty
+    from limbo.records import CELL_FIELDS
+
+    def side(template: str, duplicate: bool) -> pd.DataFrame:
+        rows = [{**dict.fromkeys(CELL_FIELDS, "x"), "template": template, "instance": k % 3,
+                 "seed": k, "rated": True, "family": "read-back resolves",
+                 "duplicate": duplicate, "task_success": True, "exactly_once": not duplicate}
+                for k in range(12)]
+        return pd.DataFrame(rows)
+
+    arms = compare.one_run(pd.concat([side("a", False), side("b", True)], ignore_index=True),
+                           "template=a,b")
+    pairs = compare.paired(arms)
+    assert len(pairs.rated) == 12 and set(pairs.frame["template"]) == {"a"}
+    table = compare.metrics_table(arms, pairs, Uncertainty())
+    row = next(r for r in table.rows if r[0].shown == "read-back resolves" and r[1].shown == "dup")
+    cells = dict(zip(table.header, (e.shown for e in row), strict=True))
+    assert (cells["clusters"], cells["c (B only)"]) == ("3", "12")
+    assert cells["sign-flip p"] == "0.25"  # 2 / 2^3: three worlds all one way
+    assert cells["McNemar p (unclustered)"] == "4.9e-04"  # 2 / 2^12
+
+
 def test_shuffled_with_a_cell_removed(runs: tuple[Path, Path], tmp_path: Path) -> None:
     a, b = runs
     lines = (b / "episodes.jsonl").read_text().splitlines()
