@@ -161,12 +161,12 @@ def agq_loglik(theta: Array, y: Array, n: Array, X: Array, codes: Array, g: int,
     mode, curv = _cluster_modes(y, n, eta, codes, g, sigma)
     scale = 1 / np.sqrt(curv)
     nodes, weights = np.polynomial.hermite_e.hermegauss(nagq)
-    terms = np.empty((nagq, g))
-    for k, z in enumerate(nodes):
-        b = mode + scale * z
-        terms[k] = (np.bincount(codes, _bernoulli(y, n, eta + b[codes]), g)
-                    - b**2 / (2 * sigma**2) - 0.5 * math.log(2 * math.pi * sigma**2)
-                    + math.log(weights[k]) + z * z / 2)
+    b = mode + scale * nodes[:, None]  # every node of every cluster at once: nagq × g
+    member = np.zeros((len(codes), g))
+    member[np.arange(len(codes)), codes] = 1.0
+    terms = (_bernoulli(y, n, eta + b[:, codes]) @ member
+             - b**2 / (2 * sigma**2) - 0.5 * math.log(2 * math.pi * sigma**2)
+             + (np.log(weights) + nodes * nodes / 2)[:, None])
     return float(np.sum(np.log(scale) + special.logsumexp(terms, axis=0)))
 
 
