@@ -152,11 +152,10 @@ def mean_point(data: Data, cell: pd.DataFrame, column: str) -> tuple[float, floa
 def bars_say(data: Data, wilson: bool = False) -> str:
     """What a figure's error bars are, for its title."""
     u = data.uncertainty
-    noun = {"world": "worlds", "template": "templates", "none": "episodes"}[u.cluster]
     if u.replicates:
-        return f"bars: 95% cluster bootstrap ({noun} resampled, B = {u.replicates})"
+        return f"bars: 95% cluster bootstrap ({u.noun} resampled, B = {u.replicates})"
     if wilson:
-        return f"bars: 95% Wilson on the effective n ({noun} as clusters)"
+        return f"bars: 95% Wilson on the effective n ({u.noun} as clusters)"
     return "no error bars (--bootstrap 0)"
 
 

@@ -32,8 +32,8 @@ from limbo.errors import UsageError
 Array = np.ndarray
 Report = Callable[[str, int, int], None]
 """Called as ``report(what is being bootstrapped, replicates done, replicates in all)``."""
-UNITS = {"world": "world (template, instance)", "template": "task template",
-         "none": "episode (no clustering)"}
+NOUNS = {"world": "worlds", "template": "templates", "none": "episodes"}
+"""What the clusters are called in a table's notes and a figure's title."""
 SEED = 0
 """Every bootstrap and Monte Carlo draw of the analysis is seeded from this and what it is of."""
 
@@ -54,9 +54,9 @@ class Uncertainty:
             raise UsageError(f"--bootstrap {self.replicates}: a number of replicates, 0 for none")
 
     @property
-    def unit(self) -> str:
-        """What counts as one independent unit, in words ("world (template, instance)")."""
-        return UNITS[self.cluster]
+    def noun(self) -> str:
+        """The clusters in words, plural: "worlds", "templates" or "episodes"."""
+        return NOUNS[self.cluster]
 
     def labels(self, rows: pd.DataFrame) -> Array:
         """Each row's cluster: its world or template, or (``none``) its own position."""

@@ -9,7 +9,7 @@ from limbo.analysis import table as t
 from limbo.analysis.bootstrap import Interval, shapley_statistic
 from limbo.analysis.data import Data, absent
 from limbo.analysis.stats import Shapley, shapley_r2
-from limbo.analysis.tables.common import CLUSTER_NOUN, excluded, rate_of, weighting_note
+from limbo.analysis.tables.common import excluded, rate_of, weighting_note
 
 TABLE3_HEADER = ["model", "dup: lost ack / 500 / partial", "dup: conn reset",
                  "dup: late commit", "dup: redelivery", "TS: not executed", "EOS: all faults",
@@ -136,9 +136,9 @@ def shares_note(data: Data) -> str:
     u = data.uncertainty
     if not u.replicates:
         return ("Shares have no formula for an interval: `--bootstrap B` gives each a "
-                f"cluster-bootstrap interval (resampling the {CLUSTER_NOUN[u.cluster]}).")
+                f"cluster-bootstrap interval (resampling the {u.noun}).")
     return (f"[95% cluster-bootstrap interval of each share: {u.describe()}; "
-            f"{CLUSTER_NOUN[u.cluster]} resampled with replacement, shares refitted.]")
+            f"{u.noun} resampled with replacement, shares refitted.]")
 
 
 def table4(data: Data) -> t.Table:
