@@ -2,9 +2,10 @@
 
 Two arms — two runs, or two levels of one factor in one run — are paired on every other cell
 field. For each fault family and overall it reports, per metric (duplicate, TS, EOS), the
-paired rates, their difference B − A in percentage points, the discordant counts b (A only)
-and c (B only), the exact McNemar p, and Holm's adjustment over the families; and how many
-episodes did not pair on each side.
+paired rates, their difference B − A in percentage points (with a cluster-bootstrap interval),
+the discordant counts b (A only) and c (B only), the clustered tests (sign-flip p, primary;
+Durkalski p) and the unclustered exact McNemar p, each kind with Holm's adjustment over the
+families (:mod:`limbo.analysis.pairtable`); and how many episodes did not pair on each side.
 
 Which fields are compared: ``--by FACTOR`` names it; otherwise every cell field whose levels
 in A and B are disjoint (two runs that differ only in the model are paired on everything
@@ -17,9 +18,12 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from limbo.analysis import pairtable
 from limbo.analysis import table as t
+from limbo.analysis.bootstrap import Interval
+from limbo.analysis.paired import ClusteredMcNemar
 from limbo.analysis.pairing import Pairs, pair
-from limbo.analysis.stats import McNemar, discordant, holm, mcnemar_exact
+from limbo.analysis.uncertainty import Uncertainty
 from limbo.errors import UsageError
 from limbo.records import CELL_FIELDS
 
@@ -82,7 +86,14 @@ def one_run(frame: pd.DataFrame, by: str | None) -> Arms:
 
 
 def paired(arms: Arms) -> Pairs:
-    return pair(arms.a, arms.b, [f for f in CELL_FIELDS if f not in arms.compared])
+    """The arms paired on every cell field but the compared ones. Each pair keeps its world
+    (``template``, ``instance``) for the clustered tests: the world both share, or A's when the
+    template or instance is what is compared."""
+    found = pair(arms.a, arms.b, [f for f in CELL_FIELDS if f not in arms.compared])
+    for field in ("template", "instance"):
+        if field not in found.frame.columns:
+            found.frame[field] = arms.a.loc[found.frame["index_a"], field].to_numpy()
+    return found
 
 
 def _families(pairs: Pairs) -> list[str]:
@@ -90,34 +101,41 @@ def _families(pairs: Pairs) -> list[str]:
     return [f for f in FAMILY_ORDER if f in present] + sorted(present - set(FAMILY_ORDER))
 
 
-def metrics_table(arms: Arms, pairs: Pairs) -> t.Table:
-    """Per family (then overall) and metric: rates, Δ, discordant counts, McNemar and Holm."""
+def metrics_table(arms: Arms, pairs: Pairs, u: Uncertainty) -> t.Table:
+    """Per family (then overall) and metric: rates, Δ (with its cluster-bootstrap interval
+    under ``--bootstrap``), discordant counts, and both readings of the paired test — the
+    sign-flip test over the clusters (primary) and the exact McNemar test — each with Holm over
+    the families."""
     table = t.Table(0, f"A = {arms.name_a}, B = {arms.name_b}: paired differences B − A "
                        f"(paired on every cell field but {', '.join(arms.compared) or 'none'})",
                     ["family", "metric", "pairs", "A (%)", "B (%)", "Δ (pp)", "b (A only)",
-                     "c (B only)", "McNemar p", "Holm p"], keys=2)
+                     "c (B only)", *pairtable.HEADER], keys=2)
     rated = pairs.rated
-    groups = [(f, rated[rated["family_a"] == f]) for f in _families(pairs)]
+    groups = [*((f, rated[rated["family_a"] == f]) for f in _families(pairs)),
+              ("overall", rated)]
     for metric, outcome in METRICS.items():
-        tests = [mcnemar_exact(*discordant(r[f"{outcome}_a"], r[f"{outcome}_b"]))
-                 for _, r in groups]
-        adjusted = holm([m.pvalue if len(r) else float("nan") for m, (_, r) in
-                         zip(tests, groups, strict=True)])
-        overall = mcnemar_exact(*discordant(rated[f"{outcome}_a"], rated[f"{outcome}_b"]))
-        for (family, rows), test, p_holm in [*zip(groups, tests, adjusted, strict=True),
-                                             (("overall", rated), overall, float("nan"))]:
-            table.add(*_metric_row(family, metric, outcome, rows, test, p_holm))
+        tests = [pairtable.test(u, rows, outcome, f"compare: {family} {metric}")
+                 for family, rows in groups]
+        family = [name != "overall" for name, _ in groups]
+        for (name, rows), test, ps in zip(groups, tests, pairtable.columns(tests, family),
+                                          strict=True):
+            interval = pairtable.difference(u, rows, outcome, f"compare: {name} {metric} Δ")
+            table.add(*_metric_row(name, metric, outcome, rows, test, interval), *ps)
+    table.notes += [f"Δ = B − A over rated pairs, unweighted; {u.describe()}"
+                    + (" (Δ's 95% interval)." if u.replicates else "."),
+                    pairtable.note(u, "the families, for each metric (not the overall row)")]
     return table
 
 
-def _metric_row(family: str, metric: str, outcome: str, rows: pd.DataFrame, test: McNemar,
-                p_holm: float) -> tuple[t.Entry, ...]:
+def _metric_row(family: str, metric: str, outcome: str, rows: pd.DataFrame,
+                test: ClusteredMcNemar | None, interval: Interval | None) -> tuple[t.Entry, ...]:
     n = len(rows)
     a = rows[f"{outcome}_a"].mean() if n else float("nan")
     b = rows[f"{outcome}_b"].mean() if n else float("nan")
+    counts = (test.mcnemar.b, test.mcnemar.c) if test is not None else (0, 0)
     return (t.label(family), t.label(metric), t.count(n), t.number(100 * a, n),
-            t.number(100 * b, n), t.points(b - a, n), t.count(test.b), t.count(test.c),
-            t.pvalue(test.pvalue if n else float("nan")), t.pvalue(p_holm))
+            t.number(100 * b, n), t.points(b - a, n, interval), t.count(counts[0]),
+            t.count(counts[1]))
 
 
 def _of(frame: pd.DataFrame, column: str, family: str) -> pd.DataFrame:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Hashable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
@@ -20,11 +20,13 @@ import pandas as pd
 
 from limbo.analysis import paper
 from limbo.analysis.arms import Matched, comparison, in_experiment, match
+from limbo.analysis.cluster import ClusteredRate
 from limbo.analysis.loader import Loaded
 from limbo.analysis.recovery import Recovery, classify
 from limbo.analysis.runs import EXPERIMENT, tool_kinds
-from limbo.analysis.stats import Rate, equal_weights, kish_rate
+from limbo.analysis.stats import equal_weights
 from limbo.analysis.table import Behind
+from limbo.analysis.uncertainty import Uncertainty
 
 if TYPE_CHECKING:
     from limbo.analysis.table import Table
@@ -63,10 +65,13 @@ def absent(*grids: str) -> str:
 
 
 @dataclass(frozen=True)
-class TracedRate(Rate):
-    """A rate with the episodes behind it (see :class:`~limbo.analysis.table.Behind`)."""
+class TracedRate(ClusteredRate):
+    """A clustered rate with the episodes behind it (see :class:`~limbo.analysis.table.Behind`)
+    and, when a bootstrap was asked for, its cluster-bootstrap interval (NaN otherwise)."""
 
     behind: Behind | None = field(default=None, compare=False, repr=False)
+    boot_lo: float = math.nan
+    boot_hi: float = math.nan
 
 
 def ordered(levels: Any, order: tuple[str, ...] = CONDITION_ORDER) -> list[str]:
@@ -77,10 +82,11 @@ def ordered(levels: Any, order: tuple[str, ...] = CONDITION_ORDER) -> list[str]:
 
 @dataclass
 class Data:
-    """The loaded episodes with the chosen weighting."""
+    """The loaded episodes with the chosen weighting and unit of replication."""
 
     loaded: Loaded
     weighting: str = "template"
+    uncertainty: Uncertainty = field(default_factory=Uncertainty)
     _recoveries: dict[Any, Recovery | None] = field(default_factory=dict)
     _delays: dict[Any, float] = field(default_factory=dict)
     _memo: dict[Any, Any] = field(default_factory=dict)
@@ -160,12 +166,15 @@ class Data:
             table.caveat = REFERENCE_CAVEAT
         return table
 
-    def rate(self, rows: pd.DataFrame, outcome: str) -> Rate:
-        """Kish-weighted rate of ``outcome`` over ``rows``, weights computed within them; it
-        remembers the rows, so a table entry made from it links to its episodes."""
-        r = kish_rate(rows[outcome].to_numpy(), self.weights(rows))
-        return TracedRate(r.successes, r.n, r.rate, r.n_eff, r.lo, r.hi,
-                          behind=Behind(rows.index, outcome))
+    def rate(self, rows: pd.DataFrame, outcome: str) -> TracedRate:
+        """Weighted rate of ``outcome`` over ``rows`` (weights computed within them) with its
+        interval for the chosen unit of replication (:class:`Uncertainty`); it remembers the
+        rows, so a table entry made from it links to its episodes."""
+        r, boot = self.uncertainty.rate(rows[outcome].to_numpy(), rows, self.weights(rows),
+                                        f"rate:{outcome}")
+        lo, hi = (math.nan, math.nan) if boot is None else (float(boot.lo), float(boot.hi))
+        return TracedRate(**{f.name: getattr(r, f.name) for f in fields(ClusteredRate)},
+                          behind=Behind(rows.index, outcome), boot_lo=lo, boot_hi=hi)
 
     def weights(self, rows: pd.DataFrame) -> np.ndarray | None:
         if self.weighting == "none" or rows.empty:

@@ -91,8 +91,7 @@ def _bars(ax: Axes, frame: pd.DataFrame, groups: list[str], series: list[str]) -
         part = frame[frame["series"] == name].set_index("group").reindex(groups)
         x = np.arange(len(groups)) + (k - (len(series) - 1) / 2) * width
         rate = 100 * part["rate"].to_numpy(float)
-        err = np.vstack([rate - 100 * part["lo"].to_numpy(float),
-                         100 * part["hi"].to_numpy(float) - rate])
+        err = whiskers(rate, 100 * part["lo"].to_numpy(float), 100 * part["hi"].to_numpy(float))
         there = ~np.isnan(rate)
         ax.bar(x[there], rate[there], width, yerr=err[:, there], capsize=2,
                color=GREYS[k % len(GREYS)], hatch=HATCHES[k % len(HATCHES)], edgecolor="black",
@@ -111,9 +110,8 @@ def figure3(data: Data) -> Drawn:
         return Drawn(3, None, absent("e1"))
     records = []
     for (klass, model), cell in rows.groupby(["contract_class", "model"], observed=True):
-        r = data.rate(cell, "duplicate")
-        records.append({"group": klass, "series": model, "rate": r.rate, "lo": r.lo,
-                        "hi": r.hi})
+        rate, lo, hi = rate_point(data, cell, "duplicate")
+        records.append({"group": klass, "series": model, "rate": rate, "lo": lo, "hi": hi})
     frame = pd.DataFrame(records)
     classes = ordered(frame["group"].unique(), CLASS_ORDER)
     fig, (ax,) = new_figure(max(8.0, 3 + 1.6 * len(classes)), 4.6)
@@ -122,7 +120,7 @@ def figure3(data: Data) -> Drawn:
     ax.set_ylim(0, 105)
     fig.legend(fontsize=7, loc="outside right upper")
     ax.set_title("Figure 3: duplicates under committed faults by contract class (E1, E1s)\n"
-                 "95% intervals; n/a = no rated episode", fontsize=10)
+                 f"{bars_say(data, wilson=True)}; n/a = no rated episode", fontsize=10)
     footer(fig, data, "e1", "e1s")
     return Drawn(3, fig)
 
@@ -130,12 +128,64 @@ def figure3(data: Data) -> Drawn:
 CONDITION_MARKERS = {"vanilla": "v", "guard": ">", "state-oracle": "D", "outcome-oracle": "*"}
 
 
+def rate_point(data: Data, cell: pd.DataFrame, outcome: str) -> tuple[float, float, float]:
+    """A rate and its 95% interval: the cluster bootstrap's when one is drawn (the default of
+    ``limbo figures``), else the design-effect Wilson interval the tables print."""
+    r = data.rate(cell, outcome)
+    if data.uncertainty.replicates:
+        return r.rate, r.boot_lo, r.boot_hi
+    return r.rate, r.lo, r.hi
+
+
+def mean_point(data: Data, cell: pd.DataFrame, column: str) -> tuple[float, float, float]:
+    """A weighted mean (NaN values left out, as :meth:`Data.mean` does) and its 95%
+    cluster-bootstrap interval (NaN without a bootstrap: a mean has no formula here)."""
+    value = data.mean(cell, column)
+    cell = cell[cell[column].notna().to_numpy()]
+    boot = data.uncertainty.mean(cell[column].to_numpy(float), cell, data.weights(cell),
+                                 f"mean:{column}")
+    if boot is None:
+        return value, np.nan, np.nan
+    return value, float(boot.lo), float(boot.hi)
+
+
+def bars_say(data: Data, wilson: bool = False) -> str:
+    """What a figure's error bars are, for its title."""
+    u = data.uncertainty
+    if u.replicates:
+        return f"bars: 95% cluster bootstrap ({u.noun} resampled, B = {u.replicates})"
+    if wilson:
+        return f"bars: 95% Wilson on the effective n ({u.noun} as clusters)"
+    return "no error bars (--bootstrap 0)"
+
+
+def whiskers(values: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """matplotlib's 2 × n error extents below and above each value; none where unknown. A
+    percentile interval need not hold its estimate (nor rounding keep a rate of 1 at or below
+    an upper bound of 1): a whisker then starts at the point instead of running backwards."""
+    found: np.ndarray = np.maximum(np.nan_to_num(np.vstack([values - low, high - values])), 0.0)
+    return found
+
+
+def _errorbars(ax: Axes, frame: pd.DataFrame, x: str, y: str) -> None:
+    """Grey whiskers of each point's intervals (columns ``<x>_lo``… ; none where NaN)."""
+    def spread(column: str) -> np.ndarray | None:
+        values = frame[column].to_numpy(float)
+        low, high = frame[f"{column}_lo"].to_numpy(float), frame[f"{column}_hi"].to_numpy(float)
+        return None if np.isnan(low).all() else whiskers(values, low, high)
+
+    ax.errorbar(frame[x].to_numpy(float), frame[y].to_numpy(float), xerr=spread(x),
+                yerr=spread(y), fmt="none", ecolor="0.5", elinewidth=0.7, capsize=2, zorder=1)
+
+
 def _wait_points(data: Data, rows: pd.DataFrame) -> pd.DataFrame:
     points = []
     for (contract, condition), cell in rows.groupby(["contract", "condition"], observed=True):
-        points.append((str(contract), str(condition), data.mean(cell, "agent_time_s") / 60,
-                       100 * data.rate(cell, "exactly_once").rate))
-    return pd.DataFrame(points, columns=["contract", "condition", "time", "eos"])
+        time = [v / 60 for v in mean_point(data, cell, "agent_time_s")]
+        eos = [100 * v for v in rate_point(data, cell, "exactly_once")]
+        points.append((str(contract), str(condition), *time, *eos))
+    return pd.DataFrame(points, columns=["contract", "condition", "time", "time_lo", "time_hi",
+                                         "eos", "eos_lo", "eos_hi"])
 
 
 def _wait_panel(data: Data, ax: Axes, rows: pd.DataFrame, title: str) -> None:
@@ -149,6 +199,7 @@ def _wait_panel(data: Data, ax: Axes, rows: pd.DataFrame, title: str) -> None:
                 va="center", fontsize=8, transform=ax.transAxes)
         return
     frame = _wait_points(data, rows)
+    _errorbars(ax, frame, "time", "eos")
     styles = {"native": ("o-", "0.3"), "keys-everywhere": ("s--", "white")}
     for contract, part in frame.groupby("contract"):
         part = part.set_index("condition")
@@ -185,7 +236,8 @@ def figure4(data: Data) -> Drawn:
     found = [ax.get_legend_handles_labels() for ax in axes]
     handles, labels = max(found, key=lambda hl: len(hl[1]))
     fig.legend(handles, labels, fontsize=7, loc="outside right upper")
-    fig.suptitle("Figure 4: waiting versus keys under late commits (E5)", fontsize=10)
+    fig.suptitle(f"Figure 4: waiting versus keys under late commits (E5)\n{bars_say(data)}",
+                 fontsize=10)
     footer(fig, data, "e5")
     return Drawn(4, fig)
 
@@ -209,7 +261,10 @@ def figure5(data: Data) -> Drawn:
             cell = rows[(rows["model"] == model) & (rows["condition"] == condition)]
             if cell.empty:
                 continue
-            x, y = data.mean(cell, "tool_calls"), 100 * data.rate(cell, "exactly_once").rate
+            x, x_lo, x_hi = mean_point(data, cell, "tool_calls")
+            y, y_lo, y_hi = (100 * v for v in rate_point(data, cell, "exactly_once"))
+            _errorbars(ax, pd.DataFrame({"x": [x], "x_lo": [x_lo], "x_hi": [x_hi], "y": [y],
+                                         "y_lo": [y_lo], "y_hi": [y_hi]}), "x", "y")
             # An outlined ring, not a filled disc: rings of nearby conditions never hide
             # each other's markers.
             ax.scatter(x, y, s=900 * data.rate(cell, "duplicate").rate, facecolor="none",
@@ -222,7 +277,7 @@ def figure5(data: Data) -> Drawn:
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, fontsize=7, loc="outside right upper")
     fig.suptitle("Figure 5: EOS vs tool calls per condition (E2, native); grey ring area ∝ "
-                 "duplicate rate", fontsize=10)
+                 f"duplicate rate\n{bars_say(data)}", fontsize=10)
     footer(fig, data, "e2")
     return Drawn(5, fig)
 

@@ -4,20 +4,40 @@ Each function states what it computes; the formulas, library calls and pitfalls 
 ``reference/stats.md`` and its reference values are asserted in ``tests/test_analysis_stats.py``.
 Guards are behaviour: an empty cell gives NaN (printed "—"), never 0; a model that cannot be
 estimated (one cluster, an arm at 0% or 100%) says so instead of returning a number.
+
+This module keeps rates, the mixed-effects fits and the Shapley decomposition. Paired tests are
+in :mod:`~limbo.analysis.paired`, equivalence in :mod:`~limbo.analysis.tost`, GEE in
+:mod:`~limbo.analysis.gee`, and what clustering by world changes (``reference/stats.md`` §8) in
+:mod:`~limbo.analysis.cluster` and :mod:`~limbo.analysis.bootstrap`.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from scipy import optimize, special
-from scipy.stats import binom, norm
+from scipy.stats import norm
+
+# Moved to their own modules; named here (``as``: an explicit re-export) so that existing
+# ``from limbo.analysis.stats import ...`` lines keep working.
+from limbo.analysis.gee import OddsRatio as OddsRatio
+from limbo.analysis.gee import firth_logit as firth_logit
+from limbo.analysis.gee import gee_odds_ratio as gee_odds_ratio
+from limbo.analysis.gee import separation as separation
+from limbo.analysis.gee import wald_p
+from limbo.analysis.paired import McNemar as McNemar
+from limbo.analysis.paired import discordant as discordant
+from limbo.analysis.paired import holm as holm
+from limbo.analysis.paired import mcnemar_exact as mcnemar_exact
+from limbo.analysis.tost import Tost as Tost
+from limbo.analysis.tost import proportion_difference_ci as proportion_difference_ci
+from limbo.analysis.tost import tost_paired as tost_paired
+from limbo.analysis.tost import tost_two_proportions as tost_two_proportions
 
 NAN = float("nan")
 Array = np.ndarray
@@ -84,225 +104,6 @@ def kish_rate(y: Sequence[bool] | Array, weights: Array | None = None,
     return Rate(int(y.sum()), n, rate, n_eff, lo, hi)
 
 
-# -- paired tests --------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class McNemar:
-    """Exact McNemar test on paired binary outcomes."""
-
-    b: int
-    """Pairs with the outcome under A only."""
-    c: int
-    """Pairs with the outcome under B only."""
-    statistic: float
-    pvalue: float
-
-
-def mcnemar_exact(b: int, c: int) -> McNemar:
-    """Exact (binomial) McNemar: p = min(1, 2·BinomCDF(min(b, c); b + c, ½)); p = 1 when
-    there is no discordant pair (b + c = 0), where scipy's binomtest would raise."""
-    if b + c == 0:
-        return McNemar(b, c, 0.0, 1.0)
-    p = min(1.0, 2.0 * float(binom.cdf(min(b, c), b + c, 0.5)))
-    return McNemar(b, c, float(min(b, c)), p)
-
-
-def discordant(a: Sequence[bool] | Array, b: Sequence[bool] | Array) -> tuple[int, int]:
-    """(b, c) of paired outcomes: pairs true under ``a`` only, and under ``b`` only."""
-    a, b = np.asarray(a, dtype=bool), np.asarray(b, dtype=bool)
-    return int((a & ~b).sum()), int((~a & b).sum())
-
-
-def holm(pvalues: Sequence[float] | Array) -> Array:
-    """Holm's step-down adjustment: sorted ascending, adj₍ᵢ₎ = min(1, maxⱼ≤ᵢ (m − j + 1)·p₍ⱼ₎),
-    mapped back to the input order — what ``multipletests(method="holm")`` computes (not
-    its default, Holm–Šidák). NaN entries stay NaN and are not counted in the family size m."""
-    p = np.asarray(pvalues, dtype=float)
-    out = np.full(p.shape, np.nan)
-    ok = np.flatnonzero(~np.isnan(p))
-    order = ok[np.argsort(p[ok], kind="stable")]
-    m = len(order)
-    scaled = (m - np.arange(m)) * p[order]
-    out[order] = np.minimum(1.0, np.maximum.accumulate(scaled))
-    return out
-
-
-# -- equivalence ---------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Tost:
-    """Two one-sided tests for |p1 − p2| < margin, with the (1 − 2α) interval of p1 − p2."""
-
-    diff: float
-    p_lower: float
-    """H0: diff ≤ −margin."""
-    p_upper: float
-    """H0: diff ≥ +margin."""
-    pvalue: float
-    ci_lo: float
-    ci_hi: float
-    margin: float
-
-    @property
-    def equivalent(self) -> bool:
-        """Equivalence at α = 0.05 (equivalently: the 90% interval inside ±margin)."""
-        return bool(self.pvalue < 0.05)
-
-
-def proportion_difference_ci(c1: float, n1: float, c2: float, n2: float, alpha: float = 0.10,
-                             method: str = "wald") -> tuple[float, float]:
-    """Interval for p1 − p2 (``confint_proportions_2indep``); counts may be fractional."""
-    from statsmodels.stats.proportion import confint_proportions_2indep
-
-    lo, hi = confint_proportions_2indep(c1, n1, c2, n2, method=method, compare="diff",
-                                        alpha=alpha)
-    return float(lo), float(hi)
-
-
-def tost_two_proportions(c1: float, n1: float, c2: float, n2: float, margin: float = 0.05,
-                         method: str = "wald") -> Tost:
-    """TOST for two independent proportions with its 90% interval, both by the same
-    ``method`` (statsmodels' two functions default to different ones). NaN if an arm is
-    empty."""
-    if not (n1 > 0 and n2 > 0):
-        return Tost(NAN, NAN, NAN, NAN, NAN, NAN, margin)
-    if method == "wald":
-        p1, p2 = c1 / n1, c2 / n2
-        return _tost_z(p1 - p2, math.sqrt(p1 * (1 - p1) / n1 + p2 * (1 - p2) / n2), margin)
-    from statsmodels.stats.proportion import tost_proportions_2indep
-
-    t = tost_proportions_2indep(c1, n1, c2, n2, low=-margin, upp=margin, method=method)
-    lo, hi = proportion_difference_ci(c1, n1, c2, n2, alpha=0.10, method=method)
-    return Tost(c1 / n1 - c2 / n2, float(t.results_larger.pvalue),
-                float(t.results_smaller.pvalue), float(t.pvalue), lo, hi, margin)
-
-
-def tost_paired(b: int, c: int, n: int, margin: float = 0.05) -> Tost:
-    """TOST on paired episodes (b = A only, c = B only, n pairs): d = (b − c)/n,
-    SE = √((b + c)/n − d²)/√n, two one-sided z-tests and d ± z₀.₉₅·SE."""
-    if n <= 0:
-        return Tost(NAN, NAN, NAN, NAN, NAN, NAN, margin)
-    d = (b - c) / n
-    return _tost_z(d, math.sqrt(max((b + c) / n - d * d, 0.0)) / math.sqrt(n), margin)
-
-
-def _tost_z(d: float, se: float, margin: float) -> Tost:
-    """Two one-sided z-tests of ``d`` against ±``margin`` and the 90% interval d ± z₀.₉₅·SE.
-    With SE = 0 (every episode alike) the difference is known exactly: each test rejects
-    exactly when ``d`` lies strictly inside its margin."""
-    if se == 0:
-        p_lo, p_up = float(d <= -margin), float(d >= margin)
-    else:
-        p_lo, p_up = float(norm.sf((d + margin) / se)), float(norm.cdf((d - margin) / se))
-    z = float(norm.ppf(0.95))
-    return Tost(d, p_lo, p_up, max(p_lo, p_up), d - z * se, d + z * se, margin)
-
-
-# -- odds ratios ---------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class OddsRatio:
-    """An odds ratio for a binary exposure, or the reason it cannot be estimated."""
-
-    beta: float
-    se: float
-    pvalue: float
-    clusters: int
-    note: str = ""
-    """Why the estimate is missing, or a caution (few clusters, singular fit)."""
-    extra: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def odds_ratio(self) -> float:
-        return math.exp(self.beta) if math.isfinite(self.beta) else NAN
-
-    def ci(self, alpha: float = 0.05) -> tuple[float, float]:
-        """Wald interval exp(β ± z·SE)."""
-        z = float(norm.ppf(1 - alpha / 2))
-        if not (math.isfinite(self.beta) and math.isfinite(self.se)):
-            return NAN, NAN
-        return math.exp(self.beta - z * self.se), math.exp(self.beta + z * self.se)
-
-
-def _not_estimable(clusters: int, note: str) -> OddsRatio:
-    return OddsRatio(NAN, NAN, NAN, clusters, note)
-
-
-def separation(y: Array, x: Array, trials: Array | None = None) -> str:
-    """Which arm of binary ``x`` has a 0% or 100% outcome rate ("" if none): the odds ratio
-    then diverges, and GEE/GLMM report nonsense instead of failing."""
-    n = np.ones(len(y)) if trials is None else np.asarray(trials, dtype=float)
-    for level in (0, 1):
-        arm = np.asarray(x) == level
-        events, total = float(np.asarray(y)[arm].sum()), float(n[arm].sum())
-        if total == 0:
-            return f"no episodes with x={level}"
-        if events in (0.0, total):
-            return f"separation: every episode with x={level} has outcome {int(events > 0)}"
-    return ""
-
-
-def _wald_p(beta: float, se: float) -> float:
-    return float(2 * norm.sf(abs(beta / se))) if se > 0 else NAN
-
-
-def gee_odds_ratio(y: Sequence[float] | Array, x: Sequence[float] | Array,
-                   groups: Sequence[Any] | Array, cov_struct: str = "exchangeable",
-                   cov_type: str = "robust") -> OddsRatio:
-    """Population-averaged odds ratio of binary ``x`` from a logit GEE clustered by
-    ``groups`` (exchangeable working correlation, robust sandwich SE, z-test). Refuses one
-    cluster and a separated arm; notes fewer than 20 clusters."""
-    # The modules themselves: statsmodels.api would also import its plotting (matplotlib).
-    from statsmodels.genmod import cov_struct as structures
-    from statsmodels.genmod.families import Binomial
-    from statsmodels.genmod.generalized_estimating_equations import GEE
-
-    y, x = np.asarray(y, dtype=float), np.asarray(x, dtype=float)
-    codes = np.unique(np.asarray(groups, dtype=object).astype(str), return_inverse=True)[1]
-    clusters = int(codes.max()) + 1 if len(codes) else 0
-    if clusters < 2:
-        return _not_estimable(clusters, f"{clusters} cluster(s): GEE needs at least 2")
-    sep = separation(y, x)
-    if sep:
-        return _not_estimable(clusters, sep)
-    order = np.argsort(codes, kind="stable")
-    structure = {"exchangeable": structures.Exchangeable,
-                 "independence": structures.Independence}[cov_struct]()
-    design = np.column_stack([np.ones(len(x)), x[order]])
-    model = GEE(y[order], design, groups=codes[order], family=Binomial(), cov_struct=structure)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        res = model.fit(maxiter=500, ctol=1e-10, cov_type=cov_type)
-    beta, se = float(res.params[1]), float(res.bse[1])
-    note = f"few clusters (G={clusters})" if clusters < 20 else ""
-    extra = {"intercept": float(res.params[0])}
-    if cov_struct == "exchangeable":
-        extra["alpha"] = float(np.asarray(structure.dep_params))
-    return OddsRatio(beta, se, _wald_p(beta, se), clusters, note, extra)
-
-
-def firth_logit(y: Array, X: Array, trials: Array | None = None, maxiter: int = 200,
-                tol: float = 1e-10) -> tuple[Array, Array]:
-    """Firth's penalised logistic regression (finite under separation): coefficients and
-    their SE from the information at the penalised estimate. On a 2×2 table it gives the
-    Haldane odds ratio (½ added to every cell)."""
-    y, X = np.asarray(y, dtype=float), np.asarray(X, dtype=float)
-    n = np.ones(len(y)) if trials is None else np.asarray(trials, dtype=float)
-    beta = np.zeros(X.shape[1])
-    for _ in range(maxiter):
-        mu = special.expit(X @ beta)
-        w = n * mu * (1 - mu)
-        inv = np.linalg.inv(X.T @ (X * w[:, None]))
-        hat = w * np.einsum("ij,jk,ik->i", X, inv, X)
-        step = inv @ (X.T @ (y - n * mu + hat * (0.5 - mu)))
-        beta = beta + step
-        if np.max(np.abs(step)) < tol:
-            break
-    mu = special.expit(X @ beta)
-    inv = np.linalg.inv(X.T @ (X * (n * mu * (1 - mu))[:, None]))
-    return beta, np.sqrt(np.diag(inv))
-
-
 # -- mixed-effects logistic model (maximum likelihood) --------------------------------------
 
 @dataclass(frozen=True)
@@ -319,7 +120,7 @@ class GlmmFit:
     def odds_ratio(self, column: int, clusters: int) -> OddsRatio:
         beta, se = float(self.params[column]), float(self.se[column])
         note = "singular fit (a random-effect SD is 0)" if any(self.singular) else ""
-        return OddsRatio(beta, se, _wald_p(beta, se), clusters, note,
+        return OddsRatio(beta, se, wald_p(beta, se), clusters, note,
                          {"sigma": float(self.sigmas[0]), "llf": self.llf})
 
 
@@ -360,12 +161,12 @@ def agq_loglik(theta: Array, y: Array, n: Array, X: Array, codes: Array, g: int,
     mode, curv = _cluster_modes(y, n, eta, codes, g, sigma)
     scale = 1 / np.sqrt(curv)
     nodes, weights = np.polynomial.hermite_e.hermegauss(nagq)
-    terms = np.empty((nagq, g))
-    for k, z in enumerate(nodes):
-        b = mode + scale * z
-        terms[k] = (np.bincount(codes, _bernoulli(y, n, eta + b[codes]), g)
-                    - b**2 / (2 * sigma**2) - 0.5 * math.log(2 * math.pi * sigma**2)
-                    + math.log(weights[k]) + z * z / 2)
+    b = mode + scale * nodes[:, None]  # every node of every cluster at once: nagq × g
+    member = np.zeros((len(codes), g))
+    member[np.arange(len(codes)), codes] = 1.0
+    terms = (_bernoulli(y, n, eta + b[:, codes]) @ member
+             - b**2 / (2 * sigma**2) - 0.5 * math.log(2 * math.pi * sigma**2)
+             + (np.log(weights) + nodes * nodes / 2)[:, None])
     return float(np.sum(np.log(scale) + special.logsumexp(terms, axis=0)))
 
 
@@ -528,11 +329,35 @@ def _design(cells: Any, factors: Sequence[str]) -> Array:
 
 def shapley_r2(cells: Any, factors: Sequence[str], y: str = "y", n: str = "n") -> Shapley:
     """Shapley decomposition of McFadden's R² = 1 − ℓ(S)/ℓ₀ over factor groups, fitted on
-    collapsed cells (a frame with one row per cell: the factors, ``y`` events of ``n``).
-    ℓ₀ is the intercept-only Bernoulli log-likelihood; NaN everywhere when it is 0 (the
-    outcome never or always happens)."""
+    collapsed cells (a frame with one row per cell: the factors, ``y`` events of ``n``)."""
     cells = cells[cells[n] > 0]
-    ys, ns = cells[y].to_numpy(float), cells[n].to_numpy(float)
+    return shapley_fit(cells[y].to_numpy(float), cells[n].to_numpy(float),
+                       shapley_designs(cells, factors), factors)
+
+
+def shapley_designs(cells: Any, factors: Sequence[str]) -> dict[tuple[str, ...], Array]:
+    """The design (intercept and treatment dummies) of every non-empty subset of ``factors``
+    over ``cells``: built once, so a bootstrap refits the same cells with other counts (a cell
+    with no episodes in a replicate adds nothing to the likelihood)."""
+    varies = {f: cells[f].nunique() > 1 for f in factors}
+    built: dict[tuple[str, ...], Array] = {}
+    designs = {}
+    for size in range(1, len(factors) + 1):
+        for subset in itertools.combinations(factors, size):
+            # A factor with one level adds no column: such subsets share one design (the same
+            # object), which shapley_fit fits once — E1's one harness halves a bootstrap's work.
+            effective = tuple(f for f in subset if varies[f])
+            if effective not in built:
+                built[effective] = _design(cells, effective)
+            designs[subset] = built[effective]
+    return designs
+
+
+def shapley_fit(ys: Array, ns: Array, designs: dict[tuple[str, ...], Array],
+                factors: Sequence[str]) -> Shapley:
+    """:func:`shapley_r2` on counts ``ys`` of ``ns`` per cell and the cells' designs. ℓ₀ is the
+    intercept-only Bernoulli log-likelihood; NaN everywhere when it is 0 (the outcome never
+    or always happens)."""
     factors = list(factors)
     nan_result = Shapley(NAN, dict.fromkeys(factors, NAN), dict.fromkeys(factors, NAN), {})
     if ns.sum() == 0:
@@ -542,9 +367,11 @@ def shapley_r2(cells: Any, factors: Sequence[str], y: str = "y", n: str = "n") -
     if ll0 == 0:
         return nan_result
     r2: dict[tuple[str, ...], float] = {(): 0.0}
-    for size in range(1, len(factors) + 1):
-        for subset in itertools.combinations(factors, size):
-            r2[subset] = 1 - bernoulli_llf(ys, ns, _design(cells, subset)) / ll0
+    fitted: dict[int, float] = {}  # by design object: subsets sharing one are fitted once
+    for subset, design in designs.items():
+        if id(design) not in fitted:
+            fitted[id(design)] = 1 - bernoulli_llf(ys, ns, design) / ll0
+        r2[subset] = fitted[id(design)]
     phi = {f: _shapley_value(f, factors, r2) for f in factors}
     total = r2[tuple(factors)]
     share = {f: (phi[f] / total if total > 0 else NAN) for f in factors}

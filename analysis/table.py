@@ -2,7 +2,8 @@
 as Markdown, CSV or LaTeX.
 
 An entry that has no data shows "—", never 0. In the CSV every entry is one line with its
-numerator, denominator, Kish effective n and interval, so a reader can redo any cell; the
+numerator, denominator (n), effective n, interval, clusters and design effect (n / n_eff), and
+its cluster-bootstrap interval when one was drawn, so a reader can redo any cell; the
 table's caveat, notes (the n of each arm, what was left unmatched or excluded) and provenance
 (the runs it was computed from) follow as lines of their own (rows ``caveat``, ``note`` and
 ``provenance``). Markdown and LaTeX carry the same lines.
@@ -11,16 +12,22 @@ table's caveat, notes (the n of each arm, what was left unmatched or excluded) a
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from limbo.analysis.stats import Rate
 
+if TYPE_CHECKING:
+    from limbo.analysis.bootstrap import Interval
+
 EMPTY = "—"
 CSV_FIELDS = ("table", "row", "column", "shown", "value", "numerator", "denominator", "n_eff",
-              "lo", "hi")
+              "lo", "hi", "clusters", "deff", "boot_lo", "boot_hi")
+NUMBERS = CSV_FIELDS[4:]
+"""The CSV's numeric columns, each an :class:`Entry` field of the same name."""
 
 
 @dataclass(frozen=True)
@@ -43,6 +50,13 @@ class Entry:
     n_eff: float = math.nan
     lo: float = math.nan
     hi: float = math.nan
+    clusters: float = math.nan
+    """The clusters (worlds, by default) the episodes behind the entry fall in."""
+    deff: float = math.nan
+    """The design effect n / n_eff (weighting × clustering)."""
+    boot_lo: float = math.nan
+    boot_hi: float = math.nan
+    """The cluster-bootstrap interval, when one was drawn (``--bootstrap B``)."""
     behind: Behind | None = field(default=None, compare=False, repr=False)
     """The episodes the entry was computed over, where known (the HTML report links to them)."""
 
@@ -59,15 +73,22 @@ def _pct(value: float) -> str:
     return f"{100 * value:.1f}"
 
 
-def rate(r: Rate, counts: bool = True) -> Entry:
-    """A rate in percent with its 95% interval and raw counts: ``25.0 [13, 42] 10/40``."""
+def rate(r: Rate, counts: bool = True, boot: Interval | None = None) -> Entry:
+    """A rate in percent with its 95% interval and raw counts: ``25.0 [13, 42] 10/40``; the
+    clusters, design effect and bootstrap interval (``boot``, or the one it carries) go to the
+    CSV."""
     behind = getattr(r, "behind", None)
     if r.n == 0 or math.isnan(r.rate):
         return Entry(EMPTY, numerator=r.successes, denominator=r.n, behind=behind)
     shown = f"{_pct(r.rate)} [{100 * r.lo:.0f}, {100 * r.hi:.0f}]"
     if counts:
         shown += f" {r.successes}/{r.n}"
-    return Entry(shown, r.rate, r.successes, r.n, r.n_eff, r.lo, r.hi, behind)
+    entry = Entry(shown, r.rate, r.successes, r.n, r.n_eff, r.lo, r.hi,
+                  float(getattr(r, "clusters", math.nan)), float(getattr(r, "deff", math.nan)),
+                  getattr(r, "boot_lo", math.nan), getattr(r, "boot_hi", math.nan), behind)
+    if boot is None:
+        return entry
+    return dataclasses.replace(entry, boot_lo=float(boot.lo), boot_hi=float(boot.hi))
 
 
 def number(value: float, n: int, digits: int = 1) -> Entry:
@@ -89,11 +110,31 @@ def pvalue(p: float) -> Entry:
     return Entry(shown, p)
 
 
-def points(diff: float, n: int) -> Entry:
-    """A difference in percentage points, signed."""
+def points(diff: float, n: int, interval: Interval | None = None) -> Entry:
+    """A difference in percentage points, signed; with its cluster-bootstrap interval when one
+    was drawn: ``+25.0 [+8.3, +41.7]``."""
     if n == 0 or math.isnan(diff):
         return Entry(EMPTY, denominator=n)
-    return Entry(f"{100 * diff:+.1f}", diff, denominator=n)
+    if interval is None:
+        return Entry(f"{100 * diff:+.1f}", diff, denominator=n)
+    lo, hi = float(interval.lo), float(interval.hi)
+    return Entry(f"{100 * diff:+.1f} [{100 * lo:+.1f}, {100 * hi:+.1f}]", diff, denominator=n,
+                 lo=lo, hi=hi, clusters=interval.clusters, boot_lo=lo, boot_hi=hi)
+
+
+def share(value: float, interval: Interval | None = None) -> Entry:
+    """A share in percent (never "-0" from rounding noise), with its cluster-bootstrap interval
+    when one was drawn: ``45 [30, 61]``."""
+    if math.isnan(value):
+        return Entry(EMPTY)
+    shown = f"{max(100 * value, 0.0):.0f}"
+    if interval is None:
+        return Entry(shown, value)
+    lo, hi = float(interval.lo), float(interval.hi)
+    if math.isnan(lo):
+        return Entry(f"{shown} [—]", value, clusters=interval.clusters)
+    return Entry(f"{shown} [{max(100 * lo, 0.0):.0f}, {max(100 * hi, 0.0):.0f}]", value, lo=lo,
+                 hi=hi, clusters=interval.clusters, boot_lo=lo, boot_hi=hi)
 
 
 @dataclass
@@ -157,17 +198,17 @@ class Table:
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow(CSV_FIELDS)
         if self.absent:
-            writer.writerow([self.number, "", "", self.absent, *[""] * 6])
+            writer.writerow([self.number, "", "", self.absent, *[""] * len(NUMBERS)])
         for line in [self.caveat] if self.caveat else []:
-            writer.writerow([self.number, "caveat", "", line, *[""] * 6])
+            writer.writerow([self.number, "caveat", "", line, *[""] * len(NUMBERS)])
         for row in self.rows:
             key = " / ".join(e.shown for e in row[:self.keys])
             for head, e in zip(self.header[self.keys:], row[self.keys:], strict=True):
-                writer.writerow([self.number, key, head, e.shown, *(_csv_number(v) for v in (
-                    e.value, e.numerator, e.denominator, e.n_eff, e.lo, e.hi))])
+                writer.writerow([self.number, key, head, e.shown,
+                                 *(_csv_number(getattr(e, name)) for name in NUMBERS)])
         for kind, lines in (("note", self.notes), ("provenance", self.provenance())):
             for line in lines:
-                writer.writerow([self.number, kind, "", line, *[""] * 6])
+                writer.writerow([self.number, kind, "", line, *[""] * len(NUMBERS)])
         return out.getvalue()
 
     def latex(self) -> str:
@@ -192,7 +233,8 @@ def _csv_number(value: float) -> str:
 _TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
         "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
         "—": "---", "–": "--", "−": "$-$", "≤": r"$\leq$", "≥": r"$\geq$", "±": r"$\pm$",
-        "δ": r"$\delta$", "Δ": r"$\Delta$", "²": r"$^2$", "†": r"$\dagger$"}
+        "δ": r"$\delta$", "Δ": r"$\Delta$", "²": r"$^2$", "†": r"$\dagger$", "χ": r"$\chi$",
+        "₁": r"$_1$", "Σ": r"$\Sigma$"}
 
 
 def _tex(text: str) -> str:

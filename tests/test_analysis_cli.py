@@ -3,10 +3,13 @@ still produced. And the core without the ``analysis`` extra."""
 
 from __future__ import annotations
 
+import contextlib
+import csv
 import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -70,27 +73,131 @@ def test_files_in_every_format(run: Path, tmp_path: Path, capsys) -> None:
     assert "\\begin{tabular}" in tex and "policy/verify" in tex
     assert all(ord(ch) < 128 for ch in tex)  # every symbol the tables use is escaped
     header = (tmp_path / "table3.csv").read_text().splitlines()[0]
-    assert header == "table,row,column,shown,value,numerator,denominator,n_eff,lo,hi"
+    assert header == ("table,row,column,shown,value,numerator,denominator,n_eff,lo,hi,clusters,"
+                      "deff,boot_lo,boot_hi")
+
+
+def eos_cell(out: Path) -> dict[str, str]:
+    """Table 3's EOS cell over all models, from the CSV written into ``out``."""
+    with (out / "table3.csv").open() as fh:
+        return next(r for r in csv.DictReader(fh)
+                    if r["row"] == "all models" and r["column"] == "EOS: all faults")
 
 
 def test_weights_are_a_parameter(run: Path, tmp_path: Path, capsys) -> None:
     def n_eff(weights: str) -> tuple[float, int]:
         out = tmp_path / weights
         assert cli(capsys, "tables", str(run), "--table", "3", "--weights", weights,
-                   "--format", "csv", "--out", str(out))[0] == 0
-        row = next(line for line in (out / "table3.csv").read_text().splitlines()
-                   if line.startswith("3,all models,EOS"))
-        return float(row.split(",")[-3]), int(float(row.split(",")[-4]))
+                   "--cluster", "none", "--format", "csv", "--out", str(out))[0] == 0
+        cell = eos_cell(out)
+        return float(cell["n_eff"]), int(float(cell["denominator"]))
 
     unweighted, n = n_eff("none")
     assert unweighted == n
     assert n_eff("template")[0] < n  # two templates of unequal size
 
 
+def test_cluster_is_a_parameter(run: Path, tmp_path: Path, capsys) -> None:
+    """The same cell under each unit: n and the rate stay, the clusters are the worlds (two
+    templates × three instances), the templates, or the episodes; the effective n and the
+    interval follow. Clustering never narrows an interval (ρ is clipped at 0); the reference
+    policies behave alike in these worlds, so here it hardly widens it."""
+    found = {}
+    for cluster in ("world", "template", "none"):
+        out = tmp_path / cluster
+        assert cli(capsys, "tables", str(run), "--table", "3", "--cluster", cluster,
+                   "--format", "csv", "--out", str(out))[0] == 0
+        found[cluster] = eos_cell(out)
+    n = int(float(found["none"]["denominator"]))
+    assert {c: int(float(cell["clusters"])) for c, cell in found.items()} == {
+        "world": 6, "template": 2, "none": n}
+    assert len({cell["value"] for cell in found.values()}) == 1
+    assert float(found["none"]["deff"]) == pytest.approx(n / float(found["none"]["n_eff"]))
+    width = {c: float(cell["hi"]) - float(cell["lo"]) for c, cell in found.items()}
+    assert width["none"] <= width["world"] and width["none"] <= width["template"]
+    assert float(found["world"]["n_eff"]) <= float(found["none"]["n_eff"])
+    assert found["world"]["boot_lo"] == ""  # no bootstrap unless asked for
+
+
+def test_a_gee_on_too_few_clusters_says_why_and_the_rest_stands(tmp_path: Path,
+                                                                capsys) -> None:
+    """Two templates (one with an eventual read path, so H1 has both kinds of write) are two
+    clusters under --cluster template: H1's GEE refuses to fit (fewer than 5) and says so in
+    its row, and the rest of the row and table stand. By world (six) it fits and prints G and
+    df."""
+    run = tmp_path / "run"
+    done = limbo("run", "e1", "--template", "announce_linkedin", "--template", "charge_invoice",
+                 "--out", str(run), "--quiet")
+    assert done.returncode == 0, done.stderr
+
+    def h1(*options: str) -> str:
+        code, out, err = cli(capsys, "tables", str(run), "--table", "12", *options)
+        assert code == 0 and "| H5 |" in out, err
+        return next(line for line in out.splitlines() if line.startswith("| H1 |"))
+
+    refused = h1("--cluster", "template")
+    assert "GEE (G=2) not estimable (G=2 cluster(s): a clustered GEE needs at least 5)" in refused
+    assert "mixed-effects OR" in refused and refused.startswith("| H1 | ") and "dup " in refused
+    assert "GEE (G=6, df=4) OR" in h1()
+
+
+def test_bootstrap_adds_an_interval_to_every_rate(run: Path, tmp_path: Path, capsys) -> None:
+    """--bootstrap B: every rate also carries its cluster-bootstrap interval, the same from the
+    same logs; the Markdown's rows stay as they were, its notes say where the intervals are."""
+    texts = []
+    for name in ("a", "b"):
+        out = tmp_path / name
+        assert cli(capsys, "tables", str(run), "--table", "3", "--bootstrap", "200",
+                   "--format", "csv,md", "--out", str(out))[0] == 0
+        texts.append((out / "table3.csv").read_text())
+        cell = eos_cell(out)
+        assert float(cell["boot_lo"]) < float(cell["value"]) < float(cell["boot_hi"])
+    assert texts[0] == texts[1]
+    assert cli(capsys, "tables", str(run), "--table", "3", "--format", "md", "--out",
+               str(tmp_path / "c"))[0] == 0
+    with_boot, without = ((tmp_path / name / "table3.md").read_text() for name in ("a", "c"))
+    assert [r for r in with_boot.splitlines() if r.startswith("|")] == [
+        r for r in without.splitlines() if r.startswith("|")]
+    assert "B = 200" in with_boot and "boot_lo" in with_boot and "B = " not in without
+
+
+def test_bootstrap_progress_only_on_a_terminal(run: Path, tmp_path: Path) -> None:
+    """A progress bar on stderr when it is a terminal (a pseudo-terminal here); into a pipe,
+    only the usual load line."""
+    import pty
+
+    piped = limbo("tables", str(run), "--table", "4", "--bootstrap", "300")
+    assert piped.returncode == 0 and "bootstrap" not in piped.stderr
+    assert piped.stderr.count("\n") == 1
+    leader, follower = pty.openpty()
+    seen: list[bytes] = []
+
+    def read() -> None:  # drained while the command runs: a full terminal would block it
+        with open(leader, "rb", buffering=0) as terminal, contextlib.suppress(OSError):
+            while chunk := terminal.read(65536):  # OSError once the command's end closes
+                seen.append(chunk)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    done = subprocess.run([LIMBO, "tables", str(run), "--table", "4", "--bootstrap", "300"],
+                          stdout=subprocess.PIPE, stderr=follower, timeout=600,
+                          env={**os.environ, "COLUMNS": "120"})
+    os.close(follower)
+    reader.join(timeout=60)
+    assert done.returncode == 0
+    drawn = b"".join(seen)
+    assert b"bootstrap table 4: Shapley shares, E1 pooled" in drawn and b"300/300" in drawn
+    assert done.stdout.decode() == piped.stdout
+
+
 @pytest.mark.parametrize("args,message", [
     (["--table", "11"], "no table 11; choose from 3, 4, 5"),
     (["--format", "xls"], "--format 'xls': choose from md, csv, tex"),
     (["--out", __file__], "is a file; name a directory"),
+    (["--cluster", "instance"], "invalid choice: 'instance'"),
+    (["--bootstrap", "-1"], "-1: choose 0 (none) to 100,000"),
+    (["--bootstrap", "lots"], "'lots' is not a whole number"),
+    (["--bootstrap", "1e9"], "'1e9' is not a whole number"),
 ])
 def test_bad_flags_are_one_line(run: Path, args: list[str], message: str, capsys) -> None:
     code, _, err = cli(capsys, "tables", str(run), *args)

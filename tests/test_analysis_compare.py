@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from support.handcount import holm, mcnemar
+from support.handcount import discordance, holm, mcnemar, sign_flip
 
 LIMBO = str(Path(sys.executable).parent / "limbo")
 FAMILY = {"timeout_pre": "not executed", "http500_pre": "not executed",
@@ -75,11 +75,20 @@ def hand_count(a: list[dict], b: list[dict]) -> dict:
             entry["unpaired_b"] += 1
             continue
         x, y = left[key]["outcome"], right[key]["outcome"]
+        if not (rated(left[key]) and rated(right[key])):
+            continue
         entry["pairs"] += 1
+        world = (key[KEY.index("template")], key[KEY.index("instance")])
         for metric, field in METRICS.items():
             entry[metric][0] += x[field] and not y[field]
             entry[metric][1] += y[field] and not x[field]
+            entry.setdefault(f"{metric} worlds", []).append((x[field], y[field], world))
     return out
+
+
+def rated(record: dict) -> bool:
+    return record["outcome"]["fault_fired"] and record["outcome"]["termination"] not in (
+        "infra_error", "model_error", "timeout")
 
 
 def check(output: str, counts: dict) -> None:
@@ -89,7 +98,10 @@ def check(output: str, counts: dict) -> None:
                             "read-back cannot", "phantom", "none") if f in counts]
     for metric in METRICS:
         raw = [mcnemar(*counts[f][metric]) for f in families]
-        for family, p, p_holm in zip(families, raw, holm(raw), strict=True):
+        by_world = [discordance(counts[f].get(f"{metric} worlds", [])) for f in families]
+        flips = [sign_flip(d) for d in by_world]
+        for family, p, p_holm, flip, flip_holm, d in zip(families, raw, holm(raw), flips,
+                                                         holm(flips), by_world, strict=True):
             b, c = counts[family][metric]
             key = f"{family} / {metric}"
             assert rows[(key, "pairs")]["shown"] == str(counts[family]["pairs"])
@@ -97,8 +109,13 @@ def check(output: str, counts: dict) -> None:
             assert rows[(key, "c (B only)")]["shown"] == str(c)
             assert float(rows[(key, "Δ (pp)")]["value"]) == pytest.approx(
                 (c - b) / counts[family]["pairs"])
-            assert float(rows[(key, "McNemar p")]["value"]) == pytest.approx(p, rel=1e-9)
-            assert float(rows[(key, "Holm p")]["value"]) == pytest.approx(p_holm, rel=1e-9)
+            assert float(rows[(key, "McNemar p (unclustered)")]["value"]) == pytest.approx(
+                p, rel=1e-9)
+            assert float(rows[(key, "Holm p (unclustered)")]["value"]) == pytest.approx(
+                p_holm, rel=1e-9)
+            assert rows[(key, "clusters")]["shown"] == str(len(d))
+            assert float(rows[(key, "sign-flip p")]["value"]) == pytest.approx(flip, rel=1e-9)
+            assert float(rows[(key, "Holm p")]["value"]) == pytest.approx(flip_holm, rel=1e-9)
     unpaired = {(r["row"], r["column"]): r["shown"] for r in pairing}
     for family in families:
         assert unpaired[(family, "rated pairs")] == str(counts[family]["pairs"])
@@ -117,6 +134,68 @@ def test_compare_matches_a_hand_count(runs: tuple[Path, Path]) -> None:
     check(done.stdout, counts)
     text = limbo("compare", str(a), str(b)).stdout
     assert "paired on every cell field but model" in text
+
+
+def test_clustering_is_what_makes_the_p_honest(runs: tuple[Path, Path]) -> None:
+    """Under --cluster none every pair is its own unit: the sign-flip p is the exact McNemar
+    p. By world (16 worlds of e6) it can be no smaller than 2/2^16, however many pairs."""
+    a, b = runs
+    none = {(r["row"], r["column"]): r for r in csv_blocks(limbo(
+        "compare", str(a), str(b), "--format", "csv", "--cluster", "none").stdout)[0]}
+    world = {(r["row"], r["column"]): r for r in csv_blocks(limbo(
+        "compare", str(a), str(b), "--format", "csv").stdout)[0]}
+    key = "read-back resolves / dup"
+    assert none[(key, "sign-flip p")]["value"] == none[(key, "McNemar p (unclustered)")]["value"]
+    assert int(none[(key, "clusters")]["shown"]) == int(none[(key, "pairs")]["shown"])
+    assert float(world[(key, "sign-flip p")]["value"]) >= 2 / 2 ** 16
+    assert float(world[(key, "sign-flip p")]["value"]) > float(none[(key, "sign-flip p")]["value"])
+    assert world[(key, "McNemar p (unclustered)")] == none[(key, "McNemar p (unclustered)")]
+
+
+def test_every_difference_has_a_seeded_bootstrap_interval(runs: tuple[Path, Path]) -> None:
+    """Δ's interval (B = 1000 by default) holds Δ, is the same from the same logs, and says how
+    many replicates it drew; --bootstrap 0 leaves it out."""
+    a, b = runs
+    first, again = (limbo("compare", str(a), str(b), "--format", "csv").stdout for _ in "ab")
+    assert first == again
+    cells = {(r["row"], r["column"]): r for r in csv_blocks(first)[0]}
+    delta = cells[("read-back resolves / dup", "Δ (pp)")]
+    assert float(delta["lo"]) <= float(delta["value"]) <= float(delta["hi"])
+    assert float(delta["lo"]) < float(delta["hi"]) and delta["lo"] == delta["boot_lo"]
+    assert delta["clusters"] == "16.0"
+    assert "B = 300," in limbo("compare", str(a), str(b), "--bootstrap", "300").stdout
+    off = limbo("compare", str(a), str(b), "--bootstrap", "0").stdout
+    assert "Δ (pp)" in off and " [+" not in off and "cluster bootstrap" not in off
+
+
+def test_comparing_two_templates_clusters_by_side_a() -> None:
+    """With the template itself compared, a pair spans two worlds: it counts in A's. Two
+    frames (as the loader gives them) whose episodes differ only in the template — no built-in
+    grid pairs across templates, whose writes differ — three instances of A's template, so
+    three clusters, however many pairs each holds."""
+    import pandas as pd
+
+    from limbo.analysis import compare
+    from limbo.analysis.uncertainty import Uncertainty
+    from limbo.records import CELL_FIELDS
+
+    def side(template: str, duplicate: bool) -> pd.DataFrame:
+        rows = [{**dict.fromkeys(CELL_FIELDS, "x"), "template": template, "instance": k % 3,
+                 "seed": k, "rated": True, "family": "read-back resolves",
+                 "duplicate": duplicate, "task_success": True, "exactly_once": not duplicate}
+                for k in range(12)]
+        return pd.DataFrame(rows)
+
+    arms = compare.one_run(pd.concat([side("a", False), side("b", True)], ignore_index=True),
+                           "template=a,b")
+    pairs = compare.paired(arms)
+    assert len(pairs.rated) == 12 and set(pairs.frame["template"]) == {"a"}
+    table = compare.metrics_table(arms, pairs, Uncertainty())
+    row = next(r for r in table.rows if r[0].shown == "read-back resolves" and r[1].shown == "dup")
+    cells = dict(zip(table.header, (e.shown for e in row), strict=True))
+    assert (cells["clusters"], cells["c (B only)"]) == ("3", "12")
+    assert cells["sign-flip p"] == "0.25"  # 2 / 2^3: three worlds all one way
+    assert cells["McNemar p (unclustered)"] == "4.9e-04"  # 2 / 2^12
 
 
 def test_shuffled_with_a_cell_removed(runs: tuple[Path, Path], tmp_path: Path) -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 import os
 import subprocess
 import sys
@@ -25,6 +24,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.handcount import clustered_wilson
 
 LIMBO = str(Path(sys.executable).parent / "limbo")
 GRIDS = ("e1", "e2", "e3", "e6")
@@ -88,16 +88,11 @@ def matched(rows: list[Row], factor: str, arms: tuple[str, ...]) -> dict[str, li
 
 
 def kish(rows: list[Row], outcome: Callable[[Row], bool]) -> tuple[float, float, float]:
-    """(rate, lo, hi): equal weight per template, Wilson on Kish's effective n."""
+    """(rate, lo, hi): equal weight per template, Wilson on Kish's effective n over the design
+    effect of clustering by world (the default)."""
     sizes = Counter(r["template"] for r in rows)
-    weights = [1 / sizes[r["template"]] for r in rows]
-    total = sum(weights)
-    rate = sum(w for w, r in zip(weights, rows, strict=True) if outcome(r)) / total
-    n = total * total / sum(w * w for w in weights)
-    centre = (rate + Z * Z / (2 * n)) / (1 + Z * Z / n)
-    half = Z * math.sqrt(rate * (1 - rate) / n + Z * Z / (4 * n * n)) / (1 + Z * Z / n)
-    hits = sum(1 for r in rows if outcome(r))
-    return rate, 0.0 if hits == 0 else centre - half, 1.0 if hits == len(rows) else centre + half
+    return clustered_wilson([outcome(r) for r in rows], [1 / sizes[r["template"]] for r in rows],
+                            [(r["template"], r["instance"]) for r in rows], Z)[:3]
 
 
 def check(cell: dict[str, str], rows: list[Row], outcome: Callable[[Row], bool]) -> None:
@@ -177,7 +172,9 @@ def test_table10_has_the_papers_rows(runs: dict[str, Path]) -> None:
 
 
 def test_table13_holm_runs_over_the_papers_six_comparisons(runs: dict[str, Path]) -> None:
-    from support.handcount import holm, mcnemar
+    """Both readings, each with Holm over the paper's six: the sign-flip p over the worlds'
+    net discordance and the unclustered exact McNemar p, counted by hand."""
+    from support.handcount import discordance, holm, mcnemar, sign_flip
 
     e2 = raw(runs["e2"])
     conditions = ("vanilla", "aware", "reflect", "sdk-retry", "rules", "vbr", "guard",
@@ -186,22 +183,33 @@ def test_table13_holm_runs_over_the_papers_six_comparisons(runs: dict[str, Path]
     by_key = {c: {tuple(r[k] for k in PAIR_ON): r for r in rows if r["fault"] != "none"}
               for c, rows in arms.items()}
     family = ("vanilla", "aware", "reflect", "sdk-retry", "rules", "vbr")
-    pvalues = {}
+    pvalues, flips, worlds = {}, {}, {}
     for other in conditions[:6] + conditions[7:]:
         pairs = [(g, by_key[other][k]) for k, g in by_key["guard"].items()
                  if rated([g]) and rated([by_key[other][k]])]
         b = sum(1 for g, o in pairs if g["exactly_once"] and not o["exactly_once"])
         c = sum(1 for g, o in pairs if o["exactly_once"] and not g["exactly_once"])
         pvalues[other] = mcnemar(b, c)
+        d = discordance([(g["exactly_once"], o["exactly_once"], (g["template"], g["instance"]))
+                         for g, o in pairs])
+        flips[other], worlds[other] = sign_flip(d), len(d)
     adjusted = dict(zip(family, holm([pvalues[o] for o in family]), strict=True))
+    clustered = dict(zip(family, holm([flips[o] for o in family]), strict=True))
     table = cells(tables_csv(runs["e2"], number=13))
     for other in family:
-        assert float(table[(f"native / {other}", "Holm p")]["value"]) == pytest.approx(
+        row = f"native / {other}"
+        assert float(table[(row, "Holm p (unclustered)")]["value"]) == pytest.approx(
             adjusted[other], rel=1e-9)
+        assert float(table[(row, "sign-flip p")]["value"]) == pytest.approx(flips[other])
+        assert float(table[(row, "Holm p")]["value"]) == pytest.approx(clustered[other])
+        assert table[(row, "clusters")]["shown"] == str(worlds[other]) == "2"
     for other in ("state-oracle", "outcome-oracle"):
         row = f"native / {other} †"
-        assert table[(row, "Holm p")]["shown"] == "—"
-        assert float(table[(row, "McNemar p")]["value"]) == pytest.approx(pvalues[other])
+        assert table[(row, "Holm p")]["shown"] == table[(row, "Holm p (unclustered)")][
+            "shown"] == "—"
+        assert float(table[(row, "McNemar p (unclustered)")]["value"]) == pytest.approx(
+            pvalues[other])
+        assert float(table[(row, "sign-flip p")]["value"]) == pytest.approx(flips[other])
 
 
 # -- Must-show 4 and the property: any subset renders; extra runs move nothing --------------------

@@ -40,7 +40,7 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, s
 
 def test_the_commands_run_and_write_what_they_say(outputs) -> None:
     cwd, printed = outputs
-    assert len(printed) >= 9
+    assert len(printed) >= 11
     assert sorted(p.name for p in (cwd / "tables").iterdir()) == [
         "table10.csv", "table10.md", "table10.tex", "table3.csv", "table3.md", "table3.tex"]
     for number in (2, 3, 4, 5, 6):
@@ -50,19 +50,35 @@ def test_the_commands_run_and_write_what_they_say(outputs) -> None:
         "### Table 13")[1]
 
 
-def test_the_compare_excerpt_is_real_output(outputs) -> None:
+@pytest.mark.parametrize(("name", "command"), [
+    ("compare", "limbo compare runs/verify runs/blind"),
+    ("unclustered", "limbo compare runs/verify runs/blind --cluster none")])
+def test_the_compare_excerpts_are_real_output(outputs, name: str, command: str) -> None:
     _, printed = outputs
-    excerpt = DOC.read_text().split("<!-- compare:begin -->")[1].split("<!-- compare:end -->")[0]
+    excerpt = DOC.read_text().split(f"<!-- {name}:begin -->")[1].split(f"<!-- {name}:end -->")[0]
     rows = [line for line in excerpt.strip().splitlines() if line.startswith("|")]
-    assert len(rows) >= 3
+    assert len(rows) >= 1
     for row in rows:
-        assert row in printed["limbo compare runs/verify runs/blind"].splitlines()
+        assert row in printed[command].splitlines()
+
+
+def test_the_clustered_p_is_primary_in_the_docs_example(outputs) -> None:
+    """Must-show 3: on the docs' example `limbo compare` leads with the clustered p (≈ 0.03,
+    six worlds all one way) and keeps the unclustered McNemar p beside it."""
+    _, printed = outputs
+    lines = printed["limbo compare runs/verify runs/blind"].splitlines()
+    header = next(line for line in lines if line.startswith("| family |")).split(" | ")
+    row = next(line for line in lines if line.startswith("| read-back resolves | dup |"))
+    cells = dict(zip(header, row.split(" | "), strict=True))
+    assert header.index("sign-flip p") < header.index("McNemar p (unclustered)")
+    assert (cells["clusters"], cells["sign-flip p"]) == ("6", "0.031")
+    assert float(cells["McNemar p (unclustered)"]) < 1e-15
 
 
 def test_the_python_example_runs(outputs, capsys, monkeypatch) -> None:
     cwd, _ = outputs
     monkeypatch.chdir(cwd)
-    (example,) = blocks("python")
+    example = blocks("python")[0]  # the Statistics example ("Uncertainty" has its own test)
     exec(compile(example, str(DOC), "exec"), {"__name__": "doc_example"})  # our own docs
     out = capsys.readouterr().out
     assert "### Table 3" in out and "0.03515625" in out and "\n0.5\n" in out

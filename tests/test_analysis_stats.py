@@ -14,6 +14,9 @@ Entries not asserted, and why:
   asserted here as behaviour instead: the project refuses or flags both.
 * ``timing`` — wall-clock figures and shares of a random data set that is not in the file.
 * ``versions`` — the verification environment.
+
+The ``clustered`` section (stats.md §8 gave no values) is the project's own: each value computed
+two independent ways by ``support/clustered_routes.py``, which a test here re-runs.
 """
 
 from __future__ import annotations
@@ -324,3 +327,109 @@ def test_tost_with_every_episode_alike_is_exact_and_warns_nothing(c1, c2, equiva
     assert t.diff == (c1 - c2) / 40
     assert t.ci_lo == t.ci_hi == t.diff
     assert t.equivalent is equivalent
+
+
+# -- clustering by world (stats.md §8): values computed two ways by support/clustered_routes.py --
+
+CLUSTERED = VECTORS["clustered"]
+
+
+def rows_of(sizes: list[int], hits: list[int]) -> tuple[list[int], list[int]]:
+    """Row-level outcomes and world labels from per-world counts (hits first)."""
+    y, g = [], []
+    for world, (m, k) in enumerate(zip(sizes, hits, strict=True)):
+        y += [1] * k + [0] * (m - k)
+        g += [world] * m
+    return y, g
+
+
+@pytest.mark.parametrize("variant", ["unweighted", "template_weights"])
+def test_clustered_rate(variant: str) -> None:
+    from limbo.analysis.cluster import anova_icc, clustered_rate
+
+    data, ref = CLUSTERED["rate"]["data"], CLUSTERED["rate"][variant]
+    y, g = rows_of(data["sizes"], data["successes"])
+    templates = [data["templates"][w] for w in g]
+    weights = stats.equal_weights(templates) if variant == "template_weights" else None
+    r = clustered_rate(y, g, weights)
+    icc, undefined = anova_icc(np.array(data["successes"]), np.array(data["sizes"]))
+    assert not undefined and r.clusters == 6 and r.n == 44 and r.successes == 25
+    close(float(icc), ref["icc"], CLOSED)
+    for key in ("icc", "deff_c", "deff_w", "rate", "n_eff", "lo", "hi"):
+        close(getattr(r, key), ref[key], CLOSED)
+    close(r.deff, ref["deff_w"] * ref["deff_c"], CLOSED)
+
+
+def test_sign_flip_and_durkalski() -> None:
+    from limbo.analysis.paired import clustered_mcnemar, durkalski, sign_flip
+
+    ref = CLUSTERED["paired"]
+    flip = sign_flip(ref["d"])
+    assert flip.exact and flip.statistic == ref["statistic"] and flip.worlds == ref["worlds"]
+    close(flip.pvalue, ref["p_sign_flip"], CLOSED)
+    x2, p = durkalski(ref["d"])
+    close(x2, ref["durkalski"], CLOSED)
+    close(p, ref["p_durkalski"], CLOSED)
+    a, b, g = [], [], []
+    for world, (bk, ck) in enumerate(zip(ref["data"]["b"], ref["data"]["c"], strict=True)):
+        a += [True] * bk + [False] * ck + [True]  # and one concordant pair per world
+        b += [False] * bk + [True] * ck + [True]
+        g += [world] * (bk + ck + 1)
+    both = clustered_mcnemar(a, b, g)
+    assert both.worlds == 10 and both.sign_flip == flip
+    close(both.p_durkalski, ref["p_durkalski"], CLOSED)
+    assert (both.mcnemar.b, both.mcnemar.c) == (sum(ref["data"]["b"]), sum(ref["data"]["c"]))
+
+
+def test_clustered_tests_reduce_to_mcnemar_with_one_pair_per_world() -> None:
+    from limbo.analysis.paired import durkalski, sign_flip
+
+    ref = CLUSTERED["paired"]["one_discordant_pair_per_world"]
+    d = [1] * ref["b"] + [-1] * ref["c"]
+    close(sign_flip(d).pvalue, ref["p_sign_flip"], CLOSED)
+    close(sign_flip(d).pvalue, VECTORS["mcnemar_exact"]["T1"]["pvalue"], CLOSED)
+    x2, p = durkalski(d)
+    close(x2, ref["durkalski"], CLOSED)
+    close(p, ref["p_durkalski"], CLOSED)
+
+
+def test_gee_bias_reduced_with_t_reference() -> None:
+    from limbo.analysis.gee import gee_clustered
+
+    ref = CLUSTERED["gee_bias_reduced_t"]
+    y, x, g = gee_rows()
+    result = gee_clustered(y, x, g)
+    assert result.clusters == ref["clusters"] and result.df == ref["df"] and result.note == ""
+    close(result.beta, ref["beta_x"], GEE)
+    close(result.se, ref["se_bias_reduced"], GEE)
+    close(result.pvalue, ref["p_t"], GEE)
+    lo, hi = result.ci()
+    close(lo, ref["OR_lo"], GEE)
+    close(hi, ref["OR_hi"], GEE)
+
+
+def test_paired_tost_clustered() -> None:
+    from limbo.analysis.tost import tost_paired_clustered
+
+    ref = CLUSTERED["tost_paired"]
+    data = ref["data"]
+    a, b, g = [], [], []
+    for world, (m, bk, ck) in enumerate(zip(data["pairs"], data["b"], data["c"], strict=True)):
+        a += [1] * bk + [0] * ck + [1] * (m - bk - ck)
+        b += [0] * bk + [1] * ck + [1] * (m - bk - ck)
+        g += [world] * m
+    t = tost_paired_clustered(a, b, g, margin=data["margin"])
+    assert t.clusters == ref["clusters"] and t.pairs == sum(data["pairs"])
+    for got, key in ((t.diff, "diff"), (t.se, "se"), (t.p_lower, "p_lower"),
+                     (t.p_upper, "p_upper"), (t.pvalue, "p_tost"), (t.ci_lo, "ci90_lo"),
+                     (t.ci_hi, "ci90_hi")):
+        close(got, ref[key], CLOSED)
+    assert not t.equivalent and t.ci_hi > data["margin"]
+
+
+def test_clustered_reference_values_are_reproduced_by_both_routes() -> None:
+    """The fixture's clustered section is what the two independent routes give today."""
+    from support.clustered_routes import section
+
+    fresh = section()
+    assert fresh == CLUSTERED

@@ -8,6 +8,7 @@ and the figures in memory, not the logs.
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -19,11 +20,13 @@ import pandas as pd
 
 from limbo.analysis.data import Data
 from limbo.analysis.loader import Loaded, load
+from limbo.analysis.replicates import REPLICATES
 from limbo.analysis.report import pages
 from limbo.analysis.report.details import bucket_file, bucket_script, detail_json
 from limbo.analysis.report.index import bucket_count, bucket_of, index_payload
 from limbo.analysis.report.linked import cells_payload
 from limbo.analysis.report.overview import ErrorGroup, Figure, Overview, read_manifests
+from limbo.analysis.uncertainty import Uncertainty
 
 
 @dataclass
@@ -105,7 +108,11 @@ def build(paths: Sequence[Path], weighting: str = "template", version: int = 0) 
     loaded = load(paths)
     data = Data(loaded, weighting)
     tables, failures = build_safely(data, list(TABLES))
-    figures, files = _figures(data)
+    # The figures as `limbo figures` draws them (its default bootstrap for the error bars);
+    # the cache of the episodes' selections is shared, none of it depends on the bootstrap.
+    drawn = dataclasses.replace(data, uncertainty=Uncertainty(
+        replicates=REPLICATES["figures"]))
+    figures, files = _figures(drawn)
     frame = loaded.frame
     cells = cells_payload(tables, frame)
     overview = Overview(sources=[str(p) for p in paths], manifests=read_manifests(paths),

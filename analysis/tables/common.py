@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 
 from limbo.analysis import table as t
@@ -37,8 +39,29 @@ def rate_of(data: Data, rows: pd.DataFrame, outcome: str, modes: set[str] | None
     return t.rate(data.rate(rows, outcome), counts)
 
 
-def weighting_note(data: Data) -> str:
+def weighting_note(data: Data, table: t.Table) -> str:
+    """How the table's rates are weighted and how sure they are: the unit of replication, and
+    the range of n, clusters and effective n over its cells (each cell's are in the CSV)."""
     scheme = {"template": "equal weight per task template", "instance": "equal weight per "
               "task instance", "none": "every episode weighted equally"}[data.weighting]
-    return (f"Rates in %, [95% Wilson interval on Kish effective n], raw counts; {scheme} "
-            f"within each cell. Conditional on the fault having fired.")
+    return (f"Rates in %, [95% Wilson interval on the effective n = n / design effect], raw "
+            f"counts; {scheme} within each cell; {data.uncertainty.describe()}"
+            f"{' (intervals in the CSV: boot_lo, boot_hi)' if data.uncertainty.replicates else ''}."
+            f"{spread(table, data.uncertainty.noun)} Conditional on the fault having fired.")
+
+
+def spread(table: t.Table, clusters: str) -> str:
+    """" Cells: n 12–515 in 3–48 worlds, effective n 2.1–120.5 (…in the CSV)." — or "" when
+    the table has no rate yet."""
+    cells = [e for row in table.rows for e in row if not math.isnan(e.clusters)]
+    if not cells:
+        return ""
+
+    def span(values: list[float], digits: int) -> str:
+        low, high = min(values), max(values)
+        return f"{low:.{digits}f}" if low == high else f"{low:.{digits}f}–{high:.{digits}f}"
+
+    return (f" Cells: n {span([e.denominator for e in cells], 0)} in "
+            f"{span([e.clusters for e in cells], 0)} {clusters}, effective n "
+            f"{span([e.n_eff for e in cells], 1)}; each cell's n, n_eff, clusters and design "
+            f"effect are in the CSV.")

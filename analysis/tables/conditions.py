@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import pandas as pd
 
-from limbo.analysis import paper
+from limbo.analysis import pairtable, paper
 from limbo.analysis import table as t
 from limbo.analysis.arms import Matched
 from limbo.analysis.data import Data, absent, ordered
 from limbo.analysis.pairing import Pairs, pair
-from limbo.analysis.stats import discordant, holm, mcnemar_exact
 from limbo.analysis.tables.common import excluded, none_rated, rate_of, weighting_note
 
 TABLE5_COLUMNS = {"timeout (committed)": ("timeout_post",), "500 (committed)": ("http500_post",),
@@ -49,7 +48,7 @@ def table5(data: Data) -> t.Table:
     if not table.rows:
         table.absent = absent("e2", "e2k")
         return table
-    table.notes.insert(0, weighting_note(data))
+    table.notes.insert(0, weighting_note(data, table))
     return table
 
 
@@ -83,7 +82,7 @@ def table7(data: Data) -> t.Table:
                                  ("mean tool calls", "tool_calls", 1)):
         table.add(t.label(name), t.label("native"), t.label("all models"),
                   *[_mean(data, rated[c], column, digits) for c in names])
-    table.notes += [weighting_note(data) + " Counts and intervals are in the CSV.",
+    table.notes += [weighting_note(data, table) + " Counts and intervals are in the CSV.",
                     matched.note(), excluded(pd.concat(list(arms.values())))]
     return table
 
@@ -116,32 +115,36 @@ def _guard_rows(data: Data) -> list[tuple[str, str, pd.DataFrame]]:
 
 
 def table13(data: Data) -> t.Table:
-    """The guard against each other condition on exactly-once success: paired episodes,
-    exact McNemar, Holm over the paper's six comparisons."""
+    """The guard against each other condition on exactly-once success: paired episodes, the
+    sign-flip test over worlds (primary) and the exact McNemar test, each with Holm over the
+    paper's six comparisons."""
     table = t.Table(13, "Guard vs each other condition on EOS (E2; paired, Holm-adjusted)",
                     ["contract", "guard vs", "EOS guard (%)", "EOS other (%)", "EOS gain (pp)",
-                     "paired episodes", "McNemar p", "Holm p"], keys=2)
+                     "paired episodes", *pairtable.HEADER], keys=2)
     data.stamp(table)
     found = _guard_rows(data)
     if not found:
         table.absent = absent("e2", "e2k")
         return table
-    tests = [mcnemar_exact(*discordant(r["exactly_once_a"], r["exactly_once_b"]))
-             for _, _, r in found]
-    family = [i for i, (contract, other, _) in enumerate(found)
-              if contract == "native" and other in paper.TABLE13_FAMILY]
-    adjusted = dict(zip(family, holm([tests[i].pvalue for i in family]), strict=True))
-    for i, ((contract, other, rated), test) in enumerate(zip(found, tests, strict=True)):
+    u = data.uncertainty
+    tests = [pairtable.test(u, r, "exactly_once", f"table 13: {c} guard vs {o}")
+             for c, o, r in found]
+    family = [contract == "native" and other in paper.TABLE13_FAMILY
+              for contract, other, _ in found]
+    for (contract, other, rated), inside, ps in zip(found, family,
+                                                    pairtable.columns(tests, family),
+                                                    strict=True):
         guard, rest = rated["exactly_once_a"].mean(), rated["exactly_once_b"].mean()
-        label = other if i in adjusted else f"{other} †"
-        table.add(t.label(contract), t.label(label), t.number(100 * guard, len(rated)),
-                  t.number(100 * rest, len(rated)), t.points(guard - rest, len(rated)),
-                  t.count(len(rated)), t.pvalue(test.pvalue),
-                  t.pvalue(float(adjusted[i])) if i in adjusted else t.Entry(t.EMPTY))
+        gain = rated["exactly_once_a"].to_numpy(float) - rated["exactly_once_b"].to_numpy(float)
+        interval = u.mean(gain, rated, None, f"table 13: {contract} guard vs {other} gain")
+        table.add(t.label(contract), t.label(other if inside else f"{other} †"),
+                  t.number(100 * guard, len(rated)), t.number(100 * rest, len(rated)),
+                  t.points(guard - rest, len(rated), interval), t.count(len(rated)), *ps)
     table.notes += [
         "Pairs share every pairing factor of the comparison (model, harness, contract, fault, "
         "template, instance, focal write); faulted episodes, both rated. Unweighted paired "
-        "rates.",
-        f"Holm over the paper's family: guard vs {', '.join(paper.TABLE13_FAMILY)} under the "
-        f"native contract ({len(family)} present). † not in that family: McNemar p unadjusted."]
+        f"rates; {u.describe()}" + (" (the gain's interval)." if u.replicates else "."),
+        pairtable.note(u, f"the paper's family — guard vs {', '.join(paper.TABLE13_FAMILY)} "
+                          f"under the native contract ({sum(family)} present)",
+                       "; † not in that family: p unadjusted")]
     return table

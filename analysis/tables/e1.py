@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import math
-
 import pandas as pd
 
 from limbo.analysis import paper
 from limbo.analysis import table as t
+from limbo.analysis.bootstrap import Interval, shapley_statistic
 from limbo.analysis.data import Data, absent
 from limbo.analysis.stats import Shapley, shapley_r2
 from limbo.analysis.tables.common import excluded, rate_of, weighting_note
@@ -49,7 +48,7 @@ def table3(data: Data) -> t.Table:
                   rate_of(data, rows, "task_success", set(paper.NOT_EXECUTED)),
                   rate_of(data, rows[rows["fault"] != "none"], "exactly_once"),
                   t.count(len(rows)))
-    table.notes += [weighting_note(data), excluded(data.experiment("e1")),
+    table.notes += [weighting_note(data, table), excluded(data.experiment("e1")),
                     f"Partial batch: E1 and the E1s supplement ({len(batch)} rated episodes); "
                     f"every other column E1 only (the paper's Table 3)."]
     if rated.empty:
@@ -72,13 +71,16 @@ def shapley_of(rows: pd.DataFrame) -> Shapley:
     return shapley_r2(cells, factors)
 
 
-def _share(result: Shapley, column: str, rows: pd.DataFrame) -> t.Entry:
+def _share(result: Shapley, column: str, rows: pd.DataFrame,
+           boot: Interval | None) -> t.Entry:
     if rows[column].nunique() < 2:
         return t.Entry(t.EMPTY)
-    value = result.share[column]
-    if math.isnan(value):
-        return t.Entry(t.EMPTY)
-    return t.Entry(f"{max(100 * value, 0.0):.0f}", value)  # no "-0" from rounding noise
+    if boot is None:
+        return t.share(result.share[column])
+    at = list(SHAPLEY_FACTORS.values()).index(column)
+    return t.share(result.share[column], Interval(boot.estimate[at], boot.lo[at], boot.hi[at],
+                                                  boot.replicates, boot.clusters, boot.undefined,
+                                                  boot.seed))
 
 
 def column_rows(rows: pd.DataFrame, column: str) -> pd.DataFrame:
@@ -91,12 +93,23 @@ def shapley_for(data: Data, block: str, rows: pd.DataFrame, column: str) -> Shap
     return data.cached(("shapley", block, column), lambda: shapley_of(part))
 
 
+def shapley_interval(data: Data, block: str, rows: pd.DataFrame) -> Interval | None:
+    """The cluster-bootstrap interval of the shares (in :data:`SHAPLEY_FACTORS` order, then the
+    total R²) of ``rows`` — one column of a block — or None without ``--bootstrap``."""
+    if rows.empty:
+        return None
+    factors = list(SHAPLEY_FACTORS.values())
+    statistic = shapley_statistic(rows, factors, "duplicate")
+    return data.uncertainty.frame(rows, statistic, f"table 4: Shapley shares, {block}")
+
+
 def _block(data: Data, table: t.Table, name: str, rows: pd.DataFrame) -> None:
     fits = {col: column_rows(rows, col) for col in COLUMNS}
     results = {col: shapley_for(data, name, rows, col) for col in COLUMNS}
+    boots = {col: shapley_interval(data, f"{name} {col}", fits[col]) for col in COLUMNS}
     for factor, column in SHAPLEY_FACTORS.items():
         table.add(t.label(name), t.label(f"{factor} share (%)"),
-                  *[_share(results[c], column, fits[c]) for c in COLUMNS])
+                  *[_share(results[c], column, fits[c], boots[c]) for c in COLUMNS])
     table.add(t.label(name), t.label("total pseudo-R²"),
               *[t.number(results[c].total_r2, len(fits[c]), 2) for c in COLUMNS])
     table.add(t.label(name), t.label("duplicate rate (%)"),
@@ -118,6 +131,16 @@ def shapley_blocks(data: Data) -> dict[str, pd.DataFrame]:
     return blocks
 
 
+def shares_note(data: Data) -> str:
+    """What the shares' intervals are, or how to get them."""
+    u = data.uncertainty
+    if not u.replicates:
+        return ("Shares have no formula for an interval: `--bootstrap B` gives each a "
+                f"cluster-bootstrap interval (resampling the {u.noun}).")
+    return (f"[95% cluster-bootstrap interval of each share: {u.describe()}; "
+            f"{u.noun} resampled with replacement, shares refitted.]")
+
+
 def table4(data: Data) -> t.Table:
     """Shapley decomposition of McFadden's R² for duplicates over contract class, mode, model
     and harness: E1, and (when several harnesses are loaded) E3."""
@@ -136,7 +159,7 @@ def table4(data: Data) -> t.Table:
     table.notes += [
         "Shares of McFadden's pseudo-R² (main-effects logit on collapsed cells, Bernoulli "
         "likelihood); contract = the focal write's contract class. '—' = the factor has one "
-        "level in these episodes.",
+        "level in these episodes.", shares_note(data),
         "Columns as the paper's caption: read-back resolves = lost acknowledgement, "
         "misleading 500, partial batch; read-back cannot = late commit, redelivery; pooled = "
         f"both ({', '.join(paper.POOLED)})."]

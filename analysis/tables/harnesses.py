@@ -69,7 +69,7 @@ def table8(data: Data) -> t.Table:
                       rate_of(data, _rated_faulted(g), "exactly_once"),
                       t.count(int(v["rated"].sum() + g["rated"].sum())))
     table.notes += [n for n in (missing_note(set(vanilla["harness"].astype(str))),
-                                weighting_note(data), "EOS over faulted episodes; n = rated "
+                                weighting_note(data, table), "EOS over faulted episodes; n = rated "
                                 "episodes of both arms.", matched.note(),
                                 excluded(matched.rows)) if n]
     return table
@@ -101,7 +101,7 @@ def table9(data: Data) -> t.Table:
                       rate_of(data, by_arm[3][(by_arm[3]["fault"] != "none").to_numpy()],
                               "exactly_once"))
     table.notes += [n for n in (missing_note(set(both["harness"].astype(str))),
-                                weighting_note(data), *(m.note() for m in present.values()),
+                                weighting_note(data, table), *(m.note() for m in present.values()),
                                 excluded(both)) if n]
     if len(present) < 2:
         gone = "e3k" if "native" in present else "e3"

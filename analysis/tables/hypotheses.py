@@ -2,8 +2,8 @@
 
 Populations: H1–H5 use experiment E1 (minimal harness, vanilla, native); H6 uses E3's
 comparison ``guard`` (vanilla and guard on matched cells, native contract, each harness).
-Clustered models cluster on the task template. A verdict is mechanical: ``supported``,
-``not supported``, ``inconclusive`` or ``untested`` (no data).
+Clustered models cluster on the chosen unit (``--cluster``: the world by default). A verdict is
+mechanical: ``supported``, ``not supported``, ``inconclusive`` or ``untested`` (no data).
 """
 
 from __future__ import annotations
@@ -17,18 +17,12 @@ import pandas as pd
 from limbo.analysis import paper
 from limbo.analysis import table as t
 from limbo.analysis.data import Data, absent
-from limbo.analysis.stats import (
-    OddsRatio,
-    Rate,
-    Shapley,
-    firth_logit,
-    gee_odds_ratio,
-    glmm_agq,
-    separation,
-    tost_two_proportions,
-)
+from limbo.analysis.gee import gee_clustered
+from limbo.analysis.stats import OddsRatio, Rate, Shapley, firth_logit, glmm_agq, separation
 from limbo.analysis.tables.e1 import COLUMNS, column_rows, shapley_blocks, shapley_for
 from limbo.analysis.tables.harnesses import guard_arms, known_harnesses
+from limbo.analysis.tost import tost_clustered_arms
+from limbo.analysis.uncertainty import Uncertainty
 
 RISKY = ("no key, eventual read", "no key, no read")
 AMBIGUOUS = ("timeout", "server_error", "connection_reset")
@@ -58,6 +52,9 @@ def _firth(y: np.ndarray, x: np.ndarray) -> OddsRatio:
 
 def _glmm(y: np.ndarray, x: np.ndarray, clusters: pd.Series) -> OddsRatio:
     g = clusters.nunique()
+    if g == len(clusters):
+        return OddsRatio(math.nan, math.nan, math.nan, g, "not fitted: every episode its own "
+                         "cluster (--cluster none)")
     if g < 2:
         return OddsRatio(math.nan, math.nan, math.nan, g, f"{g} cluster(s)")
     sep = separation(y, x)
@@ -76,14 +73,18 @@ def _evidence(result: OddsRatio) -> int:
     return 0 if math.isnan(lo) else (1 if lo > 1 else (-1 if hi < 1 else 0))
 
 
-def _odds(rows: pd.DataFrame, x: np.ndarray, mixed: bool) -> tuple[list[str], int]:
-    """The GEE odds ratio, the mixed-effects one if ``mixed``, and Firth's when an arm is
-    separated: their texts, and the evidence for OR > 1."""
-    y = rows["duplicate"].to_numpy(float)
-    gee = gee_odds_ratio(y, x, rows["template"])
-    texts = [_or(gee, f"GEE (G={gee.clusters})")]
+def _odds(u: Uncertainty, rows: pd.DataFrame, x: np.ndarray,
+          mixed: bool) -> tuple[list[str], int]:
+    """The GEE odds ratio (groups = the chosen clusters, bias-reduced covariance, t(G − 2)),
+    the mixed-effects one if ``mixed`` (a random intercept per cluster), and Firth's when an
+    arm is separated: their texts, and the evidence for OR > 1."""
+    y, clusters = rows["duplicate"].to_numpy(float), u.labels(rows)
+    structure = "independence" if u.cluster == "none" else "exchangeable"
+    gee = gee_clustered(y, x, clusters, structure)
+    df = "" if gee.df is None else f", df={gee.df:.0f}"
+    texts = [_or(gee, f"GEE (G={gee.clusters}{df})")]
     if mixed:
-        texts.insert(0, _or(_glmm(y, x, rows["template"]), "mixed-effects"))
+        texts.insert(0, _or(_glmm(y, x, pd.Series(clusters)), "mixed-effects"))
     best = gee
     if math.isnan(gee.beta) and "separation" in gee.note:
         best = _firth(y, x)
@@ -112,7 +113,7 @@ def h1(data: Data) -> Finding:
     if rows.empty or x.min() == x.max():
         return prediction, "no E1 committed-fault episodes of both kinds of write", "untested", 0
     risky, other = data.rate(rows[x == 1], "duplicate"), data.rate(rows[x == 0], "duplicate")
-    texts, evidence = _odds(rows, x, mixed=True)
+    texts, evidence = _odds(data.uncertainty, rows, x, mixed=True)
     result = f"dup {_pct(risky)} vs {_pct(other)}; " + "; ".join(texts)
     return prediction, result, _verdict(risky.rate >= 0.10 and evidence > 0,
                                         risky.rate < 0.10 or evidence < 0), len(rows)
@@ -159,7 +160,7 @@ def h3(data: Data) -> Finding:
     if rows.empty or x.min() == x.max():
         return prediction, "no verified E1 episodes on both read paths", "untested", len(rows)
     eventual, strong = data.rate(rows[x == 1], "duplicate"), data.rate(rows[x == 0], "duplicate")
-    texts, evidence = _odds(rows, x, mixed=False)
+    texts, evidence = _odds(data.uncertainty, rows, x, mixed=False)
     result = f"dup eventual {_pct(eventual)} vs strong {_pct(strong)}; " + "; ".join(texts)
     return prediction, result, _verdict(evidence > 0, evidence < 0), len(rows)
 
@@ -173,15 +174,22 @@ def h4(data: Data) -> Finding:
     keep = np.array([r is not None and r.error_kind in AMBIGUOUS for r in recovered], dtype=bool)
     rows, recovered = rows[keep], recovered[keep]
     rows = rows.assign(blind=[r.first == "re-issue" and not r.verified for r in recovered])
-    arms = [data.rate(rows[rows["reversibility"] == k], "blind")
-            for k in ("irreversible", "reversible")]
+    rows = rows[rows["reversibility"].isin(["irreversible", "reversible"]).to_numpy()]
+    first = (rows["reversibility"] == "irreversible").to_numpy()
+    arms = [data.rate(rows[side], "blind") for side in (first, ~first)]
     if min(a.n for a in arms) == 0:
         return prediction, "no E1 ambiguous failures on both kinds of write", "untested", 0
     (a, b) = arms
-    test = tost_two_proportions(a.rate * a.n_eff, a.n_eff, b.rate * b.n_eff, b.n_eff)
+    weights = np.ones(len(rows))  # each arm weighted within itself, as its rate is
+    for side in (first, ~first):
+        found = data.weights(rows[side])
+        weights[side] = 1.0 if found is None else found
+    test = tost_clustered_arms(rows["blind"].to_numpy(float), first,
+                               data.uncertainty.labels(rows), weights)
     result = (f"blind re-issue: irreversible {_pct(a)}, reversible {_pct(b)}; difference "
               f"{100 * test.diff:+.1f} pp, 90% interval {100 * test.ci_lo:+.1f} to "
-              f"{100 * test.ci_hi:+.1f} pp, TOST p={test.pvalue:.2g}")
+              f"{100 * test.ci_hi:+.1f} pp (t, df={test.clusters - 1}), TOST "
+              f"p={test.pvalue:.2g}")
     outside = test.ci_lo >= test.margin or test.ci_hi <= -test.margin
     return prediction, result, _verdict(test.equivalent, outside), len(rows)
 
@@ -232,6 +240,19 @@ HYPOTHESES: dict[str, Callable[[Data], Finding]] = {"H1": h1, "H2": h2, "H3": h3
                                                     "H5": h5, "H6": h6}
 
 
+def gee_note(u: Uncertainty) -> str:
+    """How the odds ratios of H1 and H3 were fitted."""
+    if u.cluster == "none":
+        return ("Odds ratios: GEE logit with every episode its own group (--cluster none: "
+                "independence working correlation), bias-reduced (Mancl–DeRouen) covariance, p "
+                "and interval on t(G − 2); no mixed-effects model (no clusters).")
+    groups = {"world": "worlds (template, instance)", "template": "task templates"}[u.cluster]
+    return (f"Odds ratios: GEE logit with groups = the {groups}, exchangeable working "
+            f"correlation, bias-reduced (Mancl–DeRouen) covariance, p and interval on t(G − 2) "
+            f"(G clusters, two parameters); none with fewer than 5 clusters. Mixed-effects (H1): "
+            f"a random intercept per cluster by ML, adaptive Gauss–Hermite, 25 nodes.")
+
+
 def table12(data: Data) -> t.Table:
     """Each hypothesis with its prediction, the test's result, and a verdict."""
     table = t.Table(12, "Preregistered hypotheses and outcomes",
@@ -241,13 +262,16 @@ def table12(data: Data) -> t.Table:
         prediction, result, verdict, n = test(data)
         table.add(t.label(name), t.label(prediction), t.label(result), t.label(verdict),
                   t.count(n))
-    table.notes += ["Intervals 95% unless stated; rates weighted as in the other tables. "
-                    "Odds ratios cluster on the task template (GEE: exchangeable, robust SE; "
-                    "mixed-effects: random intercept by ML, adaptive Gauss–Hermite, 25 nodes).",
+    u = data.uncertainty
+    table.notes += ["Intervals 95% unless stated; rates weighted as in the other tables, "
+                    f"their intervals on the effective n; {u.describe()}.",
+                    gee_note(u),
+                    "H4: TOST ±5 pp on the difference of the two arms' weighted rates with the "
+                    "cluster-robust SE (the arms share clusters), 90% interval on t(K − 1).",
                     "H3 and H4 read the agent's recovery from the event log "
                     "(limbo.analysis.recovery).",
                     "H5's overclaim: share of E1's rated episodes that did not end exactly "
-                    "once yet claimed a clean completion (Wilson on Kish n).",
+                    "once yet claimed a clean completion (interval as every rate's).",
                     "H6: E3's vanilla and guard arms on matched cells (comparison 'guard'); "
                     "TS loss = TS vanilla − TS guard over faulted rated episodes."]
     if all(row[3].shown == "untested" for row in table.rows):

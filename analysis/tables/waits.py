@@ -6,7 +6,6 @@ import pandas as pd
 
 from limbo.analysis import table as t
 from limbo.analysis.data import Data, absent, ordered, wait_bound
-from limbo.analysis.stats import kish_rate
 from limbo.analysis.tables.common import excluded, none_rated, weighting_note
 
 FIXED, TAIL = "timeout_late", "timeout_late_tail"
@@ -35,22 +34,26 @@ WORLD = ("template", "focal_write", "instance", "seed")
 in-flight delay δ is one number per world, whatever the row."""
 
 
-def world_delays(data: Data, rows: pd.DataFrame) -> pd.Series:
-    """δ of each distinct world among ``rows`` under the tail delay (from the first episode of
-    the world whose fault event records it)."""
+def world_delays(data: Data, rows: pd.DataFrame) -> pd.DataFrame:
+    """δ (column ``delay``) of each distinct world among ``rows`` under the tail delay (from
+    the first episode of the world whose fault event records it), one row per world with its
+    :data:`WORLD` fields."""
     tail = rows[(rows["fault"] == TAIL).to_numpy()]
     if tail.empty:
-        return pd.Series(dtype=float)
-    delays = data.delays(tail)
-    keyed = tail[list(WORLD)].astype(str).agg("|".join, axis=1)
-    return delays.groupby(keyed.to_numpy()).first().dropna()
+        return pd.DataFrame(columns=[*WORLD, "delay"])
+    found = tail[list(WORLD)].astype(str).assign(delay=data.delays(tail).to_numpy())
+    return found.groupby(list(WORLD), sort=True).first().dropna().reset_index()
 
 
-def _p_within(condition: str, delays: pd.Series, recorded: dict[str, float]) -> t.Entry:
-    bound = wait_bound(condition, recorded)
+def _p_within(data: Data, condition: str, delays: pd.DataFrame) -> t.Entry:
+    """The share of tail-delay worlds whose δ is within the condition's bound; each counts
+    once, and those of one (template, instance) go together as any other episodes do."""
+    bound = wait_bound(condition, data.waits())
     if bound is None or delays.empty:
         return t.Entry(t.EMPTY)
-    return t.rate(kish_rate((delays <= bound).to_numpy()), counts=True)
+    within = (delays["delay"] <= bound).to_numpy()
+    found, boot = data.uncertainty.rate(within, delays, None, "P(delay within)")
+    return t.rate(found, boot=boot)
 
 
 def table6(data: Data) -> t.Table:
@@ -72,8 +75,8 @@ def table6(data: Data) -> t.Table:
             table.add(t.label(contract), t.label(condition),
                       *_arm(data, rows[(rows["fault"] == FIXED).to_numpy()]),
                       *_arm(data, rows[(rows["fault"] == TAIL).to_numpy()]),
-                      _p_within(condition, delays, data.waits()))
-    table.notes += [weighting_note(data) + " Time: mean agent-visible episode time in sim "
+                      _p_within(data, condition, delays))
+    table.notes += [weighting_note(data, table) + " Time: mean agent-visible episode time in sim "
                     "minutes (same weights).",
                     f"P(δ ≤ Δ): share of the {len(delays)} distinct tail-delay worlds (template, "
                     f"focal write, instance, seed) whose in-flight delay δ (from the fault event) "

@@ -6,7 +6,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from limbo.commands.tables import add_common, add_regrade, load_data, writing
+from limbo.commands.tables import (
+    add_common,
+    add_regrade,
+    add_uncertainty,
+    load_data,
+    uncertainty,
+    writing,
+)
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -16,21 +23,25 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--out", type=Path, default=Path("figures"),
                    help="where figure<N>.png/.svg go (default: ./figures)")
     add_common(p)
+    add_uncertainty(p, "figures")
     add_regrade(p)
 
 
 def run(args: argparse.Namespace) -> int:
+    from limbo.analysis.deps import require
     from limbo.paths import check_output
 
+    require("figures")
     check_output(args.out, "--out")
     with writing(args.out):  # before the records load: an unwritable --out is the one line
         args.out.mkdir(parents=True, exist_ok=True)
-    data = load_data(args, "figures")
-    from limbo.analysis.figures import render_safely
-
     failed = False
-    with writing(args.out):
-        drawn = render_safely(data, args.out)
+    with uncertainty(args) as u:
+        data = load_data(args, "figures", u)
+        from limbo.analysis.figures import render_safely
+
+        with writing(args.out):
+            drawn = render_safely(data, args.out)
     for number, files, why in drawn:
         if files:
             print("\n".join(map(str, files)))

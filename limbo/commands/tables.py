@@ -19,6 +19,7 @@ from limbo.errors import UsageError
 
 if TYPE_CHECKING:
     from limbo.analysis.data import Data
+    from limbo.analysis.uncertainty import Uncertainty
 
 FORMATS = ("md", "csv", "tex")
 SUFFIX = {"md": "md", "csv": "csv", "tex": "tex"}
@@ -33,6 +34,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                    help="only table N (repeatable; default: all)")
     p.add_argument("--format", default="md", help="comma-separated: md, csv, tex (default md)")
     add_common(p)
+    add_uncertainty(p, "tables")
     add_regrade(p)
 
 
@@ -45,15 +47,67 @@ def add_regrade(p: argparse.ArgumentParser) -> None:
 
 
 def add_common(p: argparse.ArgumentParser) -> None:
-    """Options the tables and the figures share."""
+    """Options the tables and the figures share (and the report and view, which build both)."""
     p.add_argument("--weights", default="template", choices=("template", "instance", "none"),
                    help="Kish weights within each reported cell: equal per task template "
                         "(default), per task instance, or none")
     add_plugin_flag(p)
 
 
-def load_data(args: argparse.Namespace, command: str) -> Data:
-    """Check the extra, load plugins and the runs, report input problems; the Data."""
+def add_uncertainty(p: argparse.ArgumentParser, command: str) -> None:
+    """``--cluster`` and ``--bootstrap``: the tables, the figures and ``limbo compare``, each
+    with its own default number of replicates (:mod:`limbo.analysis.replicates`)."""
+    from limbo.analysis.replicates import REPLICATES
+
+    replicates = REPLICATES[command]
+    p.add_argument("--cluster", default="world", choices=("world", "template", "none"),
+                   help="the unit of replication of every interval and test: the world "
+                        "(template and instance; default), the task template, or none (every "
+                        "episode its own unit)")
+    p.add_argument("--bootstrap", type=replicates_arg, default=replicates, metavar="B",
+                   help=f"cluster-bootstrap replicates for the intervals that have one "
+                        f"(default {replicates}{': none' if not replicates else ''}; seeded)")
+
+
+def replicates_arg(text: str) -> int:
+    """A number of bootstrap replicates: 0 (none) or more, and not absurdly many."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 0 <= value <= MAX_REPLICATES:
+        raise argparse.ArgumentTypeError(f"{value}: choose 0 (none) to {MAX_REPLICATES:,}")
+    return value
+
+
+MAX_REPLICATES = 100_000
+
+
+@contextlib.contextmanager
+def uncertainty(args: argparse.Namespace) -> Iterator[Uncertainty]:
+    """The unit and bootstrap the options chose; with a bootstrap on a terminal, a progress
+    bar on stderr while the block runs (nothing into a pipe or a file)."""
+    from limbo.analysis.uncertainty import Uncertainty
+
+    if not args.bootstrap or not sys.stderr.isatty():
+        yield Uncertainty(args.cluster, args.bootstrap)
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    with Progress(TextColumn("bootstrap {task.description}"), BarColumn(), MofNCompleteColumn(),
+                  console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("", total=args.bootstrap)
+
+        def report(what: str, done: int, total: int) -> None:
+            bar.update(task, description=what, completed=done, total=total)
+
+        yield Uncertainty(args.cluster, args.bootstrap, report)
+
+
+def load_data(args: argparse.Namespace, command: str, u: Uncertainty) -> Data:
+    """Check the extra, load plugins and the runs, report input problems; the Data, its
+    uncertainty ``u``."""
     from limbo.analysis.deps import require
 
     require(command)
@@ -72,7 +126,7 @@ def load_data(args: argparse.Namespace, command: str) -> Data:
 
         for line in regrade(loaded).lines():
             print(f"limbo: {line}", file=sys.stderr)
-    return Data(loaded, args.weights)
+    return Data(loaded, args.weights, u)
 
 
 def _formats(text: str) -> list[str]:
@@ -100,8 +154,8 @@ def run(args: argparse.Namespace) -> int:
         check_output(args.out, "--out")
         with writing(args.out):  # before the records load: an unwritable --out is the one line
             args.out.mkdir(parents=True, exist_ok=True)
-    data = load_data(args, "tables")
-    tables, failed = build_safely(data, numbers)
+    with uncertainty(args) as u:
+        tables, failed = build_safely(load_data(args, "tables", u), numbers)
     for line in failed:
         print(f"limbo: error: {line}", file=sys.stderr)
     if args.out is None:

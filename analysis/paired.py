@@ -1,0 +1,190 @@
+"""Paired binary outcomes: McNemar's test, and the tests that treat the world as the unit.
+
+Two arms are paired episode by episode (``limbo.analysis.pairing``). The exact McNemar test
+counts every discordant pair as independent evidence; but the pairs of one world share its task
+text and tools and often disagree the same way, so twelve discordant pairs from three worlds are
+not twelve independent coin flips. The clustered tests of ``reference/stats.md`` §8 take each
+world's net discordance d_k = b_k − c_k as the unit:
+
+* the **sign-flip permutation test** (primary): under H0 each world's d_k is as likely to have
+  either sign, so |Σ d_k| is compared with its distribution over all sign flips — enumerated
+  exactly for up to 20 worlds with d_k ≠ 0, else by seeded Monte Carlo;
+* **Durkalski's statistic** X² = (Σ d_k)² / Σ d_k², ≈ χ²₁ when enough worlds discord.
+
+With one discordant pair per world both reduce to McNemar: the sign-flip p to the exact test,
+X² to the uncorrected χ², (b − c)² / (b + c). Holm's adjustment is applied to each kind of
+p-value separately — clustered and unclustered are two readings of one family, not one family.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.stats import binom, chi2
+
+from limbo.analysis.labels import cluster_codes
+from limbo.rng import derive_seed
+
+Array = np.ndarray
+EXACT_UP_TO = 20
+"""Worlds with d_k ≠ 0 up to which all 2^G sign flips are enumerated (2^20 sums, 8 MB)."""
+MC_REPLICATES = 100_000
+"""Monte Carlo sign flips beyond that: the p-value's Monte Carlo SE is then ≤ 0.0016."""
+_MC_ENTRIES = 4_000_000
+"""Signs drawn per block (32 MB as float64), whatever the number of worlds."""
+
+
+@dataclass(frozen=True)
+class McNemar:
+    """Exact McNemar test on paired binary outcomes."""
+
+    b: int
+    """Pairs with the outcome under A only."""
+    c: int
+    """Pairs with the outcome under B only."""
+    statistic: float
+    pvalue: float
+
+
+def mcnemar_exact(b: int, c: int) -> McNemar:
+    """Exact (binomial) McNemar: p = min(1, 2·BinomCDF(min(b, c); b + c, ½)); p = 1 when
+    there is no discordant pair (b + c = 0), where scipy's binomtest would raise."""
+    if b + c == 0:
+        return McNemar(b, c, 0.0, 1.0)
+    p = min(1.0, 2.0 * float(binom.cdf(min(b, c), b + c, 0.5)))
+    return McNemar(b, c, float(min(b, c)), p)
+
+
+def discordant(a: Sequence[bool] | Array, b: Sequence[bool] | Array) -> tuple[int, int]:
+    """(b, c) of paired outcomes: pairs true under ``a`` only, and under ``b`` only."""
+    a, b = np.asarray(a, dtype=bool), np.asarray(b, dtype=bool)
+    return int((a & ~b).sum()), int((~a & b).sum())
+
+
+def holm(pvalues: Sequence[float] | Array) -> Array:
+    """Holm's step-down adjustment: sorted ascending, adj₍ᵢ₎ = min(1, maxⱼ≤ᵢ (m − j + 1)·p₍ⱼ₎),
+    mapped back to the input order — what ``multipletests(method="holm")`` computes (not
+    its default, Holm–Šidák). NaN entries stay NaN and are not counted in the family size m."""
+    p = np.asarray(pvalues, dtype=float)
+    out = np.full(p.shape, np.nan)
+    ok = np.flatnonzero(~np.isnan(p))
+    order = ok[np.argsort(p[ok], kind="stable")]
+    m = len(order)
+    scaled = (m - np.arange(m)) * p[order]
+    out[order] = np.minimum(1.0, np.maximum.accumulate(scaled))
+    return out
+
+
+def world_discordance(a: Sequence[bool] | Array, b: Sequence[bool] | Array,
+                      clusters: Sequence[Any] | Array) -> tuple[Array, Array]:
+    """Per world (in sorted order of the labels): b_k, the pairs true under ``a`` only, and
+    c_k, those true under ``b`` only."""
+    a, b = np.asarray(a, dtype=bool), np.asarray(b, dtype=bool)
+    codes, k = cluster_codes(clusters, len(a))
+    return (np.bincount(codes, a & ~b, k).astype(np.int64),
+            np.bincount(codes, ~a & b, k).astype(np.int64))
+
+
+def durkalski(d: Sequence[int] | Array) -> tuple[float, float]:
+    """Durkalski's clustered McNemar statistic X² = (Σ d_k)² / Σ d_k² and its χ²₁ p-value;
+    (0, 1) when no world discords."""
+    d = np.asarray(d, dtype=float)
+    spread = float((d * d).sum())
+    if spread == 0:
+        return 0.0, 1.0
+    x2 = float(d.sum()) ** 2 / spread
+    return x2, float(chi2.sf(x2, 1))
+
+
+@dataclass(frozen=True)
+class SignFlip:
+    """The sign-flip permutation test of Σ d_k = 0."""
+
+    statistic: int
+    """T = |Σ d_k|."""
+    worlds: int
+    """G, the worlds with d_k ≠ 0 (the others cannot flip)."""
+    pvalue: float
+    exact: bool
+    """The exact distribution over all 2^G flips; otherwise MC_REPLICATES seeded Monte Carlo
+    flips."""
+
+
+def sign_flip(d: Sequence[int] | Array, seed: int | str = 0) -> SignFlip:
+    """P(|Σ s_k d_k| ≥ |Σ d_k|) over independent signs s_k = ±1: exact over all 2^G flips
+    for G ≤ EXACT_UP_TO or when every |d_k| is equal (a binomial), else
+    (1 + #{|T*| ≥ T}) / (B + 1) over B = MC_REPLICATES flips drawn from ``seed`` (the identity
+    counted once, so p is never 0). Integer sums: no rounding decides a tie."""
+    flips = np.asarray(d, dtype=np.int64)
+    flips = flips[flips != 0]
+    t, g = int(abs(flips.sum())), len(flips)
+    if g and np.all(np.abs(flips) == abs(flips[0])):
+        return SignFlip(t, g, _equal_flips(t // abs(int(flips[0])), g), True)
+    if g <= EXACT_UP_TO:
+        sums = np.zeros(1, dtype=np.int64)
+        for value in flips:
+            sums = np.concatenate([sums + value, sums - value])
+        return SignFlip(t, g, float(np.count_nonzero(np.abs(sums) >= t)) / len(sums), True)
+    weights = flips.astype(float)  # integer sums below 2^53: exact in float64
+    rng = np.random.default_rng(derive_seed(seed, "analysis.sign_flip"))
+    block = max(1, min(MC_REPLICATES, _MC_ENTRIES // g))
+    hits = 0
+    for start in range(0, MC_REPLICATES, block):
+        signs = _signs(rng, min(block, MC_REPLICATES - start), g)
+        hits += int(np.count_nonzero(np.abs(signs @ weights) >= t))
+    return SignFlip(t, g, (1 + hits) / (MC_REPLICATES + 1), False)
+
+
+def _equal_flips(ones: int, g: int) -> float:
+    """The exact sign-flip p when every world's |d_k| is the same: Σ s_k d_k / |d| is
+    2X − G with X ~ Binomial(G, ½), so p = P(|2X − G| ≥ ``ones``) — the exact McNemar p of
+    (G + ones)/2 against (G − ones)/2, as the enumeration gives it, for any number of worlds
+    (every pair its own cluster, ``--cluster none``, is this case)."""
+    return mcnemar_exact((g + ones) // 2, (g - ones) // 2).pvalue
+
+
+def _signs(rng: np.random.Generator, rows: int, columns: int) -> Array:
+    """A rows × columns matrix of independent fair ±1 signs, from random bytes (8 per draw)."""
+    raw = rng.integers(0, 256, size=(rows, (columns + 7) // 8), dtype=np.uint8)
+    signs: Array = np.unpackbits(raw, axis=1, count=columns) * 2.0 - 1
+    return signs
+
+
+@dataclass(frozen=True)
+class ClusteredMcNemar:
+    """Paired binary outcomes tested with the world as the unit, beside the exact McNemar."""
+
+    mcnemar: McNemar
+    """The unclustered exact test (every pair independent), for comparison with the paper."""
+    worlds: int
+    """K, the worlds the pairs fall in."""
+    sign_flip: SignFlip
+    """The primary, clustered test."""
+    durkalski: float
+    """X² = (Σ d_k)² / Σ d_k²."""
+    p_durkalski: float
+    """Its χ²₁ p-value (needs a reasonable number of discordant worlds)."""
+
+
+def clustered_mcnemar(a: Sequence[bool] | Array, b: Sequence[bool] | Array,
+                      clusters: Sequence[Any] | Array, seed: int | str = 0) -> ClusteredMcNemar:
+    """Both readings of paired outcomes ``a``/``b`` (one entry per pair) whose pairs fall in
+    the worlds ``clusters``: the sign-flip test and Durkalski's X² on d_k = b_k − c_k, and the
+    exact McNemar on the pooled b, c."""
+    bk, ck = world_discordance(a, b, clusters)
+    d = bk - ck
+    x2, p = durkalski(d)
+    return ClusteredMcNemar(mcnemar_exact(int(bk.sum()), int(ck.sum())), len(d),
+                            sign_flip(d, seed), x2, p)
+
+
+def holm_each(tests: Sequence[ClusteredMcNemar | None]) -> tuple[Array, Array]:
+    """Holm over one family of comparisons, applied to the sign-flip p-values and, separately,
+    to the unclustered McNemar p-values; ``None`` (a comparison without pairs) stays NaN and is
+    not counted in the family."""
+    flips = [np.nan if t is None else t.sign_flip.pvalue for t in tests]
+    plain = [np.nan if t is None else t.mcnemar.pvalue for t in tests]
+    return holm(flips), holm(plain)
