@@ -20,8 +20,8 @@ import pandas as pd
 from limbo.analysis import table as t
 from limbo.analysis.pairing import Pairs, pair
 from limbo.analysis.stats import McNemar, discordant, holm, mcnemar_exact
-from limbo.errors import UsageError
-from limbo.records import CELL_FIELDS
+from limbo.base.errors import UsageError
+from limbo.log.records import CELL_FIELDS
 
 METRICS = {"dup": "duplicate", "TS": "task_success", "EOS": "exactly_once"}
 FAMILY_ORDER = ("not executed", "read-back resolves", "late commit", "read-back cannot",

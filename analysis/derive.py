@@ -1,5 +1,5 @@
 """The columns the loader derives from each record's cell and outcome: the focal write's
-contract class, whether the episode is errored and whether it is rated (:mod:`limbo.rated`, the
+contract class, whether the episode is errored and whether it is rated (:mod:`limbo.log.rated`, the
 one rule every reader uses). Fault families and groups come from each run's design
 (:mod:`limbo.analysis.runs`)."""
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from limbo.rated import errored, rated
-from limbo.records import FLAGS
+from limbo.log.rated import errored, rated
+from limbo.log.records import FLAGS
 
 CATEGORIES = ("model", "harness", "condition", "contract", "fault", "service", "template",
               "focal_write", "report_status", "termination", "idempotency", "read_path",

@@ -97,6 +97,6 @@ def classify(events: Iterable[dict[str, Any]], focal: str,
 
 def tool_kinds() -> dict[str, str]:
     """Tool name → kind, from the registered services (the same under both contracts)."""
-    from limbo.tools import toolset
+    from limbo.sim.tools import toolset
 
     return {name: spec.kind for name, spec in toolset("native").items()}

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from limbo.errors import UsageError
+from limbo.base.errors import UsageError
 
 EXPERIMENT = "exp:"
 """Prefix of the frame's membership columns: ``exp:e1`` is true for E1's episodes."""
@@ -87,7 +87,7 @@ def _inspect(path: Path) -> dict[str, dict[str, Any]]:
     """An Inspect log's design as a manifest would hold it (none for a log without one)."""
     if path.suffix not in (".eval", ".json"):
         return {}
-    from limbo.inspect.log import design, is_inspect_log
+    from limbo.log.inspect_logs import design, is_inspect_log
 
     found = design(path) if is_inspect_log(path) else None
     return {path.name: {"design": found, "source": f"Inspect log {path.name}"}} if found else {}
@@ -126,7 +126,7 @@ class Runs:
     def _manifests(self, folder: Path | None) -> dict[str, dict[str, Any]]:
         if folder is None:
             return {}
-        from limbo.store import manifests
+        from limbo.log.store import manifests
 
         try:
             return manifests(folder)

@@ -13,7 +13,7 @@ differently — is analysed as it was made:
 * ``tools`` and ``toolset``: each tool's kind (read, write, …) — what the recovery classifier
   needs — and a digest of that map;
 * ``waits``: the assumed in-flight bound Δ (seconds) of each ``wait-Δ`` condition run;
-* ``grader``: the version of the grading rules (:data:`limbo.grading.GRADER_VERSION`), and
+* ``grader``: the version of the grading rules (:data:`limbo.sim.grading.GRADER_VERSION`), and
   ``limbo``: the LIMBO version that wrote the run.
 """
 
@@ -22,11 +22,11 @@ from __future__ import annotations
 from typing import Any
 
 from limbo import __version__
-from limbo.errors import UsageError
+from limbo.base.errors import UsageError
+from limbo.base.hashing import digest
+from limbo.base.registry import entries
 from limbo.experiments.grid import ALL, FACTOR_FIELDS, Grid, included, resolved
-from limbo.grading import GRADER_VERSION
-from limbo.hashing import digest
-from limbo.registry import entries
+from limbo.sim.grading import GRADER_VERSION
 
 DESIGN_VERSION = 1
 """The shape of the ``design`` object (a reader refuses a version it does not know)."""
@@ -34,7 +34,7 @@ DESIGN_VERSION = 1
 
 def _levels(grid: Grid) -> dict[str, list[str]]:
     """The levels of each cell field ``grid``'s cells take."""
-    from limbo.tasks import templates
+    from limbo.sim.tasks import templates
 
     lv = resolved(grid)
     temps = {name: t for name, t in templates().items() if name in lv["templates"]
@@ -76,7 +76,7 @@ def experiment(grid: Grid) -> dict[str, Any]:
 def design(grid: Grid) -> dict[str, Any]:
     """Everything the analysis needs about ``grid``'s run (see the module docstring)."""
     from limbo.faults import catalog
-    from limbo.tools import toolset
+    from limbo.sim.tools import toolset
 
     check_comparisons(grid)
     experiments = [experiment(sub) for sub in (included(grid) if grid.include else [grid])]

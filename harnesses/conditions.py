@@ -18,10 +18,10 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any, ClassVar, Literal, Protocol, TypeVar
 
-from limbo.errors import UsageError
-from limbo.hashing import digest
-from limbo.registry import registrar, shipped_files
-from limbo.results import Result
+from limbo.base.errors import UsageError
+from limbo.base.hashing import digest
+from limbo.base.registry import registrar, shipped_files
+from limbo.sim.results import Result
 
 C = TypeVar("C", bound=type)
 _FILE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")

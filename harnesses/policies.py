@@ -19,7 +19,7 @@ What they do after an ambiguous write failure (timeout, 5xx, reset):
 
 Each policy is a :class:`Policy` registered with :func:`policy`: its parameters are the
 model's fields and :meth:`Policy.behaviour` sets the knobs of :class:`Behaviour` that the one
-script follows. Reads that verify a write come from :func:`limbo.readback.resolve`, the same
+script follows. Reads that verify a write come from :func:`limbo.sim.readback.resolve`, the same
 resolution the scaffolds and the guard use. Facts a scaffold condition attaches to a result
 (``verification``, ``oracle``) replace the policy's own read when present.
 """
@@ -32,18 +32,25 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from limbo.adapter import EpisodeContext, Message, ModelTurn, ToolCall, ToolDef, model_adapter
-from limbo.briefing import ReferenceAdapter, ReferenceContext
-from limbo.errors import UsageError
+from limbo.base.errors import UsageError
+from limbo.base.hashing import digest
+from limbo.base.registry import lookup, registrar
+from limbo.base.rng import generator
+from limbo.episode.briefing import ReferenceAdapter, ReferenceContext
+from limbo.episode.models import (
+    EpisodeContext,
+    Message,
+    ModelTurn,
+    ToolCall,
+    ToolDef,
+    model_adapter,
+)
 from limbo.harnesses.tool_text import read_result
-from limbo.hashing import digest
-from limbo.readback import resolve
-from limbo.registry import lookup, registrar
-from limbo.results import Result, error_kind, is_ambiguous
-from limbo.rng import generator
 from limbo.services.base import OpSpec
-from limbo.tasks import Step, dig, fill
-from limbo.tools import KEY_FIELD
+from limbo.sim.readback import resolve
+from limbo.sim.results import Result, error_kind, is_ambiguous
+from limbo.sim.tasks import Step, dig, fill
+from limbo.sim.tools import KEY_FIELD
 
 Call = tuple[str, dict[str, Any]]
 Script = Generator[Call, Result, None]
@@ -353,7 +360,7 @@ def make_policy(name: str, params: dict[str, Any]) -> Policy:
 class PolicyAdapter(ReferenceAdapter):
     """``policy/<name>``: a reference policy behind the model-adapter interface.
 
-    It follows the answer key the episode briefs it with (:mod:`limbo.briefing`)."""
+    It follows the answer key the episode briefs it with (:mod:`limbo.episode.briefing`)."""
 
     trusted = True
     offline = True

@@ -25,11 +25,11 @@ from enum import StrEnum
 from functools import cache
 from typing import Any, ClassVar, Literal
 
-from limbo.errors import UsageError
-from limbo.hashing import canonical_json
-from limbo.registry import registrar, shipped_files
-from limbo.results import Result
-from limbo.rng import Rng
+from limbo.base.errors import UsageError
+from limbo.base.hashing import canonical_json
+from limbo.base.registry import registrar, shipped_files
+from limbo.base.rng import Rng
+from limbo.sim.results import Result
 
 
 class Contract(StrEnum):
@@ -59,7 +59,7 @@ DAY_S = 24 * 3600.0
 class ReadBack:
     """How to see a write's effect: call read ``op`` with ``args``; an item whose fields equal
     ``match`` is the effect. ``parent`` and ``nested`` descend into a list inside matching
-    items (a ticket's comments). Resolved into a concrete read by :mod:`limbo.readback`."""
+    items (a ticket's comments). Resolved into a concrete read by :mod:`limbo.sim.readback`."""
 
     op: str
     args: Args
@@ -361,7 +361,7 @@ of that name (its tools are ``billing_<operation>``)."""
 def operations() -> dict[str, OpSpec]:
     """Every operation of every registered service (plugins included), by tool name; services
     in name order. Shared: do not modify."""
-    from limbo.registry import entries
+    from limbo.base.registry import entries
 
     return _operations(tuple(entries("service").values()))
 

@@ -7,8 +7,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from limbo.results import Result, error, ok
 from limbo.services.base import OpContext, ReadBack, Service, Table, View, read, service, write
+from limbo.sim.results import Result, error, ok
 
 CUSTOMERS = tuple(f"cus_{n}" for n in range(100, 160))
 

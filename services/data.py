@@ -8,7 +8,6 @@ from typing import Annotated, Any
 
 from pydantic import Field, StringConstraints
 
-from limbo.results import Result, ok
 from limbo.services.base import (
     Batch,
     OpContext,
@@ -20,6 +19,7 @@ from limbo.services.base import (
     service,
     write,
 )
+from limbo.sim.results import Result, ok
 
 TableName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,39}$")]
 Value = str | int | float | bool | None

@@ -3,8 +3,8 @@ search lags two minutes."""
 
 from __future__ import annotations
 
-from limbo.results import Result, ok
 from limbo.services.base import OpContext, ReadBack, Service, Table, View, read, service, write
+from limbo.sim.results import Result, ok
 
 
 @service("mail")

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from limbo.results import Result, error, ok
 from limbo.services.base import OpContext, ReadBack, Service, Table, View, read, service, write
+from limbo.sim.results import Result, error, ok
 
 Priority = Literal["low", "normal", "high", "urgent"]
 Status = Literal["open", "pending", "resolved", "closed"]

@@ -11,10 +11,10 @@ import pytest
 from inspect_ai import eval as inspect_eval
 from inspect_ai.model import ModelOutput
 
-from limbo.adapter import Message, ToolCall
 from limbo.analysis.loader import load
+from limbo.base.errors import UsageError
 from limbo.cli import main
-from limbo.errors import UsageError
+from limbo.episode.models import Message, ToolCall
 from limbo.inspect import log as inspect_log
 from limbo.inspect.adapter import from_inspect, to_inspect
 from limbo.inspect.registry import TASKS, grid

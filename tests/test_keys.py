@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from support.worlds import deliver, make_world, request
 
-from limbo.endpoint import Endpoint
-from limbo.keystore import KeyRecord, KeyStore
-from limbo.tools import KEY_FIELD
+from limbo.sim.endpoint import Endpoint
+from limbo.sim.keystore import KeyRecord, KeyStore
+from limbo.sim.tools import KEY_FIELD
 
 CHARGE = {"customer_id": "cus_122", "amount_cents": 990, "currency": "gbp",
           "description": "INV-7", KEY_FIELD: "k"}

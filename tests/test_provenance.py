@@ -52,7 +52,7 @@ def test_an_editable_install_records_its_source_trees_commit_not_the_cwds(
     assert manifest["git_source"] == "checkout"
 
 
-PROBE = "import json, limbo.provenance as p; print(json.dumps(p.provenance()))"
+PROBE = "import json, limbo.base.provenance as p; print(json.dumps(p.provenance()))"
 
 
 def probe(path: Path) -> dict[str, object]:

@@ -13,12 +13,12 @@ import random
 
 import pytest
 
-from limbo.adapter import Message, ModelTurn, ToolCall, ToolDef, Usage
-from limbo.errors import ModelError, UsageError
+from limbo.base.errors import ModelError, UsageError
+from limbo.base.secrets import scrub
+from limbo.episode.models import Message, ModelTurn, ToolCall, ToolDef, Usage
 from limbo.providers import chat_api, messages_api, pricing, responses_api
 from limbo.providers.encoded import wire_bytes
 from limbo.providers.retry import Retryable, RetryPolicy, retry_after, with_retries
-from limbo.providers.secrets import scrub
 from limbo.providers.wire import Tokens, parse_args
 
 TOOLS = [ToolDef(name="billing_list_charges", description="List.",
@@ -228,9 +228,9 @@ def test_limbo_imports_without_any_vendor_sdk() -> None:
         "for name in ('openai', 'anthropic', 'httpx2', 'httpx'):\n"
         "    sys.modules[name] = None\n"
         "import limbo, limbo.providers, limbo.gateway\n"
-        "from limbo.registry import entries\n"
-        "from limbo.adapter import make_adapter\n"
-        "from limbo.errors import UsageError\n"
+        "from limbo.base.registry import entries\n"
+        "from limbo.episode.models import make_adapter\n"
+        "from limbo.base.errors import UsageError\n"
         "assert {'openai', 'anthropic', 'replay', 'policy'} <= set(entries('model'))\n"
         "for spec in ('openai/gpt-4.1', 'anthropic/claude-sonnet-4-5'):\n"
         "    try:\n"

@@ -22,7 +22,7 @@ from urllib.parse import unquote, urlsplit
 
 from limbo.analysis.loader import record_files
 from limbo.analysis.report.site import Site, build, waiting
-from limbo.errors import UsageError
+from limbo.base.errors import UsageError
 
 TYPES = {"html": "text/html; charset=utf-8", "js": "text/javascript; charset=utf-8",
          "css": "text/css; charset=utf-8", "png": "image/png", "svg": "image/svg+xml",

@@ -23,16 +23,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from limbo.adapter import EpisodeContext, Message, ModelAdapter, ModelTurn, ToolDef
-from limbo.errors import InfraError
+from limbo.base.errors import InfraError
+from limbo.episode.harness import LoopResult, Termination
+from limbo.episode.models import EpisodeContext, Message, ModelAdapter, ModelTurn, ToolDef
 from limbo.gateway import Gateway, GatewaySession
-from limbo.harness import LoopResult, Termination
 from limbo.harnesses.conditions import Condition
-from limbo.harnesses.mcp_server import EpisodeServer, HttpEndpoint, task_text
+from limbo.harnesses.mcp.server import EpisodeServer, HttpEndpoint, task_text
 from limbo.harnesses.production import process
 from limbo.harnesses.production.install import Install, harness_dir, status
 from limbo.harnesses.toolcalls import account, end
-from limbo.world import World
+from limbo.sim.world import World
 
 SIDE_ANSWER = "Sandbox task"
 CLOSING = "The task is over."

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from limbo.errors import UsageError
+from limbo.base.errors import UsageError
 
 
 def add_plugin_flag(p: argparse.ArgumentParser) -> None:
@@ -21,7 +21,7 @@ def add_plugin_flag(p: argparse.ArgumentParser) -> None:
 
 def load_plugins(args: argparse.Namespace) -> None:
     """Load every ``--plugin`` of the command line."""
-    from limbo.registry import load_plugin
+    from limbo.base.registry import load_plugin
 
     for name in args.plugin:
         load_plugin(name)
@@ -49,7 +49,7 @@ def add_provider_flags(p: argparse.ArgumentParser) -> None:
 
 def apply_providers(args: argparse.Namespace) -> None:
     """Apply the cache and price options, here and (through the environment) in workers."""
-    from limbo.paths import check_output
+    from limbo.commands.paths import check_output
     from limbo.providers import cache, pricing
 
     if args.no_cache:

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from limbo.base.errors import UsageError
 from limbo.commands.common import add_plugin_flag
-from limbo.errors import UsageError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
 
     require("compare")
     from limbo.analysis import compare
-    from limbo.registry import load_plugin
+    from limbo.base.registry import load_plugin
 
     for name in args.plugin:
         load_plugin(name)

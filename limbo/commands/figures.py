@@ -20,7 +20,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run(args: argparse.Namespace) -> int:
-    from limbo.paths import check_output
+    from limbo.commands.paths import check_output
 
     check_output(args.out, "--out")
     data = load_data(args, "figures")

@@ -22,7 +22,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 def prepare(args: argparse.Namespace, command: str) -> None:
     """Check the extra and load plugins (shared with ``limbo view``)."""
     from limbo.analysis.deps import require
-    from limbo.registry import load_plugin
+    from limbo.base.registry import load_plugin
 
     require(command)
     for name in args.plugin:
@@ -31,7 +31,7 @@ def prepare(args: argparse.Namespace, command: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from limbo.analysis.report.write import check_out
-    from limbo.paths import check_output
+    from limbo.commands.paths import check_output
 
     check_output(args.out, "--out")
     check_out(args.out)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from limbo.base.errors import UsageError
 from limbo.commands.report import prepare
 from limbo.commands.tables import add_common
-from limbo.errors import UsageError
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
-from limbo.errors import UsageError
+from limbo.base.errors import UsageError
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]

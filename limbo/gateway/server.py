@@ -1,5 +1,5 @@
 """The model gateway: OpenAI Responses, Chat Completions and Anthropic Messages over loopback
-HTTP, streaming and not, answered by any :class:`~limbo.adapter.ModelAdapter`.
+HTTP, streaming and not, answered by any :class:`~limbo.episode.models.ModelAdapter`.
 
 A production harness is pointed at ``base_url(episode, api)``; the path prefix
 ``/ep/<episode>/`` routes each request to that episode's :class:`GatewaySession` (a request
@@ -25,8 +25,9 @@ import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-from limbo.adapter import EpisodeContext, ModelAdapter, ModelTurn
-from limbo.errors import ModelError, UsageError
+from limbo.base.errors import ModelError, UsageError
+from limbo.base.hashing import digest
+from limbo.episode.models import EpisodeContext, ModelAdapter, ModelTurn
 from limbo.gateway.asgi import (
     LOOPBACK,
     ASGIApp,
@@ -41,7 +42,6 @@ from limbo.gateway.asgi import (
 )
 from limbo.gateway.inject import Drop, HttpError, Injection, StreamError, Truncate
 from limbo.gateway.session import GatewaySession
-from limbo.hashing import digest
 from limbo.providers import chat_api, messages_api, responses_api
 
 log = logging.getLogger("limbo.gateway")

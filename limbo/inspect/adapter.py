@@ -21,7 +21,8 @@ import asyncio
 import importlib
 from typing import Any
 
-from limbo.adapter import (
+from limbo.base.errors import ModelError, UsageError
+from limbo.episode.models import (
     EpisodeContext,
     Message,
     ModelAdapter,
@@ -31,7 +32,6 @@ from limbo.adapter import (
     Usage,
     model_adapter,
 )
-from limbo.errors import ModelError, UsageError
 
 EXTRA_HINT = "pip install 'limbo-bench[inspect]'"
 EPISODE_HEADER = "X-Limbo-Episode"

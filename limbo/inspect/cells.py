@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from limbo.cell import Cell
-from limbo.errors import UsageError
+from limbo.base.errors import UsageError
 from limbo.experiments.grid import FACTOR_FIELDS, Expansion, Grid, expand, load_grid, validated
+from limbo.sim.cell import Cell
 
 CELL_KEY = "limbo_cell"
 """Sample metadata key: the cell without its model."""

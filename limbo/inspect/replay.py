@@ -12,9 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from limbo.cell import Cell
 from limbo.inspect.adapter import EPISODE_HEADER, require_inspect
 from limbo.providers.replay import load_records, recorded_turns
+from limbo.sim.cell import Cell
 
 MODEL = "mockllm/model"
 

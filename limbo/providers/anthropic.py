@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from limbo.adapter import Message, ToolDef, model_adapter
+from limbo.episode.models import Message, ToolDef, model_adapter
 from limbo.providers import messages_api
 from limbo.providers.base import IncompleteStream, ProviderAdapter, body, parsing
 from limbo.providers.encoded import absolute

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from limbo.adapter import Message, ToolDef, model_adapter
-from limbo.errors import UsageError
+from limbo.base.errors import UsageError
+from limbo.episode.models import Message, ToolDef, model_adapter
 from limbo.providers import chat_api, responses_api
 from limbo.providers.base import (
     COMMON_PARAMS,

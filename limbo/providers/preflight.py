@@ -24,8 +24,8 @@ import asyncio
 import copy
 from typing import TYPE_CHECKING, Any
 
-from limbo.adapter import Message
-from limbo.errors import UsageError
+from limbo.base.errors import UsageError
+from limbo.episode.models import Message
 from limbo.providers.encoded import wire_bytes
 from limbo.providers.retry import describe
 

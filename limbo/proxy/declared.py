@@ -1,7 +1,7 @@
 """What the proxy knows of the upstream's tools: the world file's proxy-only services.
 
 Each declared operation becomes the same :class:`~limbo.services.base.OpSpec` a simulated world
-file service gets (:func:`limbo.worldfile.build.build_services`), so the write class, the key
+file service gets (:func:`limbo.sim.worldfile.build.build_services`), so the write class, the key
 rules, the batch units and the read that shows a write are derived once, by the code the
 sandbox uses; the proxy never plays them. A declared tool ``<service>_<op>`` is matched to the
 upstream tool of that name, or of the bare operation name ``<op>`` (a team's server rarely
@@ -14,12 +14,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from limbo.errors import UsageError
+from limbo.base.errors import UsageError
 from limbo.services.base import OpSpec
-from limbo.worldfile.build import build_services
-from limbo.worldfile.check import checked
-from limbo.worldfile.format import Read, ServiceDef, WorldFile, Write
-from limbo.worldfile.kit import DIGEST_CHARS
+from limbo.sim.worldfile.build import build_services
+from limbo.sim.worldfile.check import checked
+from limbo.sim.worldfile.format import Read, ServiceDef, WorldFile, Write
+from limbo.sim.worldfile.kit import DIGEST_CHARS
 
 
 @dataclass(frozen=True)

@@ -18,15 +18,15 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-from limbo.config import Timing
 from limbo.faults import responses
 from limbo.proxy.declared import Tool
 from limbo.proxy.shapes import raw, result_of
-from limbo.readback import resolve
-from limbo.results import Result
 from limbo.services.base import fits
-from limbo.tasks import fill
-from limbo.tools import KEY_FIELD
+from limbo.sim.config import Timing
+from limbo.sim.readback import resolve
+from limbo.sim.results import Result
+from limbo.sim.tasks import fill
+from limbo.sim.tools import KEY_FIELD
 
 if TYPE_CHECKING:
     from limbo.proxy.session import Session

@@ -1,5 +1,5 @@
 """The proxy's ledger: every forwarded write, what the upstream answered, and the effects that
-follow — in the sandbox ledger's shape, so :func:`limbo.grading.grade` grades it unchanged.
+follow — in the sandbox ledger's shape, so :func:`limbo.sim.grading.grade` grades it unchanged.
 
 A write is in one of four states. ``committed``: the upstream answered with success (its effect
 is the write's effect fields, or one effect per unit of a batch). ``replayed``: a success that
@@ -19,12 +19,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from limbo.hashing import plain_json
+from limbo.base.hashing import plain_json
 from limbo.proxy.declared import Catalog, Tool
 from limbo.proxy.shapes import object_id
-from limbo.readback import resolve
 from limbo.services import Contract
 from limbo.services.base import Args
+from limbo.sim.readback import resolve
 
 COMMITTED, REPLAYED, UNCERTAIN = "committed", "replayed", "uncertain"
 RECOVERED, ABSENT, UNVERIFIABLE = "recovered", "absent", "unverifiable"

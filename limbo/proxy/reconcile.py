@@ -3,7 +3,7 @@ did not see as a clean success.
 
 Before the agent starts, every declared read that needs no argument is read once: the
 *baseline* (kept in the journal). At the end — or when a crashed episode is recovered — each
-uncertain write is looked up through the read that lists it (:func:`limbo.readback.resolve`,
+uncertain write is looked up through the read that lists it (:func:`limbo.sim.readback.resolve`,
 the sandbox's own read-back rules): an item that shows its effect, that no write already in
 the ledger holds, and that was not there before the episode, is its effect (``recovered``);
 none is ``absent``. A change to an existing record (a refund) counts only when the record did
@@ -26,8 +26,8 @@ from limbo.proxy.declared import Catalog, Tool
 from limbo.proxy.ledger import ABSENT, RECOVERED, UNVERIFIABLE, Ledger, Write
 from limbo.proxy.shapes import items, payload, readable
 from limbo.proxy.upstream import Upstream, UpstreamLost
-from limbo.readback import ReadPlan, resolve
 from limbo.services.base import fits
+from limbo.sim.readback import ReadPlan, resolve
 
 Items = list[dict[str, Any]]
 

@@ -23,8 +23,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from limbo.base.hashing import canonical_json, plain_json
+from limbo.base.runtime import stopwatch
 from limbo.harnesses.toolcalls import loggable, loggable_name
-from limbo.hashing import canonical_json, plain_json
 from limbo.proxy.declared import Catalog, Tool
 from limbo.proxy.inject import inject, staled
 from limbo.proxy.journal import Journal
@@ -33,9 +34,8 @@ from limbo.proxy.plan import FaultPlan
 from limbo.proxy.redact import redact
 from limbo.proxy.shapes import payload, result_of
 from limbo.proxy.upstream import Upstream, UpstreamLost
-from limbo.results import ErrorKind, Result, error
-from limbo.runtime import stopwatch
-from limbo.tools import KEY_FIELD, FinishArgs
+from limbo.sim.results import ErrorKind, Result, error
+from limbo.sim.tools import KEY_FIELD, FinishArgs
 
 MAX_LOGGED_RESULT = 20_000
 """A result whose JSON is longer than this many characters is logged summarised."""
