@@ -15,10 +15,10 @@ from limbo.analysis.loader import load
 from limbo.base.errors import UsageError
 from limbo.cli import main
 from limbo.episode.models import Message, ToolCall
-from limbo.inspect import log as inspect_log
 from limbo.inspect.adapter import from_inspect, to_inspect
 from limbo.inspect.registry import TASKS, grid
 from limbo.inspect.replay import replay_model
+from limbo.log import inspect_logs as inspect_log
 
 SMALL = {"template": "charge_invoice", "fault": "timeout_post", "instances": 1}
 

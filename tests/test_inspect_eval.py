@@ -20,9 +20,9 @@ from support.inspect_models import policy_gateway
 
 from limbo.base.errors import UsageError
 from limbo.cli import main
-from limbo.inspect import log as inspect_log
 from limbo.inspect.registry import TASKS
 from limbo.inspect.replay import replay_model
+from limbo.log import inspect_logs as inspect_log
 from limbo.log.store import iter_records
 
 TEMPLATES = "charge_invoice,import_batch"
