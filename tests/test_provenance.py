@@ -64,8 +64,8 @@ def probe(path: Path) -> dict[str, object]:
 
 
 def _package_copy(into: Path) -> None:
-    (into / "limbo").mkdir(parents=True)
-    for name in ("__init__.py", "provenance.py"):
+    (into / "limbo" / "base").mkdir(parents=True)
+    for name in ("__init__.py", "base/__init__.py", "base/provenance.py"):
         shutil.copy(ROOT / "limbo" / name, into / "limbo" / name)
 
 
