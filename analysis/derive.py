@@ -29,14 +29,6 @@ def contract_class(idempotency: str, read_path: str) -> str:
             "none": "no key, no read"}.get(read_path, f"no key, {read_path} read")
 
 
-def fault_info() -> dict[str, tuple[str, str | None, tuple[str, ...]]]:
-    """Mode → (family, group, every family) from this LIMBO's fault registry (plugins
-    included): for naming families on the command line, and for modes no run's design names."""
-    from limbo.faults import catalog
-
-    return {name: (i.family, i.group, i.families) for name, i in catalog().items()}
-
-
 def derive(frame: pd.DataFrame) -> pd.DataFrame:
     """Add the columns every table uses: contract class, error, rated."""
     for name in FLAGS:

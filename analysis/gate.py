@@ -28,9 +28,9 @@ from typing import Any
 
 import pandas as pd
 
-from limbo.analysis.derive import fault_info
 from limbo.analysis.loader import Loaded
 from limbo.base.errors import UsageError
+from limbo.log.vocabulary import fault_info
 
 ARM = ("model", "harness", "condition", "contract")
 METRICS = {"duplicate": "duplicate rate", "exactly_once": "EOS rate"}

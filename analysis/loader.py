@@ -47,11 +47,10 @@ from typing import Any, BinaryIO, TypeVar
 import pandas as pd
 
 from limbo.analysis.derive import derive
-from limbo.analysis.runs import EXPERIMENT, Run, Runs, attach, fault_table
+from limbo.analysis.runs import EXPERIMENT, Fallback, Run, Runs, attach, fault_table
 from limbo.analysis.schemas import SCHEMAS, Row, check_types, typed
 from limbo.base.errors import UsageError
-from limbo.episode.harness import TERMINATIONS
-from limbo.log.records import CELL_FIELDS, FLAGS, NUMBERS, RecordError
+from limbo.log.records import CELL_FIELDS, FLAGS, NUMBERS, TERMINATIONS, RecordError
 
 T = TypeVar("T")
 RECORD_GLOB = "episodes*.jsonl"
@@ -314,11 +313,12 @@ def _open(path: Path, problems: list[Problem] | None = None) -> BinaryIO:
     return io.BytesIO(extracted.data)
 
 
-def load(paths: Sequence[Path | str]) -> Loaded:
-    """Every episode in ``paths`` (run directories and/or record files), deduplicated."""
+def load(paths: Sequence[Path | str], fallback: Fallback | None = None) -> Loaded:
+    """Every episode in ``paths`` (run directories and/or record files), deduplicated; input
+    that recorded no design is read against ``fallback``'s (:mod:`limbo.analysis.runs`)."""
     if not paths:
         raise UsageError("name at least one run directory or record file")
-    builder, runs = _Builder(), Runs()
+    builder, runs = _Builder(), Runs(fallback)
     files: list[Path] = []
     for given in map(Path, paths):
         found = record_files(given)

@@ -16,8 +16,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from limbo.log.records import CELL_FIELDS, FLAGS, NUMBERS, WRITE_CLASS_FIELDS, RecordError
-from limbo.sim.events import EVENT_TYPES
+from limbo.log.records import (
+    CELL_FIELDS,
+    EVENT_TYPES,
+    FLAGS,
+    NUMBERS,
+    WRITE_CLASS_FIELDS,
+    RecordError,
+)
 
 _DECODER = json.JSONDecoder()
 

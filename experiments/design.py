@@ -13,7 +13,7 @@ differently — is analysed as it was made:
 * ``tools`` and ``toolset``: each tool's kind (read, write, …) — what the recovery classifier
   needs — and a digest of that map;
 * ``waits``: the assumed in-flight bound Δ (seconds) of each ``wait-Δ`` condition run;
-* ``grader``: the version of the grading rules (:data:`limbo.sim.grading.GRADER_VERSION`), and
+* ``grader``: the version of the grading rules (:data:`limbo.log.grading.GRADER_VERSION`), and
   ``limbo``: the LIMBO version that wrote the run.
 """
 
@@ -26,7 +26,7 @@ from limbo.base.errors import UsageError
 from limbo.base.hashing import digest
 from limbo.base.registry import entries
 from limbo.experiments.grid import ALL, FACTOR_FIELDS, Grid, included, resolved
-from limbo.sim.grading import GRADER_VERSION
+from limbo.log.grading import GRADER_VERSION
 
 DESIGN_VERSION = 1
 """The shape of the ``design`` object (a reader refuses a version it does not know)."""

@@ -10,10 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 from limbo.base.hashing import plain_json
-from limbo.episode.harness import LoopResult, Termination, harness
+from limbo.episode.condition import Condition
+from limbo.episode.harness import LoopResult, harness
 from limbo.episode.models import EpisodeContext, Message, ModelAdapter
-from limbo.harnesses.conditions import Condition
 from limbo.harnesses.toolcalls import ToolCalls, account, tool_defs
+from limbo.sim.events import Termination
 from limbo.sim.world import World
 
 

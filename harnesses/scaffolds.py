@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from limbo.base.rng import generator
-from limbo.harnesses.conditions import Condition, Scaffold, ToolLayer, condition
+from limbo.episode.condition import Condition, Scaffold, ToolLayer, condition
 from limbo.harnesses.guard.sandbox import GuardLayer, read_back
 from limbo.sim.results import Result, error_kind, is_ambiguous
 from limbo.sim.tools import KEY_FIELD

@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from limbo.base.hashing import plain_json
-from limbo.episode.harness import LoopResult, Termination
+from limbo.episode.condition import Condition, ToolLayer
+from limbo.episode.harness import LoopResult
 from limbo.episode.models import ModelTurn, ToolDef
-from limbo.harnesses.conditions import Condition, ToolLayer
+from limbo.sim.events import Termination
 from limbo.sim.results import Result, error
 from limbo.sim.world import World
 

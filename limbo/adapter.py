@@ -7,17 +7,17 @@ package never breaks a plugin.
 """
 
 from limbo.episode.models import (
-    EpisodeContext,
-    Message,
-    ModelAdapter,
-    ModelTurn,
-    ToolCall,
-    ToolDef,
-    Usage,
-    make_adapter,
-    model_adapter,
-    parse_model,
+           EpisodeContext,
+           Message,
+           ModelAdapter,
+           ModelTurn,
+           ToolCall,
+           ToolDef,
+           make_adapter,
+           model_adapter,
+           parse_model,
 )
+from limbo.log.records import Usage
 
 __all__ = ["EpisodeContext", "Message", "ModelAdapter", "ModelTurn", "ToolCall", "ToolDef",
            "Usage", "make_adapter", "model_adapter", "parse_model"]

@@ -20,9 +20,10 @@ from support.scripted import scripted
 
 from limbo.base.errors import UsageError
 from limbo.episode.briefing import ReferenceAdapter, brief, context
-from limbo.episode.models import ModelAdapter, ModelTurn, ToolCall, Usage, make_adapter
+from limbo.episode.models import ModelAdapter, ModelTurn, ToolCall, make_adapter
 from limbo.episode.run_one import run_episode
 from limbo.gateway import Gateway, ThreadedGateway
+from limbo.log.records import Usage
 from limbo.providers import chat_api, messages_api, responses_api
 from limbo.sim.world import World
 

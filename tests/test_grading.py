@@ -13,10 +13,10 @@ import pytest
 from support.scripted import scripted
 from support.worlds import deliver, make_world
 
-from limbo.episode.run_one import regrade, run_episode
+from limbo.episode.run_one import run_episode
+from limbo.log.grading import assign, grade, matches, regrade, undone
 from limbo.services import CONTRACTS
 from limbo.sim.cell import Cell
-from limbo.sim.grading import assign, grade, matches, undone
 from limbo.sim.tasks import fill, templates
 from limbo.sim.tools import KEY_FIELD
 

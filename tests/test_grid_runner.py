@@ -150,7 +150,8 @@ def test_memory_stays_flat_from_2000_to_20000_episodes(tmp_path: Path) -> None:
 COSTLY = '''
 import os
 
-from limbo.episode.models import ModelTurn, ToolCall, Usage, model_adapter
+from limbo.episode.models import ModelTurn, ToolCall, model_adapter
+from limbo.log.records import Usage
 from limbo.harnesses.policies import PolicyAdapter
 
 

@@ -13,8 +13,9 @@ from support.cells import cell_for
 from support.hostile import cli, records, write_plugin
 from support.model_servers import OnPolicy
 
-from limbo.episode.models import ModelAdapter, ModelTurn, ToolCall, Usage
+from limbo.episode.models import ModelAdapter, ModelTurn, ToolCall
 from limbo.episode.run_one import run_episode
+from limbo.log.records import Usage
 from limbo.log.store import encode
 
 CELL = cell_for("charge_invoice")

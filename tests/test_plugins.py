@@ -278,8 +278,8 @@ def test_a_broken_template_file_is_one_usage_error_naming_it(
 KIND_BASES = [
     ("from limbo.services.base import service as deco", "limbo.services.base.Service"),
     ("from limbo.faults.base import fault as deco", "limbo.faults.base.Fault"),
-    ("from limbo.harnesses.conditions import condition\n"
-     "deco = lambda n: condition(n, 'summary')", "limbo.harnesses.conditions.Condition"),
+    ("from limbo.episode.condition import condition\n"
+     "deco = lambda n: condition(n, 'summary')", "limbo.episode.condition.Condition"),
     ("from limbo.harnesses.policies import policy as deco", "limbo.harnesses.policies.Policy"),
     ("from limbo.episode.models import model_adapter as deco", "limbo.episode.models.ModelAdapter"),
 ]

@@ -15,7 +15,8 @@ import pytest
 
 from limbo.base.errors import ModelError, UsageError
 from limbo.base.secrets import scrub
-from limbo.episode.models import Message, ModelTurn, ToolCall, ToolDef, Usage
+from limbo.episode.models import Message, ModelTurn, ToolCall, ToolDef
+from limbo.log.records import Usage
 from limbo.providers import chat_api, messages_api, pricing, responses_api
 from limbo.providers.encoded import wire_bytes
 from limbo.providers.retry import Retryable, RetryPolicy, retry_after, with_retries

@@ -20,7 +20,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from limbo.episode.harness import TERMINATIONS
+from limbo.sim.events import TERMINATIONS
 
 ROOT = Path(__file__).resolve().parents[1]
 LIMBO = str(Path(sys.executable).parent / "limbo")
@@ -129,8 +129,8 @@ def test_every_termination_reads_the_same_everywhere(trouble_run, tmp_path: Path
 
 def test_the_inspect_scorer_rates_the_same_episodes(trouble_run) -> None:
     pytest.importorskip("inspect_ai")
-    from limbo.inspect.cells import RECORD_KEY
     from limbo.inspect.task import ledger
+    from limbo.log.inspect_logs import RECORD_KEY
 
     score = ledger()
     documented = _documented()

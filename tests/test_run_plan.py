@@ -9,7 +9,8 @@ import json
 from support.hostile import cli, records, refused, untouched, write_plugin
 
 PLUGIN = '''
-from limbo.episode.models import ModelAdapter, ModelTurn, ToolCall, Usage, model_adapter
+from limbo.episode.models import ModelAdapter, ModelTurn, ToolCall, model_adapter
+from limbo.log.records import Usage
 from limbo.episode.harness import harness
 from limbo.harnesses.minimal import MinimalHarness
 

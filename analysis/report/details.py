@@ -18,7 +18,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from limbo.sim.grading import assign
+from limbo.log.grading import assign
 
 
 def bucket_file(bucket: int) -> str:

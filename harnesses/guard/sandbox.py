@@ -17,7 +17,7 @@ from functools import partial
 from typing import Any
 
 from limbo.base.hashing import digest
-from limbo.harnesses.conditions import ToolLayer
+from limbo.episode.condition import ToolLayer
 from limbo.harnesses.guard.core import Guard
 from limbo.harnesses.guard.records import Decision, GuardResult, Outcome, Receipt, Verification
 from limbo.harnesses.guard.stores import MemoryKeyStore

@@ -22,12 +22,13 @@ from collections.abc import Callable
 from typing import Any, Literal, cast
 
 from limbo.base.errors import InfraError
-from limbo.episode.harness import LoopResult, Termination
+from limbo.episode.condition import Condition
+from limbo.episode.harness import LoopResult
 from limbo.episode.models import EpisodeContext, Message, ModelAdapter, ModelTurn, ToolDef
 from limbo.gateway.asgi import LoopbackServer
-from limbo.harnesses.conditions import Condition
 from limbo.harnesses.mcp.server import EpisodeServer, HttpEndpoint
 from limbo.harnesses.toolcalls import end
+from limbo.sim.events import Termination
 from limbo.sim.world import World
 
 Transport = Literal["stdio", "http"]

@@ -26,9 +26,10 @@ from typing import Any
 
 from limbo import __version__
 from limbo.base.errors import UsageError
-from limbo.episode.harness import LoopResult, Termination
-from limbo.harnesses.conditions import Condition
+from limbo.episode.condition import Condition
+from limbo.episode.harness import LoopResult
 from limbo.harnesses.toolcalls import ToolCalls, refused
+from limbo.sim.events import Termination
 from limbo.sim.results import Result, error_kind
 from limbo.sim.world import World
 

@@ -24,14 +24,15 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from limbo.base.errors import InfraError
-from limbo.episode.harness import LoopResult, Termination
+from limbo.episode.condition import Condition
+from limbo.episode.harness import LoopResult
 from limbo.episode.models import EpisodeContext, Message, ModelAdapter, ModelTurn, ToolDef
 from limbo.gateway import Gateway, GatewaySession
-from limbo.harnesses.conditions import Condition
 from limbo.harnesses.mcp.server import EpisodeServer, HttpEndpoint, task_text
 from limbo.harnesses.production import process
 from limbo.harnesses.production.install import Install, harness_dir, status
 from limbo.harnesses.toolcalls import account, end
+from limbo.sim.events import Termination
 from limbo.sim.world import World
 
 SIDE_ANSWER = "Sandbox task"

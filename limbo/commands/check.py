@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from limbo.base.errors import UsageError
-from limbo.commands.common import add_plugin_flag
+from limbo.commands.common import add_plugin_flag, builtin_design
 
 EXIT_FAILED = 1
 
@@ -83,7 +83,7 @@ def gate_runs(runs: list[Path], thresholds: Any, junit: Path | None, out: Any = 
     from limbo.analysis.loader import load
 
     out = out or sys.stdout
-    loaded = load(runs)
+    loaded = load(runs, builtin_design)
     for line in loaded.messages():
         print(f"limbo: warning: {line}", file=sys.stderr)
     verdict = evaluate(loaded, thresholds)

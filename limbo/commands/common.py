@@ -5,6 +5,7 @@ parser can import every command without a cycle."""
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 from pathlib import Path
@@ -25,6 +26,19 @@ def load_plugins(args: argparse.Namespace) -> None:
 
     for name in args.plugin:
         load_plugin(name)
+
+
+@functools.cache
+def builtin_design() -> dict[str, Any]:
+    """The built-in paper grid's design with every model allowed (a run may use ``--model``):
+    what the analysis reads input that recorded no design against (``load(..., fallback=)``)."""
+    from limbo.experiments.design import design
+    from limbo.experiments.grid import load_grid
+
+    found = design(load_grid("paper"))
+    for experiment in found["experiments"]:
+        experiment["levels"].pop("model")
+    return found
 
 
 def with_params(spec: str, params: list[str]) -> str:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from limbo.base.errors import UsageError
-from limbo.commands.common import add_plugin_flag
+from limbo.commands.common import add_plugin_flag, builtin_design
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -33,7 +33,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 def _load(path: Path, side: str) -> pd.DataFrame:
     from limbo.analysis.loader import load
 
-    loaded = load([path])
+    loaded = load([path], builtin_design)
     for line in loaded.messages():
         print(f"limbo: warning: {side}: {line}", file=sys.stderr)
     return loaded.frame

@@ -165,7 +165,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _check_terminations(given: list[str]) -> None:
-    from limbo.episode.harness import TERMINATIONS
+    from limbo.sim.events import TERMINATIONS
 
     for value in given:
         if value not in TERMINATIONS:

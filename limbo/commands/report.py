@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from limbo.commands.common import builtin_design
 from limbo.commands.tables import add_common, writing
 
 
@@ -39,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     from limbo.analysis.report.site import build
     from limbo.analysis.report.write import write_site
 
-    site = build(args.runs, args.weights)
+    site = build(args.runs, args.weights, fallback=builtin_design)
     for line in site.loaded.messages() if site.loaded else []:
         print(f"limbo: warning: {line}", file=sys.stderr)
     with writing(args.out):

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from limbo.base.errors import UsageError
-from limbo.commands.common import add_plugin_flag
+from limbo.commands.common import add_plugin_flag, builtin_design
 
 if TYPE_CHECKING:
     from limbo.analysis.data import Data
@@ -63,7 +63,7 @@ def load_data(args: argparse.Namespace, command: str) -> Data:
 
     for name in args.plugin:
         load_plugin(name)
-    loaded = load(args.runs)
+    loaded = load(args.runs, builtin_design)
     for line in loaded.messages():
         print(f"limbo: warning: {line}", file=sys.stderr)
     print(f"limbo: {loaded.counts()}", file=sys.stderr)

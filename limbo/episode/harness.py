@@ -19,25 +19,16 @@ any other.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from limbo.base.errors import UsageError
 from limbo.base.registry import lookup, registrar
+from limbo.sim.events import Termination
 
 if TYPE_CHECKING:
+    from limbo.episode.condition import Condition
     from limbo.episode.models import EpisodeContext, ModelAdapter
-    from limbo.harnesses.conditions import Condition
     from limbo.sim.world import World
-
-Termination = Literal["finished", "turn_limit", "time_limit", "tool_limit", "model_error",
-                      "infra_error", "timeout"]
-"""Why an episode ended. ``finished``: the agent finished (or stopped calling tools);
-``*_limit``: a cap of the cell's limits; ``model_error``: the provider failed after retries;
-``infra_error``: a bug or broken invariant in the sandbox, an adapter or a harness;
-``timeout``: the episode ran past its wall-clock limit."""
-
-TERMINATIONS: tuple[str, ...] = get_args(Termination)
-
 
 @dataclass
 class LoopResult:

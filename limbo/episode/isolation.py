@@ -43,9 +43,9 @@ from limbo.episode.models import (
     ModelTurn,
     ToolCall,
     ToolDef,
-    Usage,
     is_utf8,
 )
+from limbo.log.records import Usage
 
 ACLOSE_TIMEOUT_S = 30.0
 TOKEN_FIELDS = ("input_tokens", "output_tokens", "cached_input_tokens")

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from limbo.base.errors import UsageError
 from limbo.base.registry import lookup, registrar
+from limbo.log.records import Usage
 from limbo.services import Contract
 
 
@@ -42,19 +43,6 @@ class Message(BaseModel):
     def result(self) -> dict[str, Any]:
         """The tool result carried by a ``tool`` message, as a dict."""
         return json.loads(self.content)  # type: ignore[no-any-return]
-
-
-class Usage(BaseModel):
-    """Tokens and cost of one model call: counts >= 0, a finite cost >= 0 (checked again at
-    the adapter boundary, :mod:`limbo.episode.isolation`, for turns built without validation)."""
-
-    model_config = ConfigDict(allow_inf_nan=False)
-
-    input_tokens: int = Field(0, ge=0)
-    output_tokens: int = Field(0, ge=0)
-    cached_input_tokens: int = Field(0, ge=0)
-    cost_usd: float | None = Field(0.0, ge=0)
-    """``None`` when the price is unknown (never treated as free)."""
 
 
 class ModelTurn(BaseModel):

@@ -18,13 +18,14 @@ from limbo.base.errors import ModelError
 from limbo.base.registry import lookup
 from limbo.base.runtime import host_facts, stopwatch
 from limbo.episode.briefing import answer_key, brief, context
-from limbo.episode.harness import TERMINATIONS, Harness, LoopResult, Termination
+from limbo.episode.harness import Harness, LoopResult
 from limbo.episode.isolation import AdapterFailure, Isolated, escapes, where
 from limbo.episode.models import ModelAdapter, make_adapter
-from limbo.log.records import SCHEMA, parse_record
+from limbo.log.grading import grade
+from limbo.log.records import SCHEMA
 from limbo.sim.cell import Cell
 from limbo.sim.config import dumped
-from limbo.sim.grading import grade
+from limbo.sim.events import TERMINATIONS, Termination
 from limbo.sim.tasks import fill, plan_hash
 from limbo.sim.world import World
 
@@ -188,17 +189,6 @@ def _outcome(world: World, loop: Any, header: dict[str, Any]) -> dict[str, Any]:
         "termination": loop.termination,
         "termination_reason": loop.reason,
     }
-
-
-def regrade(record: dict[str, Any]) -> dict[str, Any]:
-    """The graded fields of a stored record, recomputed from its log alone (the record is read
-    through :class:`limbo.log.records.EpisodeRecord`: a record that is not one is refused)."""
-    rec = parse_record(record)
-    wclass = rec.outcome.focal_write_class
-    return grade([i.model_dump() for i in rec.header.intents],
-                 [e.model_dump() for e in rec.ledger],
-                 rec.report.model_dump() if rec.report is not None else None,
-                 wclass.model_dump() if wclass is not None else None)
 
 
 def run_episode(cell: Cell, adapter: ModelAdapter | None = None,

@@ -18,7 +18,6 @@ count as one of its own — ends the episode as ``model_error`` with the reason 
 from __future__ import annotations
 
 import asyncio
-import importlib
 from typing import Any
 
 from limbo.base.errors import ModelError, UsageError
@@ -29,20 +28,12 @@ from limbo.episode.models import (
     ModelTurn,
     ToolCall,
     ToolDef,
-    Usage,
     model_adapter,
 )
+from limbo.log.inspect_logs import require_inspect
+from limbo.log.records import Usage
 
-EXTRA_HINT = "pip install 'limbo-bench[inspect]'"
 EPISODE_HEADER = "X-Limbo-Episode"
-
-
-def require_inspect() -> Any:
-    """The ``inspect_ai`` module; a :class:`UsageError` naming the extra when it is absent."""
-    try:
-        return importlib.import_module("inspect_ai")
-    except ImportError:
-        raise UsageError(f"Inspect AI is not installed; {EXTRA_HINT}") from None
 
 
 @model_adapter("inspect")

@@ -27,16 +27,8 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 from limbo.episode.run_one import arun_episode
 from limbo.experiments.design import design
 from limbo.inspect.adapter import InspectAdapter
-from limbo.inspect.cells import (
-    CELL_KEY,
-    DESIGN_KEY,
-    RECORD_KEY,
-    bind,
-    cell_metadata,
-    grid_cells,
-    sample_id,
-    task_grid,
-)
+from limbo.inspect.cells import CELL_KEY, bind, cell_metadata, grid_cells, sample_id, task_grid
+from limbo.log.inspect_logs import DESIGN_KEY, RECORD_KEY
 from limbo.log.rated import rated
 
 RATES = ("duplicate", "missing", "task_success", "exactly_once", "overclaim")

@@ -12,18 +12,31 @@ log is still being written) is reported with its id and Inspect's error, never s
 from __future__ import annotations
 
 import functools
+import importlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from limbo.base.errors import UsageError
-from limbo.inspect.adapter import require_inspect
-from limbo.inspect.cells import DESIGN_KEY, RECORD_KEY
 from limbo.log.store import RecordWriter, dumps, episodes_file, write_manifest
+
+RECORD_KEY = "limbo_record"
+"""Sample metadata key: the episode record (schema ``limbo.episode/1``), once the sample ran."""
+DESIGN_KEY = "limbo_design"
+"""The eval's metadata key holding the run's design (:mod:`limbo.experiments.design`)."""
+EXTRA_HINT = "pip install 'limbo-bench[inspect]'"
 
 SKIPPED_FIELDS = frozenset({"messages", "events", "store", "attachments"})
 """Sample fields a record does not need: not decoded (for ``.eval`` logs)."""
+
+
+def require_inspect() -> Any:
+    """The ``inspect_ai`` module; a :class:`UsageError` naming the extra when it is absent."""
+    try:
+        return importlib.import_module("inspect_ai")
+    except ImportError:
+        raise UsageError(f"Inspect AI is not installed; {EXTRA_HINT}") from None
 
 
 def is_inspect_log(path: Path) -> bool:

@@ -24,12 +24,14 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from limbo.base.errors import UsageError
-from limbo.episode.harness import TERMINATIONS, Termination
-from limbo.episode.models import Usage
 from limbo.services import Contract
 from limbo.sim.cell import CellFields
 from limbo.sim.config import Limits, Timing
-from limbo.sim.events import EVENT_TYPES, Attempt, Event, Report
+
+# The record's closed sets, handed on: a reader of records (the analysis) checks them here.
+from limbo.sim.events import EVENT_TYPES as EVENT_TYPES
+from limbo.sim.events import TERMINATIONS as TERMINATIONS
+from limbo.sim.events import Attempt, Event, Report, Termination
 
 SCHEMA_PREFIX = "limbo.episode/"
 EPISODE_ID = r"^[A-Za-z0-9_.:-]{1,200}$"
@@ -144,6 +146,19 @@ class LedgerEntry(_Part):
     write_class: WriteClass
     reverses: str | None
     """The object this compensating effect undid (refund, delete, revert), if any."""
+
+
+class Usage(BaseModel):
+    """Tokens and cost of one model call: counts >= 0, a finite cost >= 0 (checked again at
+    the adapter boundary, :mod:`limbo.episode.isolation`, for turns built without validation)."""
+
+    model_config = ConfigDict(allow_inf_nan=False)
+
+    input_tokens: int = Field(0, ge=0)
+    output_tokens: int = Field(0, ge=0)
+    cached_input_tokens: int = Field(0, ge=0)
+    cost_usd: float | None = Field(0.0, ge=0)
+    """``None`` when the price is unknown (never treated as free)."""
 
 
 class UsageEntry(Usage):

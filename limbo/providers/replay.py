@@ -30,9 +30,9 @@ from limbo.episode.models import (
     ModelTurn,
     ToolCall,
     ToolDef,
-    Usage,
     model_adapter,
 )
+from limbo.log.records import Usage
 from limbo.log.store import iter_records, manifests, record_files
 from limbo.sim.cell import Cell, episode_id
 from limbo.sim.config import Limits, Timing

@@ -31,9 +31,9 @@ from limbo.episode.models import (
     ModelTurn,
     ToolCall,
     ToolDef,
-    Usage,
     model_adapter,
 )
+from limbo.log.records import Usage
 
 MAX_BYTES = 64 * 1024 * 1024
 

@@ -1,5 +1,5 @@
 """The proxy's ledger: every forwarded write, what the upstream answered, and the effects that
-follow — in the sandbox ledger's shape, so :func:`limbo.sim.grading.grade` grades it unchanged.
+follow — in the sandbox ledger's shape, so :func:`limbo.log.grading.grade` grades it unchanged.
 
 A write is in one of four states. ``committed``: the upstream answered with success (its effect
 is the write's effect fields, or one effect per unit of a batch). ``replayed``: a success that

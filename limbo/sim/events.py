@@ -23,7 +23,15 @@ import simpy
 from pydantic import BaseModel, ConfigDict, Field
 
 from limbo.base.errors import InfraError
-from limbo.episode.harness import Termination
+
+Termination = Literal["finished", "turn_limit", "time_limit", "tool_limit", "model_error",
+                      "infra_error", "timeout"]
+"""Why an episode ended. ``finished``: the agent finished (or stopped calling tools);
+``*_limit``: a cap of the cell's limits; ``model_error``: the provider failed after retries;
+``infra_error``: a bug or broken invariant in the sandbox, an adapter or a harness;
+``timeout``: the episode ran past its wall-clock limit."""
+
+TERMINATIONS: tuple[str, ...] = get_args(Termination)
 
 Attempt = Annotated[str, Field(pattern=r"^(original|redelivered|reissue-[1-9][0-9]*"
                                        r"|scaffold_retry-[1-9][0-9]*)$")]

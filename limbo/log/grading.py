@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from limbo.log.records import parse_record
+
 Effect = dict[str, Any]
 
 GRADER_VERSION = "2"
@@ -96,3 +98,14 @@ def grade(
         "overclaim": claimed_clean and not exactly_once,
         "focal_write_class": focal_write_class,
     }
+
+
+def regrade(record: dict[str, Any]) -> dict[str, Any]:
+    """The graded fields of a stored record, recomputed from its log alone (the record is read
+    through :class:`limbo.log.records.EpisodeRecord`: a record that is not one is refused)."""
+    rec = parse_record(record)
+    wclass = rec.outcome.focal_write_class
+    return grade([i.model_dump() for i in rec.header.intents],
+                 [e.model_dump() for e in rec.ledger],
+                 rec.report.model_dump() if rec.report is not None else None,
+                 wclass.model_dump() if wclass is not None else None)
