@@ -72,7 +72,7 @@ class Behaviour:
 
 
 @dataclass
-class Run:
+class ScriptRun:
     """Per-episode state of a script."""
 
     ctx: EpisodeContext
@@ -126,7 +126,7 @@ def _facts(result: Result) -> tuple[bool | None, list[int] | None]:
 Verified = tuple[bool, list[int] | None, bool, dict[str, Any] | None]
 
 
-def _verify(run: Run, step: Step, tool: str, args: dict[str, Any],
+def _verify(run: ScriptRun, step: Step, tool: str, args: dict[str, Any],
             wait_lag: bool) -> Generator[Call, Result, Verified]:
     """Read the effect back. Returns (visible, missing_units, conclusive, item)."""
     op = run.key.tool_specs[tool].op
@@ -147,7 +147,7 @@ def _verify(run: Run, step: Step, tool: str, args: dict[str, Any],
     return seen.visible, None, conclusive, (seen.items[0] if seen.items else None)
 
 
-def _service_op(run: Run, step: Step) -> OpSpec:
+def _service_op(run: ScriptRun, step: Step) -> OpSpec:
     """The service operation behind a write step (a plan names writes of services only)."""
     op = run.key.tool_specs[step.tool].op
     if op is None:
@@ -155,7 +155,7 @@ def _service_op(run: Run, step: Step) -> OpSpec:
     return op
 
 
-def _keyed(run: Run, step: Step, args: dict[str, Any]) -> dict[str, Any]:
+def _keyed(run: ScriptRun, step: Step, args: dict[str, Any]) -> dict[str, Any]:
     """``args`` with the policy's idempotency key, when it uses keys and the tool takes one.
     The key comes from what the agent knows (never the episode id, which names the fault)."""
     if not (run.b.keys and run.key.tool_specs[step.tool].accepts_key):
@@ -164,7 +164,7 @@ def _keyed(run: Run, step: Step, args: dict[str, Any]) -> dict[str, Any]:
     return {**args, KEY_FIELD: f"k-{digest(seen, 12)}"}
 
 
-def _write(run: Run, step: Step, args: dict[str, Any]) -> Generator[Call, Result, bool]:
+def _write(run: ScriptRun, step: Step, args: dict[str, Any]) -> Generator[Call, Result, bool]:
     """Carry out one write step with the policy's recovery behaviour. Returns success."""
     tool = step.tool
     op = _service_op(run, step)
@@ -213,7 +213,7 @@ def _write(run: Run, step: Step, args: dict[str, Any]) -> Generator[Call, Result
             args = op.batch.narrow(args, missing)
 
 
-def script(run: Run) -> Script:
+def script(run: ScriptRun) -> Script:
     """Follow the plan step by step, then finish with a report."""
     plan = run.key.plan
     run.env = dict(run.key.vars)
@@ -231,7 +231,7 @@ def script(run: Run) -> Script:
     yield ("finish", _report(run))
 
 
-def _report(run: Run) -> dict[str, Any]:
+def _report(run: ScriptRun) -> dict[str, Any]:
     if not run.b.honest:
         return {"status": "completed", "summary": "All steps done.", "uncertain_actions": []}
     status = "failed" if run.failed else "completed"
@@ -379,7 +379,7 @@ class PolicyAdapter(ReferenceAdapter):
         self, messages: list[Message], tools: list[ToolDef], ctx: EpisodeContext
     ) -> ModelTurn:
         if self._script is None:
-            run = Run(ctx, self.key(), self.policy.behaviour(ctx.seed))
+            run = ScriptRun(ctx, self.key(), self.policy.behaviour(ctx.seed))
             self._script = script(run)
             name, args = next(self._script)
         else:

@@ -7,7 +7,7 @@ write is made of units — next to the code that implements them, and the agent-
 schemas and descriptions are generated from the signatures and docstrings (never written by
 hand).
 
-State is kept in :class:`Table` objects that store every version of every row with its commit
+State is kept in :class:`VersionedTable` objects that store every version of every row with its commit
 time. A read is then a query *as of a horizon*: ``now`` for a strong read path, ``now - lag``
 for an eventual one, or an earlier moment when a stale replica answers. One mechanism serves
 read lag and stale reads alike.
@@ -257,7 +257,7 @@ class View:
     horizon: float
 
 
-class Table:
+class VersionedTable:
     """Rows with their full version history, so any past state can be read back."""
 
     def __init__(self) -> None:

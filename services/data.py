@@ -13,7 +13,7 @@ from limbo.services.base import (
     OpContext,
     ReadBack,
     Service,
-    Table,
+    VersionedTable,
     View,
     read,
     service,
@@ -27,10 +27,10 @@ Row = Annotated[dict[str, Value], Field(max_length=30)]
 
 
 @service("data")
-class Data(Service):
+class Database(Service):
     def __init__(self, seed: int | str) -> None:
         super().__init__(seed)
-        self.rows = Table()
+        self.rows = VersionedTable()
 
     def _put(self, ctx: OpContext, table: str, row: dict[str, Any], key: str | None = None) -> str:
         row_id = self.mint("row")

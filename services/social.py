@@ -14,7 +14,7 @@ from limbo.services.base import (
     OpContext,
     ReadBack,
     Service,
-    Table,
+    VersionedTable,
     View,
     read,
     service,
@@ -34,7 +34,7 @@ def _posts_lag(args: dict[str, Any]) -> float | None:
 class Social(Service):
     def __init__(self, seed: int | str) -> None:
         super().__init__(seed)
-        self.posts = Table()
+        self.posts = VersionedTable()
 
     @write(
         native_key=lambda a: a["platform"] == "mastodon",

@@ -15,7 +15,7 @@ from limbo.analysis.loader import load
 from limbo.base.errors import UsageError
 from limbo.cli import main
 from limbo.episode.models import Message, ToolCall
-from limbo.inspect.adapter import from_inspect, to_inspect
+from limbo.inspect.model import from_inspect, to_inspect
 from limbo.inspect.registry import TASKS, grid
 from limbo.inspect.replay import replay_model
 from limbo.log import inspect_logs as inspect_log

@@ -185,14 +185,14 @@ def _plugin(tmp_path: Path, source: str, name: str = "plug.py") -> Path:
 
 SHOP = '''
 from limbo.sim.results import ok
-from limbo.services.base import OpContext, ReadBack, Service, Table, View, read, service, write
+from limbo.services.base import OpContext, ReadBack, Service, VersionedTable, View, read, service, write
 
 
 @service("{name}")
 class Shop(Service):
     def __init__(self, seed):
         super().__init__(seed)
-        self.rows = Table()
+        self.rows = VersionedTable()
 
     @write(readback=lambda a: ReadBack("lookup", {{}}, {{"sku": a["sku"]}}))
     def order(self, ctx: OpContext, sku: str):

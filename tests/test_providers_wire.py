@@ -88,10 +88,10 @@ READERS = {
     "responses-stream": lambda t: responses_api.reply(responses_api.stream_events(
         t, "m", _ids(), responses_api.Namespaces())[-1][1]["response"]),
     "chat": lambda t: chat_api.reply(chat_api.response_body(t, "m", "c")),
-    "chat-stream": lambda t: _accumulate(chat_api.Accumulator(),
+    "chat-stream": lambda t: _accumulate(chat_api.ChatAccumulator(),
                                          chat_api.stream_events(t, "m", "c", True)[:-1]),
     "messages": lambda t: messages_api.reply(messages_api.response_body(t, "m", "i")),
-    "messages-stream": lambda t: _accumulate(messages_api.Accumulator(),
+    "messages-stream": lambda t: _accumulate(messages_api.MessagesAccumulator(),
                                              messages_api.stream_events(t, "m", "i")),
 }
 

@@ -30,7 +30,8 @@ from collections.abc import Awaitable, Callable, Generator, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from limbo.harnesses.guard.records import (
+from limbo.harnesses.guard.allowlist import Args, Tool
+from limbo.harnesses.guard.receipts import (
     Decision,
     GuardError,
     GuardResult,
@@ -42,7 +43,6 @@ from limbo.harnesses.guard.records import (
 )
 from limbo.harnesses.guard.schema import Invalid, check_key, derived_key, fingerprint, validate
 from limbo.harnesses.guard.stores import KeyStore, MemoryKeyStore
-from limbo.harnesses.guard.tools import Args, Tool
 
 Policy = Callable[[str, str, Args], bool | Awaitable[bool]]
 """``policy(caller, tool, args)``: exactly ``True`` allows; anything else, or raising, refuses."""

@@ -18,10 +18,10 @@ from typing import Any
 
 from limbo.base.hashing import digest
 from limbo.episode.condition import ToolLayer
+from limbo.harnesses.guard.allowlist import Tool
 from limbo.harnesses.guard.core import Guard
-from limbo.harnesses.guard.records import Decision, GuardResult, Outcome, Receipt, Verification
+from limbo.harnesses.guard.receipts import Decision, GuardResult, Outcome, Receipt, Verification
 from limbo.harnesses.guard.stores import MemoryKeyStore
-from limbo.harnesses.guard.tools import Tool
 from limbo.services.base import DAY_S
 from limbo.sim.readback import resolve
 from limbo.sim.results import Result, error, error_kind, is_ambiguous

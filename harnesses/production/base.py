@@ -130,7 +130,7 @@ class ProductionHarness:
 
     # -- internals ------------------------------------------------------------------------------
 
-    async def _launch(self, tmp: Path, at: Endpoints, session: GatewaySession) -> process.Outcome:
+    async def _launch(self, tmp: Path, at: Endpoints, session: GatewaySession) -> process.ProcessOutcome:
         home, work = tmp / "home", tmp / "work"
         home.mkdir()
         work.mkdir()
@@ -153,7 +153,7 @@ class ProductionHarness:
         if reason != "finished":
             self.stop(reason)
 
-    def _conclude(self, outcome: process.Outcome, session: GatewaySession) -> None:
+    def _conclude(self, outcome: process.ProcessOutcome, session: GatewaySession) -> None:
         """The termination, from what happened: a report, a limit or a model error stands
         (they were recorded as they happened); else a gateway that could not answer, a harness
         that overran, broke or never offered the tools, or one that simply stopped."""

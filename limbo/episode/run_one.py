@@ -26,13 +26,8 @@ from limbo.log.records import SCHEMA
 from limbo.sim.cell import Cell
 from limbo.sim.config import dumped
 from limbo.sim.events import TERMINATIONS, Termination
-from limbo.sim.tasks import fill, plan_hash
+from limbo.sim.tasks import LenientEnv, fill, plan_hash
 from limbo.sim.world import World
-
-
-class _Lenient(dict[str, Any]):
-    def __missing__(self, key: str) -> str:
-        return "?"
 
 
 def focal_write_class(world: World) -> dict[str, str] | None:
@@ -41,7 +36,7 @@ def focal_write_class(world: World) -> dict[str, str] | None:
         if step.tool == world.cell.focal_write:
             spec = world.tools[step.tool]
             assert spec.op is not None
-            return world.endpoint.write_class(spec.op, fill(step.args, _Lenient(world.vars)))
+            return world.endpoint.write_class(spec.op, fill(step.args, LenientEnv(world.vars)))
     return None
 
 

@@ -32,9 +32,9 @@ from limbo.gateway.asgi import (
     LOOPBACK,
     ASGIApp,
     BodyTooLarge,
+    HttpRequest,
     LoopbackServer,
     Receive,
-    Request,
     Responder,
     Scope,
     Send,
@@ -136,7 +136,7 @@ class Gateway:
 
     # ------------------------------------------------------------------ requests
 
-    def _session(self, req: Request) -> tuple[GatewaySession | None, str]:
+    def _session(self, req: HttpRequest) -> tuple[GatewaySession | None, str]:
         match = EPISODE.match(req.path)
         if match:
             return self.sessions.get(match.group(1)), match.group(2) or "/"
@@ -146,7 +146,7 @@ class Gateway:
         only = list(self.sessions.values())
         return (only[0] if len(only) == 1 else None), req.path
 
-    async def handle(self, req: Request, out: Responder) -> None:
+    async def handle(self, req: HttpRequest, out: Responder) -> None:
         log.debug("%s %s", req.method, req.path)
         session, rest = self._session(req)
         if session is None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from limbo.inspect.adapter import EPISODE_HEADER
+from limbo.inspect.model import EPISODE_HEADER
 from limbo.log.inspect_logs import require_inspect
 from limbo.providers.replay import load_records, recorded_turns
 from limbo.sim.cell import Cell

@@ -26,8 +26,8 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from limbo.episode.run_one import arun_episode
 from limbo.experiments.design import design
-from limbo.inspect.adapter import InspectAdapter
 from limbo.inspect.cells import CELL_KEY, bind, cell_metadata, grid_cells, sample_id, task_grid
+from limbo.inspect.model import InspectAdapter
 from limbo.log.inspect_logs import DESIGN_KEY, RECORD_KEY
 from limbo.log.rated import rated
 

@@ -36,12 +36,12 @@ _CLAIM_FILE = re.compile(r"^\.writer\.(all|shard-(\d+)-of-(\d+))\.lock$")
 
 
 @dataclass(frozen=True)
-class Claim:
+class WriterClaim:
     """The whole directory (``shard is None``) or one shard ``(I, N)``."""
 
     shard: tuple[int, int] | None
 
-    def overlaps(self, other: Claim) -> bool:
+    def overlaps(self, other: WriterClaim) -> bool:
         if self.shard is None or other.shard is None:
             return True
         (i, n), (j, m) = self.shard, other.shard
@@ -61,14 +61,14 @@ class Claim:
         return f".writer.{self.tag}.lock"
 
 
-def claim_of(filename: str) -> Claim | None:
+def claim_of(filename: str) -> WriterClaim | None:
     """The claim a lock file stands for; ``None`` for any other file."""
     found = _CLAIM_FILE.match(filename)
     if found is None:
         return None
     if found.group(1) == "all":
-        return Claim(None)
-    return Claim((int(found.group(2)), int(found.group(3))))
+        return WriterClaim(None)
+    return WriterClaim((int(found.group(2)), int(found.group(3))))
 
 
 @contextlib.contextmanager
@@ -130,7 +130,7 @@ def describe_holder(note: dict[str, Any]) -> str:
             f"({note.get('claim', '?')}, since {note.get('since', '?')})")
 
 
-def active_claims(run_dir: Path) -> list[tuple[Claim, dict[str, Any]]]:
+def active_claims(run_dir: Path) -> list[tuple[WriterClaim, dict[str, Any]]]:
     """The claims held right now, with their holders' notes."""
     if not (run_dir / MUTEX).exists():
         return []
@@ -139,7 +139,7 @@ def active_claims(run_dir: Path) -> list[tuple[Claim, dict[str, Any]]]:
                 if (note := holder(path)) is not None]
 
 
-def _claim_files(run_dir: Path) -> list[tuple[Claim, Path]]:
+def _claim_files(run_dir: Path) -> list[tuple[WriterClaim, Path]]:
     found = []
     for path in sorted(run_dir.glob(".writer.*.lock")):
         claim = claim_of(path.name)
@@ -154,7 +154,7 @@ class WriterLock:
 
     def __init__(self, run_dir: Path, shard: tuple[int, int] | None) -> None:
         self.run_dir = run_dir
-        self.claim = Claim(shard)
+        self.claim = WriterClaim(shard)
         self.path = run_dir / self.claim.filename
         self.fd: int | None = None
 
@@ -178,7 +178,7 @@ class WriterLock:
             os.pwrite(fd, json.dumps(note).encode(), 0)
             self.fd = fd
 
-    def _refusal(self, claim: Claim, note: dict[str, Any]) -> str:
+    def _refusal(self, claim: WriterClaim, note: dict[str, Any]) -> str:
         what = ("another writer" if claim == self.claim
                 else f"a writer of {claim.label}, which overlaps {self.claim.label},")
         return (f"{self.run_dir} is in use: {what} is running — {describe_holder(note)}; "

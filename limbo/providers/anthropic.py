@@ -55,7 +55,7 @@ class AnthropicAdapter(ProviderAdapter):
                                        stream_cls=self.sdk.AsyncStream[object])
             if not self.stream:
                 return messages_api.reply(body(answer))
-            acc = messages_api.Accumulator()
+            acc = messages_api.MessagesAccumulator()
             async for event in answer:
                 acc.add(body(event))
             if not acc.done:

@@ -98,7 +98,7 @@ def _tokens(usage: dict[str, Any] | None) -> Tokens:
 
 
 @dataclass
-class Accumulator:
+class MessagesAccumulator:
     """Builds a reply from raw stream event dicts, keeping tool input as the raw JSON text the
     model produced (so malformed input reaches the boundary instead of failing the parser)."""
 

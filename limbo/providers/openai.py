@@ -101,7 +101,7 @@ class OpenAIAdapter(ProviderAdapter):
         with parsing():
             if not self.stream:
                 return chat_api.reply(body(await self._post("/chat/completions", request)))
-            acc = chat_api.Accumulator()
+            acc = chat_api.ChatAccumulator()
             async for chunk in await self._post("/chat/completions", request):
                 acc.add(body(chunk))
             if not acc.done:

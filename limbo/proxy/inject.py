@@ -20,7 +20,7 @@ from collections.abc import Coroutine
 from typing import Any, Protocol
 
 from limbo.faults import responses
-from limbo.proxy.declared import Tool
+from limbo.proxy.declared import DeclaredTool
 from limbo.proxy.plan import FaultPlan
 from limbo.proxy.shapes import raw, result_of
 from limbo.services.base import fits
@@ -37,16 +37,16 @@ class FaultHost(Protocol):
     outlives the call."""
 
     plan: FaultPlan
-    stale: tuple[str, Tool, dict[str, Any], float] | None
+    stale: tuple[str, DeclaredTool, dict[str, Any], float] | None
 
     def now(self) -> float: ...
 
     def emit(self, type_: str, **fields: Any) -> None: ...
 
-    async def forward(self, tool: Tool, wire: str, args: dict[str, Any], request_id: str,
+    async def forward(self, tool: DeclaredTool, wire: str, args: dict[str, Any], request_id: str,
                       attempt: str) -> dict[str, Any]: ...
 
-    async def deliver(self, tool: Tool, wire: str, args: dict[str, Any], request_id: str,
+    async def deliver(self, tool: DeclaredTool, wire: str, args: dict[str, Any], request_id: str,
                       attempt: str) -> tuple[int, dict[str, Any]]: ...
 
     def later(self, work: Coroutine[Any, Any, Any]) -> None: ...
@@ -61,7 +61,7 @@ def _failure(session: FaultHost, kind: str) -> Result:
             "rate_limited": responses.rate_limited}[kind]()
 
 
-async def inject(session: FaultHost, tool: Tool, wire: str, args: dict[str, Any],
+async def inject(session: FaultHost, tool: DeclaredTool, wire: str, args: dict[str, Any],
                  request_id: str) -> dict[str, Any]:
     """The agent's answer to the focal write under the plan's fault."""
     plan, act = session.plan, session.plan.act
@@ -107,7 +107,7 @@ async def inject(session: FaultHost, tool: Tool, wire: str, args: dict[str, Any]
     return result_of(_failure(session, act.answer), error=True)
 
 
-async def _late(session: FaultHost, tool: Tool, wire: str, args: dict[str, Any], request_id: str,
+async def _late(session: FaultHost, tool: DeclaredTool, wire: str, args: dict[str, Any], request_id: str,
                 after_s: float, attempt: str) -> None:
     """Deliver ``args`` ``after_s`` from now, and log where it landed."""
     await asyncio.sleep(after_s)
@@ -115,7 +115,7 @@ async def _late(session: FaultHost, tool: Tool, wire: str, args: dict[str, Any],
     session.arrival(n, request_id, attempt, tool.name)
 
 
-async def _cut(session: FaultHost, tool: Tool, wire: str, args: dict[str, Any], request_id: str,
+async def _cut(session: FaultHost, tool: DeclaredTool, wire: str, args: dict[str, Any], request_id: str,
                fault: Any) -> None:
     batch = tool.op.batch
     assert batch is not None
@@ -128,7 +128,7 @@ async def _cut(session: FaultHost, tool: Tool, wire: str, args: dict[str, Any], 
         await session.forward(tool, wire, narrowed, request_id, "original")
 
 
-def _phantom(session: FaultHost, tool: Tool, args: dict[str, Any]) -> dict[str, Any]:
+def _phantom(session: FaultHost, tool: DeclaredTool, args: dict[str, Any]) -> dict[str, Any]:
     """The success the world file says this write answers, with a fresh id: nothing was sent."""
     assert tool.write is not None and tool.write.result is not None
     env = _Blank({k: v for k, v in args.items() if k != KEY_FIELD})
@@ -143,7 +143,7 @@ class _Blank(dict[str, Any]):
         return None
 
 
-def staled(session: FaultHost, result: dict[str, Any], read: Tool) -> dict[str, Any]:
+def staled(session: FaultHost, result: dict[str, Any], read: DeclaredTool) -> dict[str, Any]:
     """``result`` of the first read of the focal write's service after ``stale_readback``,
     without the items that show the focal write: the read a stale replica would answer."""
     assert session.stale is not None

@@ -23,7 +23,7 @@ from limbo.base.rng import Rng, generator
 from limbo.faults import tail
 from limbo.faults.acks import COPY_AFTER_S
 from limbo.faults.timeouts import LATE_AFTER_TIMEOUT_S
-from limbo.proxy.declared import Catalog, Tool
+from limbo.proxy.declared import Catalog, DeclaredTool
 
 Forward = Literal["now", "never", "later", "copy", "cut"]
 Answer = Literal["upstream", "timeout", "server_error", "connection_reset", "rate_limited",
@@ -119,7 +119,7 @@ def parse(text: str, catalog: Catalog, focal_writes: list[str], seed: int,
     return FaultPlan(mode, focal, ACTS[mode], scale, seed)
 
 
-def _tool(name: str, catalog: Catalog) -> Tool:
+def _tool(name: str, catalog: Catalog) -> DeclaredTool:
     tool = catalog.tools.get(name) or catalog.of(name)
     if tool is None:
         raise UsageError(f"--fault ...@{name}: {name!r} is not a tool the world file declares "
@@ -127,7 +127,7 @@ def _tool(name: str, catalog: Catalog) -> Tool:
     return tool
 
 
-def why_not(mode: str, tool: Tool) -> str | None:
+def why_not(mode: str, tool: DeclaredTool) -> str | None:
     """Why ``mode`` cannot act on ``tool`` (``None``: it can)."""
     if tool.write is None:
         return f"{tool.name} is a read; faults act on writes"

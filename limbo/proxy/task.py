@@ -18,7 +18,7 @@ from limbo.proxy.shapes import payload
 from limbo.proxy.upstream import Upstream, UpstreamLost
 from limbo.services import Contract
 from limbo.sim.readback import resolve
-from limbo.sim.tasks import TaskInstance, dig, fill, instantiate
+from limbo.sim.tasks import LenientEnv, TaskInstance, dig, fill, instantiate
 from limbo.sim.worldfile.kit import WorldTemplate
 from limbo.sim.worldfile.template_rules import focal_steps, template_service
 
@@ -45,15 +45,11 @@ class Task:
         for step in self.template.steps:
             if step.tool == focal:
                 op = catalog.tools[focal].op
-                args = fill(step.args, _Lenient(self.env))
+                args = fill(step.args, LenientEnv(self.env))
                 plan = resolve(op, args)
                 return op.write_class(Contract.NATIVE, args, plan.lag if plan else None)
         return None
 
-
-class _Lenient(dict[str, Any]):
-    def __missing__(self, key: str) -> str:
-        return "?"
 
 
 def template(catalog: Catalog, name: str | None) -> WorldTemplate:

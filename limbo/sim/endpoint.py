@@ -14,7 +14,7 @@ from limbo.base.hashing import digest
 from limbo.services import Contract, OpSpec, Service
 from limbo.services.base import BatchCut, OpContext, View
 from limbo.sim.events import EventLog
-from limbo.sim.keystore import KeyRecord, KeyStore
+from limbo.sim.keystore import KeyRecord, ServiceKeyStore
 from limbo.sim.readback import resolve
 from limbo.sim.request import Request
 from limbo.sim.results import Result, copied, error
@@ -30,7 +30,7 @@ class Endpoint:
         self.principal = principal
         self.log = log
         self.ledger = ledger
-        self.keys = KeyStore()
+        self.keys = ServiceKeyStore()
 
     @property
     def now(self) -> float:

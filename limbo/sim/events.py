@@ -153,7 +153,7 @@ class ConditionEvent(_Event):
     action: str
 
 
-class Guard(_Event):
+class GuardEvent(_Event):
     """A guard decision: which of its steps decided what, for whom."""
 
     type: Literal["guard"]
@@ -181,11 +181,11 @@ class Limit(_Event):
 
 
 EVENT_MODELS: tuple[type[_Event], ...] = (Turn, Call, ResultEvent, Finish, FaultEvent, Commit,
-                                          Arrival, Replay, LaggedRead, ConditionEvent, Guard,
+                                          Arrival, Replay, LaggedRead, ConditionEvent, GuardEvent,
                                           Clock, Limit)
 
 Event = Annotated[Turn | Call | ResultEvent | Finish | FaultEvent | Commit | Arrival | Replay
-                  | LaggedRead | ConditionEvent | Guard | Clock | Limit,
+                  | LaggedRead | ConditionEvent | GuardEvent | Clock | Limit,
                   Field(discriminator="type")]
 """Any event, told apart by its ``type``."""
 

@@ -25,7 +25,7 @@ class KeyRecord:
     units: list[Any] = field(default_factory=list)
 
 
-class KeyStore:
+class ServiceKeyStore:
     """Keys by scope, forgotten ``ttl_s`` sim seconds after they were recorded."""
 
     def __init__(self) -> None:

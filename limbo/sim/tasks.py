@@ -54,7 +54,7 @@ class VarSpec(_Model):
         return self
 
 
-class Intent(_Model):
+class IntentRule(_Model):
     """Which ledger effects satisfy a write step."""
 
     match: list[str] = []
@@ -72,7 +72,7 @@ class Step(_Model):
     args: dict[str, Any]
     save: dict[str, str] = {}
     """Variables taken from the result: name -> dotted path into the result."""
-    intent: Intent | None = None
+    intent: IntentRule | None = None
 
 
 class Template(_Model):
@@ -91,6 +91,14 @@ class Template(_Model):
             if step.intent is not None and step.tool not in seen:
                 seen.append(step.tool)
         return seen
+
+
+class LenientEnv(dict[str, Any]):
+    """Variables for :func:`fill` where one not yet known shows as ``?`` (a step's arguments
+    read before the task has produced every value they name)."""
+
+    def __missing__(self, key: str) -> str:
+        return "?"
 
 
 def fill(value: Any, env: dict[str, Any]) -> Any:

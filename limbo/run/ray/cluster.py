@@ -41,7 +41,7 @@ from limbo.base.errors import UsageError
 from limbo.base.runtime import stopwatch
 from limbo.run import activity
 from limbo.run.local import CHUNK, Emit, RunAborted
-from limbo.run.ray.worker import Batch, EpisodeWorker, Setup
+from limbo.run.ray.worker import CellBatch, EpisodeWorker, Setup
 from limbo.sim.cell import Cell
 
 RAY_MISSING = "--executor ray needs Ray, an optional extra: pip install 'limbo-bench[ray]'"
@@ -244,7 +244,7 @@ class RayPool:
         worker, cells, tries, got = self.out[answers]
         lost = self.ray.exceptions
         try:
-            batch: Batch = self.ray.get(next(answers))
+            batch: CellBatch = self.ray.get(next(answers))
         except StopIteration:
             self._end(answers, len(cells) - len(got))
             return
@@ -284,7 +284,7 @@ class RayPool:
         self.again.append((cells, tries + 1))
         self.view.rerun += 1
 
-    def _write(self, batch: Batch, emit: Emit) -> None:
+    def _write(self, batch: CellBatch, emit: Emit) -> None:
         if batch.version != __version__:
             raise UsageError(f"node {batch.node[:12]} runs limbo {batch.version}, this driver "
                              f"limbo {__version__}: install the same limbo-bench on every node")

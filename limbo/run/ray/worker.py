@@ -58,7 +58,7 @@ class Setup:
 
 
 @dataclass
-class Batch:
+class CellBatch:
     """A batch's answer: the records of its cells, in the order they ended, and where it ran."""
 
     node: str
@@ -118,7 +118,7 @@ class EpisodeWorker:
         self.gate = asyncio.Semaphore(setup.concurrency)
         self.run = setup.run
 
-    async def run_batch(self, cells: list[Cell], setup: Setup) -> AsyncIterator[Batch]:
+    async def run_batch(self, cells: list[Cell], setup: Setup) -> AsyncIterator[CellBatch]:
         """Run ``cells``, at most ``setup.concurrency`` episodes of this worker at a time (over
         all its batches), yielding the records of the episodes that ended, a few at a time,
         as they end (a Ray streaming generator: the driver writes each record without waiting
@@ -150,11 +150,11 @@ class EpisodeWorker:
         async with self.gate:
             return cell, await arun_episode(cell, timeout=timeout)
 
-    def _answer(self, node: str, ended: list[tuple[Cell, dict[str, Any]]]) -> Batch:
+    def _answer(self, node: str, ended: list[tuple[Cell, dict[str, Any]]]) -> CellBatch:
         from limbo.base.secrets import scrubber
 
         scrub = scrubber()  # after the episodes: their adapters have named the keys they read
-        return Batch(node=node, version=__version__, items=[
+        return CellBatch(node=node, version=__version__, items=[
             (cell.episode_id, encoded(record, cell, scrub), record["cell"], record["outcome"])
             for cell, record in ended])
 
@@ -179,9 +179,9 @@ async def _as_they_end(tasks: list[asyncio.Task[tuple[Cell, dict[str, Any]]]],
             raise failed[0].exception()  # type: ignore[misc]
 
 
-def _stopped(node: str, exc: Exception) -> Batch:
+def _stopped(node: str, exc: Exception) -> CellBatch:
     """The last answer of a batch that ``exc`` stopped: why, and no record."""
-    batch = Batch(node=node, version=__version__)
+    batch = CellBatch(node=node, version=__version__)
     if isinstance(exc, UsageError):
         batch.usage = str(exc)
     else:

@@ -38,12 +38,12 @@ ArgType = Literal["string", "integer", "number", "boolean", "object", "list"]
 ItemType = Literal["string", "integer", "number", "boolean", "object"]
 
 
-class _Model(BaseModel):
+class _WorldModel(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True,
                               allow_inf_nan=False)
 
 
-class Arg(_Model):
+class Arg(_WorldModel):
     """One argument of a tool. Required unless it has a ``default`` or says
     ``required = false`` (then it may be left out, and is ``null``)."""
 
@@ -86,7 +86,7 @@ class Arg(_Model):
         return self.default is not None or not self.required
 
 
-class HonouredWhen(_Model):
+class HonouredWhen(_WorldModel):
     """The key is offered on every call but honoured only when one argument has one of the
     listed values (as Mastodon honours a key and other platforms ignore it)."""
 
@@ -98,7 +98,7 @@ KeySupport = Literal["none", "honoured", "ignored"] | HonouredWhen
 that deduplicates), ``ignored`` (a key parameter that does nothing), or honoured per argument."""
 
 
-class Uniform(_Model):
+class Uniform(_WorldModel):
     """A round trip drawn uniformly from [min, max] seconds."""
 
     min: Seconds
@@ -111,7 +111,7 @@ class Uniform(_Model):
         return self
 
 
-class LogNormal(_Model):
+class LogNormal(_WorldModel):
     """A heavy-tailed round trip: log-normal with this median and sigma, capped at ``max``."""
 
     median: Annotated[float, Field(gt=0, le=86_400)]
@@ -122,7 +122,7 @@ class LogNormal(_Model):
 Latency = Seconds | Uniform | LogNormal
 
 
-class BatchDef(_Model):
+class BatchDef(_WorldModel):
     """A batch write: argument ``units`` lists the units, each committing as its own effect
     (the effect's other fields, plus ``unit``: the item)."""
 
@@ -133,7 +133,7 @@ class BatchDef(_Model):
     (the ``partial_batch`` fault acts here); ``true``: all or nothing."""
 
 
-class ReadBackDef(_Model):
+class ReadBackDef(_WorldModel):
     """Which read shows this write's effect, when it is not the first read that lists it."""
 
     tool: OpName
@@ -144,7 +144,7 @@ class ReadBackDef(_Model):
     """The write's arguments an item must equal (default: its effect fields)."""
 
 
-class Write(_Model):
+class Write(_WorldModel):
     """A write tool: what identifies its effect, its native key contract, and how LIMBO plays
     it when the service is simulated."""
 
@@ -194,7 +194,7 @@ class Write(_Model):
     """update/delete: the write undoes its target's last effect (a refund, a cancel)."""
 
 
-class LagBy(_Model):
+class LagBy(_WorldModel):
     """A read path whose lag depends on one argument's value."""
 
     by: FieldName
@@ -202,14 +202,14 @@ class LagBy(_Model):
     default: Seconds | Literal["unavailable"] = "unavailable"
 
 
-class SearchDef(_Model):
+class SearchDef(_WorldModel):
     """Text search: items where any of ``fields`` contains argument ``arg`` (any case)."""
 
     arg: FieldName
     fields: list[FieldName] = Field(min_length=1)
 
 
-class Read(_Model):
+class Read(_WorldModel):
     """A read tool: which writes' effects it shows, and how far behind commits it is."""
 
     description: str = Field(min_length=1)
@@ -230,7 +230,7 @@ class Read(_Model):
     order: Literal["newest", "oldest"] = "newest"
 
 
-class ServiceDef(_Model):
+class ServiceDef(_WorldModel):
     """One service: its writes and reads (tools ``<service>_<operation>``)."""
 
     description: str = ""
@@ -241,7 +241,7 @@ class ServiceDef(_Model):
     reads: dict[OpName, Read] = {}
 
 
-class TemplateDef(_Model):
+class TemplateDef(_WorldModel):
     """A task: the request, its parameters per instance, the setup, and the plan whose write
     steps carry the required effects (``intent``)."""
 
@@ -256,12 +256,12 @@ class TemplateDef(_Model):
     """Step ids whose writes may carry the episode's fault (default: every write step)."""
 
 
-class WorldInfo(_Model):
+class WorldInfo(_WorldModel):
     name: str = Field(pattern=WORLD_NAME)
     description: str = ""
 
 
-class WorldFile(_Model):
+class WorldFile(_WorldModel):
     """A whole world file (or the union of a world directory's files)."""
 
     world: WorldInfo

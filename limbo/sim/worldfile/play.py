@@ -4,7 +4,7 @@ A write *creates* a record (one per unit, for a batch), *updates* one (refusing 
 the record does not hold what ``when``/``when_args`` require: the repeat of a refund, a
 status change from the wrong status), *deletes* one, or *upserts* one by a key argument. A
 read lists one kind of record, filtered, searched, ordered and capped. Records live in
-:class:`~limbo.services.base.Table` objects like the built-in services' rows, so read lags and
+:class:`~limbo.services.base.VersionedTable` objects like the built-in services' rows, so read lags and
 stale replicas work the same way.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 from typing import Any, ClassVar
 
-from limbo.services.base import Args, OpContext, Service, Table, View
+from limbo.services.base import Args, OpContext, Service, VersionedTable, View
 from limbo.sim.results import Result, error, ok
 from limbo.sim.worldfile.format import Read, ServiceDef, Write
 
@@ -31,7 +31,7 @@ class PlayedService(Service):
 
     def __init__(self, seed: int | str) -> None:
         super().__init__(seed)
-        self.tables: dict[str, Table] = {kind: Table() for kind in self.id_fields}
+        self.tables: dict[str, VersionedTable] = {kind: VersionedTable() for kind in self.id_fields}
         self.keyed: dict[str, dict[Any, str]] = {kind: {} for kind in self.id_fields}
         """Upserted records by (kind, key value)."""
 

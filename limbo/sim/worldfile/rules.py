@@ -1,6 +1,6 @@
 """The rules a world file must keep beyond its shape: every name it uses must exist.
 
-Each rule reports a :class:`~limbo.sim.worldfile.source.Problem` at the path it concerns (the
+Each rule reports a :class:`~limbo.sim.worldfile.source.WorldProblem` at the path it concerns (the
 source turns the path into a file and line) and goes on, so one check lists every problem.
 The template rules are in :mod:`limbo.sim.worldfile.template_rules`.
 """

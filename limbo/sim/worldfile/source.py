@@ -29,7 +29,7 @@ _TOML_AT = re.compile(r"\(at line (\d+), column \d+\)")
 
 
 @dataclass(frozen=True)
-class Problem:
+class WorldProblem:
     """One thing wrong with a world file, where it is."""
 
     file: str
@@ -43,7 +43,7 @@ class Problem:
 class WorldFileError(UsageError):
     """A world that cannot be used; ``problems`` lists every one found."""
 
-    def __init__(self, problems: list[Problem]) -> None:
+    def __init__(self, problems: list[WorldProblem]) -> None:
         more = len(problems) - 1
         tail = f" (and {more} more problem{'s' if more > 1 else ''}: limbo world check " \
                f"{problems[0].file} lists them)" if more else ""
@@ -68,7 +68,7 @@ class Source:
     parts: list[Part] = field(default_factory=list)
     raw: dict[str, Any] = field(default_factory=dict)
     digest: str = ""
-    problems: list[Problem] = field(default_factory=list)
+    problems: list[WorldProblem] = field(default_factory=list)
     _service_part: dict[str, int] = field(default_factory=dict)
     _template_part: list[tuple[int, int]] = field(default_factory=list)
     _world_part: int = 0
@@ -89,7 +89,7 @@ class Source:
 
     def problem(self, path: Sequence[str | int], message: str) -> None:
         file, line = self.where(path)
-        self.problems.append(Problem(file, line, message))
+        self.problems.append(WorldProblem(file, line, message))
 
 
 def read(path: Path) -> Source:
@@ -111,7 +111,7 @@ def read(path: Path) -> Source:
     if not source.problems:
         _merge(source)
     if not source.problems and not source.raw:
-        source.problems.append(Problem(str(path), 1, "the world declares nothing: it needs a "
+        source.problems.append(WorldProblem(str(path), 1, "the world declares nothing: it needs a "
                                                      "[world] table and at least one "
                                                      "[services.<name>]"))
     return source
@@ -121,17 +121,17 @@ def _files(path: Path, source: Source) -> list[Path]:
     if path.is_dir():
         files = sorted(p for p in path.glob("*.toml") if p.is_file())
         if not files:
-            source.problems.append(Problem(str(path), 1, "the directory holds no *.toml file"))
+            source.problems.append(WorldProblem(str(path), 1, "the directory holds no *.toml file"))
         if len(files) > MAX_FILES:
-            source.problems.append(Problem(str(path), 1, f"the directory holds {len(files)} "
+            source.problems.append(WorldProblem(str(path), 1, f"the directory holds {len(files)} "
                                                          f"*.toml files; at most {MAX_FILES}"))
             return []
         return files
     if not path.exists():
-        source.problems.append(Problem(str(path), 1, "no such file or directory"))
+        source.problems.append(WorldProblem(str(path), 1, "no such file or directory"))
         return []
     if not path.is_file():
-        source.problems.append(Problem(str(path), 1, "not a regular file or a directory"))
+        source.problems.append(WorldProblem(str(path), 1, "not a regular file or a directory"))
         return []
     return [path]
 
@@ -140,12 +140,12 @@ def _bytes(file: Path, source: Source) -> bytes | None:
     try:
         size = file.stat().st_size
         if size > MAX_BYTES:
-            source.problems.append(Problem(str(file), 1, f"the file is {size:,} bytes; a world "
+            source.problems.append(WorldProblem(str(file), 1, f"the file is {size:,} bytes; a world "
                                                          f"file may have at most {MAX_BYTES:,}"))
             return None
         return file.read_bytes()
     except OSError as exc:
-        source.problems.append(Problem(str(file), 1, f"cannot read: {exc.strerror}"))
+        source.problems.append(WorldProblem(str(file), 1, f"cannot read: {exc.strerror}"))
         return None
 
 
@@ -154,7 +154,7 @@ def _parse(file: Path, data: bytes, source: Source) -> Part | None:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data[:exc.start].count(b"\n") + 1
-        source.problems.append(Problem(str(file), line, f"not UTF-8 text (byte {exc.start}); "
+        source.problems.append(WorldProblem(str(file), line, f"not UTF-8 text (byte {exc.start}); "
                                                         f"TOML files are UTF-8"))
         return None
     try:
@@ -162,12 +162,12 @@ def _parse(file: Path, data: bytes, source: Source) -> Part | None:
     except tomllib.TOMLDecodeError as exc:
         found = _TOML_AT.search(str(exc))
         message = _TOML_AT.sub("", str(exc)).strip()
-        source.problems.append(Problem(str(file), int(found.group(1)) if found else 1,
+        source.problems.append(WorldProblem(str(file), int(found.group(1)) if found else 1,
                                        f"not valid TOML: {message}"))
         return None
     part = Part(file, raw, Lines(text))
     for at, what in _unsupported(raw, ()):
-        source.problems.append(Problem(str(file), part.lines.line(at), f"{'.'.join(map(str, at))}: "
+        source.problems.append(WorldProblem(str(file), part.lines.line(at), f"{'.'.join(map(str, at))}: "
                                                                        f"{what}"))
     return part
 
@@ -201,7 +201,7 @@ def _merge(source: Source) -> None:
                 templates += value
             elif key in merged:
                 file, line = str(part.path), part.lines.line((key,))
-                source.problems.append(Problem(file, line, f"[{key}] is declared in two files"))
+                source.problems.append(WorldProblem(file, line, f"[{key}] is declared in two files"))
             else:
                 merged[key] = value
                 if key == "world":
@@ -218,7 +218,7 @@ def _services(source: Source, index: int, value: dict[str, Any], into: dict[str,
     for name, body in value.items():
         if name in into:
             line = part.lines.line(("services", name))
-            source.problems.append(Problem(str(part.path), line,
+            source.problems.append(WorldProblem(str(part.path), line,
                                            f"service {name!r} is declared in two files"))
             continue
         into[name] = body

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from limbo.harnesses.guard.records import Outcome, Verification
+from limbo.harnesses.guard.receipts import Outcome, Verification
 from limbo.harnesses.guard.schema import model_from_callable
 
 Args = dict[str, Any]
