@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from limbo.analysis import stats
+from limbo.analysis import regression, stats
 
 VECTORS = json.loads((Path(__file__).parent / "fixtures" / "stats_vectors.json").read_text())
 CLOSED = 1e-6
@@ -120,7 +120,7 @@ def gee_rows() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def test_gee_exchangeable() -> None:
     ref = VECTORS["gee_exchangeable"]
     y, x, g = gee_rows()
-    result = stats.gee_odds_ratio(y, x, g)
+    result = regression.gee_odds_ratio(y, x, g)
     check_odds_ratio(result, ref, GEE)
     close(result.extra["alpha"], ref["alpha_exch"], GEE)
     close(result.extra["intercept"], ref["intercept"], GEE)
@@ -130,11 +130,11 @@ def test_gee_exchangeable() -> None:
 def test_gee_other_covariances_and_independence() -> None:
     ref = VECTORS["gee_exchangeable"]
     y, x, g = gee_rows()
-    reduced = stats.gee_odds_ratio(y, x, g, cov_type="bias_reduced")
+    reduced = regression.gee_odds_ratio(y, x, g, cov_type="bias_reduced")
     close(reduced.se, ref["se_x_bias_reduced"], GEE)
     close(reduced.pvalue, ref["p_bias_reduced"], GEE)
-    close(stats.gee_odds_ratio(y, x, g, cov_type="naive").se, ref["se_x_naive"], GEE)
-    ind = stats.gee_odds_ratio(y, x, g, cov_struct="independence")
+    close(regression.gee_odds_ratio(y, x, g, cov_type="naive").se, ref["se_x_naive"], GEE)
+    ind = regression.gee_odds_ratio(y, x, g, cov_struct="independence")
     close(ind.beta, ref["independence"]["beta_x"], GEE)
     close(ind.se, ref["independence"]["se_x"], GEE)
     close(ind.pvalue, ref["independence"]["p"], GEE)
@@ -142,10 +142,10 @@ def test_gee_other_covariances_and_independence() -> None:
 
 def test_gee_refuses_one_cluster_and_flags_separation() -> None:
     y, x, g = gee_rows()
-    one = stats.gee_odds_ratio(y, x, np.zeros(len(y)))
+    one = regression.gee_odds_ratio(y, x, np.zeros(len(y)))
     assert math.isnan(one.beta) and "at least 2" in one.note
     y_sep = np.where(x == 0, 0.0, y)  # every A episode without a duplicate
-    sep = stats.gee_odds_ratio(y_sep, x, g)
+    sep = regression.gee_odds_ratio(y_sep, x, g)
     assert math.isnan(sep.odds_ratio) and "separation" in sep.note and "x=0" in sep.note
 
 
@@ -161,7 +161,7 @@ def collapsed() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     return np.array(y, float), np.array(n, float), np.array(x, float), np.array(g)
 
 
-def check_odds_ratio(result: stats.OddsRatio, ref: dict, rtol: float) -> None:
+def check_odds_ratio(result: regression.OddsRatio, ref: dict, rtol: float) -> None:
     """β, SE, OR, its Wald interval and p against a reference entry."""
     lo, hi = result.ci()
     for got, key in ((result.beta, "beta_x"), (result.se, "se_x"), (result.odds_ratio, "OR"),
@@ -172,7 +172,7 @@ def check_odds_ratio(result: stats.OddsRatio, ref: dict, rtol: float) -> None:
 def test_glmm_agq25_matches_glmer() -> None:
     ref = VECTORS["glmm_random_intercept_ml"]
     y, n, x, g = collapsed()
-    fit = stats.glmm_agq(y, np.column_stack([np.ones(len(x)), x]), g, trials=n, nagq=25)
+    fit = regression.glmm_agq(y, np.column_stack([np.ones(len(x)), x]), g, trials=n, nagq=25)
     check_odds_ratio(fit.odds_ratio(1, clusters=12), ref, GLMM)
     close(fit.sigmas[0], ref["sigma"], GLMM)
     close(fit.params[0], ref["intercept"], GLMM)
@@ -183,8 +183,8 @@ def test_glmm_laplace_one_factor_is_agq_with_one_node() -> None:
     ref = VECTORS["glmm_random_intercept_ml"]["laplace"]
     y, n, x, g = collapsed()
     X = np.column_stack([np.ones(len(x)), x])
-    for fit in (stats.glmm_agq(y, X, g, trials=n, nagq=1),
-                stats.glmm_laplace(y, X, [g], trials=n)):
+    for fit in (regression.glmm_agq(y, X, g, trials=n, nagq=1),
+                regression.glmm_laplace(y, X, [g], trials=n)):
         close(fit.params[1], ref["beta_x"], GLMM)
         close(fit.se[1], ref["se_x"], GLMM)
         close(fit.sigmas[0], ref["sigma"], GLMM)
@@ -194,7 +194,7 @@ def test_glmm_laplace_one_factor_is_agq_with_one_node() -> None:
 def test_glmm_nested_laplace() -> None:
     ref = VECTORS["glmm_nested_laplace"]
     y, n, x, g = collapsed()
-    fit = stats.glmm_laplace(y, np.column_stack([np.ones(len(x)), x]), [g % 4, g], trials=n)
+    fit = regression.glmm_laplace(y, np.column_stack([np.ones(len(x)), x]), [g % 4, g], trials=n)
     check_odds_ratio(fit.odds_ratio(1, clusters=12), ref, GLMM)
     close(fit.sigmas[0], ref["sigma_template"], GLMM)
     close(fit.sigmas[1], ref["sigma_inst"], GLMM)
@@ -206,15 +206,15 @@ def test_glmm_collapsed_equals_rows() -> None:
     y, n, x, g = collapsed()
     rows_y, rows_x, rows_g = gee_rows()
     X = np.column_stack([np.ones(len(x)), x])
-    a = stats.glmm_agq(y, X, g, trials=n, nagq=5)
-    b = stats.glmm_agq(rows_y, np.column_stack([np.ones(len(rows_x)), rows_x]), rows_g, nagq=5)
+    a = regression.glmm_agq(y, X, g, trials=n, nagq=5)
+    b = regression.glmm_agq(rows_y, np.column_stack([np.ones(len(rows_x)), rows_x]), rows_g, nagq=5)
     assert a.llf == pytest.approx(b.llf, rel=1e-8)
     np.testing.assert_allclose(a.params, b.params, rtol=1e-5)
 
 
 def test_firth_two_by_two_is_haldane() -> None:
     ref = VECTORS["firth_2x2"]
-    beta, se = stats.firth_logit(np.array([0.0, 9.0]), np.array([[1.0, 1.0], [1.0, 0.0]]),
+    beta, se = regression.firth_logit(np.array([0.0, 9.0]), np.array([[1.0, 1.0], [1.0, 0.0]]),
                                  trials=np.array([40.0, 40.0]))
     close(beta[1], ref["log_or"], CLOSED)
     close(math.exp(beta[1]), ref["OR"], CLOSED)
@@ -283,7 +283,7 @@ SH_DUPS = [c[3] for c in VECTORS["shapley_no_separation"]["cells"]]
 ])
 def test_shapley(name: str, dups: list[int]) -> None:
     ref = VECTORS[name]
-    result = stats.shapley_r2(shapley_cells(dups), ref["factors"])
+    result = regression.shapley_r2(shapley_cells(dups), ref["factors"])
     close(result.total_r2, ref["total_r2"], CLOSED)
     for factor in ref["factors"]:
         close(result.phi[factor], ref["phi"][factor], CLOSED)
@@ -296,18 +296,18 @@ def test_shapley(name: str, dups: list[int]) -> None:
 
 def test_shapley_uses_the_bernoulli_likelihood() -> None:
     ref = VECTORS["pitfall_aggregated_glm_pseudo_r2"]
-    result = stats.shapley_r2(shapley_cells(SH_DUPS), ["contract", "mode", "model"])
+    result = regression.shapley_r2(shapley_cells(SH_DUPS), ["contract", "mode", "model"])
     close(result.total_r2, ref["right_bernoulli"], CLOSED)
 
 
 def test_shapley_complete_separation_and_all_zero() -> None:
     ref = VECTORS["shapley_complete_separation"]
     cells = shapley_cells([40 if i < 4 else 0 for i in range(12)])
-    result = stats.shapley_r2(cells, ["contract", "mode", "model"])
+    result = regression.shapley_r2(cells, ["contract", "mode", "model"])
     close(result.total_r2, ref["total_r2"], CLOSED)
     for factor, share in ref["share"].items():
         assert result.share[factor] == pytest.approx(share, abs=1e-6)
-    zero = stats.shapley_r2(shapley_cells([0] * 12), ["contract", "mode", "model"])
+    zero = regression.shapley_r2(shapley_cells([0] * 12), ["contract", "mode", "model"])
     assert math.isnan(zero.total_r2) and all(math.isnan(v) for v in zero.share.values())
     assert math.isnan(VECTORS["shapley_all_zero"]["total_r2"])
 

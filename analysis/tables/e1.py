@@ -9,7 +9,7 @@ import pandas as pd
 from limbo.analysis import paper
 from limbo.analysis import table as t
 from limbo.analysis.data import Data, absent
-from limbo.analysis.stats import Shapley, shapley_r2
+from limbo.analysis.regression import Shapley, shapley_r2
 from limbo.analysis.tables.common import excluded, rate_of, weighting_note
 
 TABLE3_HEADER = ["model", "dup: lost ack / 500 / partial", "dup: conn reset",

@@ -17,16 +17,15 @@ import pandas as pd
 from limbo.analysis import paper
 from limbo.analysis import table as t
 from limbo.analysis.data import Data, absent
-from limbo.analysis.stats import (
+from limbo.analysis.regression import (
     OddsRatio,
-    Rate,
     Shapley,
     firth_logit,
     gee_odds_ratio,
     glmm_agq,
     separation,
-    tost_two_proportions,
 )
+from limbo.analysis.stats import Rate, tost_two_proportions
 from limbo.analysis.tables.e1 import COLUMNS, column_rows, shapley_blocks, shapley_for
 from limbo.analysis.tables.harnesses import guard_arms, known_harnesses
 

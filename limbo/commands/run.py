@@ -154,14 +154,14 @@ def _executor(args: argparse.Namespace,
     grids' models tell the workers which SDKs to import as they start."""
     if args.executor != "ray" or args.dry_run:
         return contextlib.nullcontext()
-    from limbo.run.ray.cluster import connected
+    from limbo.run.ray.session import connected
 
     return connected(args.ray_address, [m for grid in grids for m in grid.models])
 
 
 def _warm(args: argparse.Namespace) -> None:
     if args.executor == "ray" and not args.dry_run:
-        from limbo.run.ray.cluster import warm
+        from limbo.run.ray.session import warm
 
         warm()
 

@@ -92,7 +92,7 @@ def check_executor(args: argparse.Namespace) -> None:
         if args.ray_address is not None:
             raise UsageError("--ray-address needs --executor ray")
         return
-    from limbo.run.ray.cluster import require
+    from limbo.run.ray.session import require
 
     require()
     if args.max_cost is not None:

@@ -267,7 +267,8 @@ class _Tally:
 
 def _execute(todo: Iterator[Cell], opts: RunOptions, tally: _Tally, keep_fds: list[int]) -> None:
     if opts.executor == "ray":
-        from limbo.run.ray.cluster import RayPool, connected
+        from limbo.run.ray.cluster import RayPool
+        from limbo.run.ray.session import connected
 
         with connected(opts.ray_address):  # already connected from `limbo run`: that session
             RayPool(opts.concurrency, opts.episode_timeout, opts.plugins, tally.total,

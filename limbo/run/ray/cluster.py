@@ -18,136 +18,41 @@ and drops any later one, so a cell that runs twice is written once. A batch lost
 :data:`MAX_RETRIES` times, or a cluster with no worker left, stops the run with one line; what
 finished is recorded and a re-run resumes.
 
-Ray is an optional dependency: the core never imports this module (``limbo.run.runner`` imports
-it only when ``--executor ray`` is chosen) and :func:`require` says in one line how to get it.
+Connecting, and the workers and limiter the runs of one command share, are
+:mod:`limbo.run.ray.session`'s; Ray is an optional dependency, imported only when ``--executor
+ray`` is chosen.
 """
 
 from __future__ import annotations
 
 import contextlib
 import itertools
-import logging
 import os
-import re
-import socket
-import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from limbo import __version__
 from limbo.base.errors import UsageError
-from limbo.base.runtime import stopwatch
 from limbo.run import activity
 from limbo.run.local import CHUNK, Emit, RunAborted
-from limbo.run.ray.worker import CellBatch, EpisodeWorker, Setup
+from limbo.run.ray.session import (
+    NOTE_EVERY_S,
+    ClusterView,
+    forwarded,
+    new_worker,
+    shared,
+    worker_names,
+    workers,
+)
+from limbo.run.ray.worker import CellBatch, Setup
 from limbo.sim.cell import Cell
 
-RAY_MISSING = "--executor ray needs Ray, an optional extra: pip install 'limbo-bench[ray]'"
 MAX_RETRIES = 5
 """Times a batch may be lost with its worker (its node dying) before the run stops."""
 PER_SLOT = 2
 """Batches in each worker at once: one running, the next one's cells waiting behind it."""
-NOTE_EVERY_S = 1.0
-FORWARD = re.compile(r"^(LIMBO_|OPENAI_|ANTHROPIC_)")
-"""Environment variables a worker needs from the driver (besides the models' key variables)."""
-
-
-def require() -> None:
-    """A :class:`UsageError` naming the extra when Ray is not installed."""
-    try:
-        import ray  # noqa: F401
-    except ImportError:
-        raise UsageError(RAY_MISSING) from None
-
-
-def forwarded() -> dict[str, str]:
-    """The driver's variables every worker gets: limbo's own (cache, prices), the providers'
-    and the key variables the grid's models read (:func:`limbo.base.secrets.watched`)."""
-    from limbo.base.secrets import watched
-
-    keys = set(watched())
-    return {k: v for k, v in os.environ.items() if FORWARD.match(k) or k in keys}
-
-
-@contextlib.contextmanager
-def connected(address: str | None, models: Sequence[str] = ()) -> Iterator[None]:
-    """Connect this process to the cluster at ``address`` (``None``: ``$RAY_ADDRESS``, else a
-    cluster started on this machine, else a new one-machine cluster) for the block inside;
-    the workers started import the SDKs of ``models`` (:func:`sdks`) in their constructor."""
-    import ray
-
-    if ray.is_initialized():
-        yield
-        return
-    _probe(address)
-    try:
-        ray.init(address=address, namespace="limbo", log_to_driver=False,
-                 logging_level=logging.ERROR)
-    except Exception as exc:  # noqa: BLE001 - whatever Ray says, it is one line to the user
-        raise UsageError(f"--executor ray: cannot connect to the Ray cluster"
-                         f"{f' at {address}' if address else ''}: {_first_line(exc)}") from None
-    try:
-        _start(ray, sdks(models))
-        yield
-    finally:
-        _workers.clear()
-        _preload.clear()
-        _names.clear()
-        _session.clear()
-        ray.shutdown()
-
-
-def _start(ray: Any, preload: tuple[str, ...]) -> None:
-    """The session's limiter, then one worker per CPU: asked for at once, so that their
-    processes start while the driver checks the grid and plans the run. The limiter first:
-    every episode's first model call waits for it, and a node may start its worker processes
-    one after another (Ray starts as many at once as the node has CPUs, unless
-    ``RAY_worker_maximum_startup_concurrency`` says more: docs/scale.md). No
-    runtime environment: Ray would start new processes for it instead of taking the ones it
-    keeps ready (the driver's variables go with each run's :class:`Setup` instead)."""
-    from limbo.run.ray.leases import limiter_actor
-
-    _session["limiter"] = limiter_actor(ray.get_runtime_context().get_node_id())
-    _preload[:] = preload
-    _workers[:] = [_new_worker(ray) for _ in range(_View(ray).slots())]
-
-
-def sdks(models: Sequence[str]) -> tuple[str, ...]:
-    """The SDKs (of :data:`PRELOAD`) the providers of ``models`` import: known from the
-    grids before the driver checks them, so that the workers import them while it does."""
-    named = (spec.partition("/")[0] for spec in models)
-    return tuple(dict.fromkeys(p for p in named if p in PRELOAD))
-
-
-def warm() -> None:
-    """Have the session's workers import the SDKs the driver's model checks imported and
-    :func:`sdks` did not foresee (a plugin's provider, a harness's ``mcp``)."""
-    preload = tuple(m for m in PRELOAD if m in sys.modules and m not in _preload)
-    for worker in _workers if preload else ():
-        worker.warm.remote(preload)
-
-
-def _probe(address: str | None) -> None:
-    """A ``HOST:PORT`` nothing listens on is one line at once (Ray would retry for a minute)."""
-    if address is None or address == "auto" or "://" in address:
-        return
-    host, _, port = address.rpartition(":")
-    if not host or not port.isdigit():
-        raise UsageError(f"--ray-address {address!r} must look like HOST:PORT (the head node's "
-                         f"GCS address, e.g. 10.0.0.1:6379), 'auto' or ray://HOST:PORT")
-    try:
-        with socket.create_connection((host, int(port)), timeout=3):
-            pass
-    except OSError as exc:
-        raise UsageError(f"--ray-address {address}: no Ray head node answers there "
-                         f"({exc.strerror or exc}); start one with `ray start --head`") from None
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
 
 
 class RayPool:
@@ -160,7 +65,7 @@ class RayPool:
         self.ray = ray
         self.setup = _setup(concurrency, timeout, plugins, worlds or [])
         self.total = total
-        self.workers = _workers
+        self.workers = workers
         self.out: dict[Any, tuple[Any, list[Cell], int, set[str]]] = {}
         """Each batch out: its answers (a streaming generator) -> (its worker, its cells,
         attempts so far, the episode ids answered so far)."""
@@ -174,10 +79,10 @@ class RayPool:
         """Cells each worker is kept holding (:func:`held`)."""
         self.sent = 0
         """Cells handed out for the first time (not counting those run again)."""
-        self.view = _View(ray)
+        self.view = ClusterView(ray)
 
     def run(self, cells: Iterator[Cell], emit: Emit) -> None:
-        limiter = _session["limiter"]
+        limiter = shared["limiter"]
         self.view.limiter = limiter
         setup = self.ray.put(replace(self.setup, limiter=limiter))
         size = batch_size(self.setup.concurrency, self.total, self.view.slots())
@@ -206,7 +111,7 @@ class RayPool:
         made that could wait for a CPU forever."""
         unplaced = sum(1 for w in self.workers if w not in self.answered)
         for _ in range(min(self.view.slots() - len(self.workers), self.view.free - unplaced)):
-            self.workers.append(_new_worker(self.ray))
+            self.workers.append(new_worker(self.ray))
             self.view.free -= 1
         for worker in self.workers:
             self.load.setdefault(worker, (0, 0))
@@ -274,7 +179,7 @@ class RayPool:
             self.view.at = -NOTE_EVERY_S  # ask Ray again how many nodes and CPUs are left
             with contextlib.suppress(Exception):  # dead already, most likely
                 self.ray.kill(worker)
-            self.view.limiter.forget.remote(_names.pop(worker, ""))
+            self.view.limiter.forget.remote(worker_names.pop(worker, ""))
         if not cells:  # every record of the batch came in before its worker was lost
             return
         if tries + 1 >= MAX_RETRIES:
@@ -304,40 +209,6 @@ class RayPool:
 
 
 _runs = itertools.count()
-_workers: list[Any] = []
-"""The connected session's :class:`~limbo.run.ray.worker.EpisodeWorker` actors (alive or not yet
-known dead), shared by the runs of one command."""
-_session: dict[str, Any] = {}
-"""The connected session's :class:`~limbo.run.ray.leases.LimiterActor` (``"limiter"``), shared by
-the runs of one command, as one process's limiters are."""
-
-
-_preload: list[str] = []
-"""The SDKs the session's workers import on starting (:func:`sdks` of the grids' models)."""
-_names: dict[Any, str] = {}
-"""Each worker's name, its lessee for the limiter."""
-_named = itertools.count()
-
-
-def _new_worker(ray: Any) -> Any:
-    """An :class:`~limbo.run.ray.worker.EpisodeWorker` on one CPU wherever Ray finds one; never
-    restarted by Ray (its batches are re-queued by the driver instead)."""
-    preload = tuple(dict.fromkeys((*_preload, *(m for m in PRELOAD if m in sys.modules))))
-    name = f"worker{next(_named)}"
-    worker = ray.remote(EpisodeWorker).options(
-        num_cpus=1, max_restarts=0, max_concurrency=MAX_CALLS).remote(name, preload)
-    _names[worker] = name
-    return worker
-
-
-MAX_CALLS = 1_000
-"""Batches a worker takes in at once: they wait on its ``--concurrency`` gate, not on Ray's
-call limit (towards the end a worker holds many small batches)."""
-PRELOAD = ("openai", "anthropic", "mcp")
-"""Packages a worker imports on starting if the driver has (its model checks import the
-grid's SDKs): about a second each, better spent while the driver plans than in an episode."""
-
-
 BATCH = 4 * CHUNK
 """Cells per batch of a run of one episode at a time (reference policies, about a millisecond
 each). A batch's round trip through Ray — its last answer to the driver, the next batch back
@@ -360,7 +231,7 @@ def held(concurrency: int, size: int) -> int:
     return concurrency + size if concurrency > 1 else 0
 
 
-def guided(cells: Iterator[Cell], size: int, total: int, view: _View) -> Iterator[list[Cell]]:
+def guided(cells: Iterator[Cell], size: int, total: int, view: ClusterView) -> Iterator[list[Cell]]:
     """Batches of ``size`` cells, smaller towards the end: at most an equal share of what is
     left for each batch a worker holds. A worker's queued batch cannot move to another, so the
     last ones are small and every worker ends at about the same time."""
@@ -398,46 +269,3 @@ def _absolute(plugin: str) -> str:
     return plugin
 
 
-class _View:
-    """The cluster as the progress line shows it: live nodes, CPUs, the shared limiter's
-    calls. Asked of Ray at most every :data:`NOTE_EVERY_S`."""
-
-    def __init__(self, ray: Any) -> None:
-        self.ray = ray
-        self.at = -NOTE_EVERY_S
-        self.nodes, self.cpus, self.free = 0, 1, 0
-        self.rerun = 0
-        """Batches lost with their worker and queued again."""
-        self.limiter: Any = None
-        self.asked: Any = None
-        self.calls = (0, 0)
-
-    def _refresh(self) -> None:
-        if stopwatch() - self.at < NOTE_EVERY_S:
-            return
-        self.at = stopwatch()
-        alive = [n for n in self.ray.nodes() if n.get("Alive")]
-        self.nodes = len(alive)
-        self.cpus = max(1, int(sum(n.get("Resources", {}).get("CPU", 0) for n in alive)))
-        self.free = int(self.ray.available_resources().get("CPU", 0))
-        if self.limiter is None:
-            return
-        if self.asked is not None and self.ray.wait([self.asked], timeout=0)[0]:
-            with contextlib.suppress(Exception):  # the actor is gone: the note says nothing
-                self.calls = tuple(self.ray.get(self.asked))
-            self.asked = None
-        if self.asked is None:
-            self.asked = self.limiter.snapshot.remote()
-
-    def slots(self) -> int:
-        self._refresh()
-        return self.cpus
-
-    def note(self, in_flight: int) -> str:
-        self._refresh()
-        calls = (f"  model calls {self.calls[0]} in flight / limit {self.calls[1]} (shared)"
-                 if self.calls[1] else "")
-        rerun = f", {self.rerun} lost batch{'es' if self.rerun != 1 else ''} run again" \
-            if self.rerun else ""
-        return (f"ray {self.nodes} node{'s' if self.nodes != 1 else ''}, {in_flight} cells in "
-                f"flight{rerun}{calls}")

@@ -52,7 +52,7 @@ class Setup:
     watched: tuple[str, ...] = ()
     """Environment variables the driver's adapters read keys from: secrets to scrub here too."""
     env: tuple[tuple[str, str], ...] = ()
-    """The driver's variables a worker needs (:func:`limbo.run.ray.cluster.forwarded`)."""
+    """The driver's variables a worker needs (:func:`limbo.run.ray.session.forwarded`)."""
     limiter: Any = None
     """The run's :class:`~limbo.run.ray.leases.LimiterActor` handle."""
 
