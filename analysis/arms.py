@@ -5,7 +5,7 @@ Arms are matched by *cell*: an episode of arm A enters only if every other arm a
 episode with the same values of the pairing factors (the comparison's ``pair_on``, read from
 the run's design). So an arm never holds cases the others lack — a vanilla arm of 515
 episodes set against a guard arm of 160 answers a different question than the one printed. Rates
-are then taken over each arm's rated episodes (:mod:`limbo.rated`), and what matching left out
+are then taken over each arm's rated episodes (:mod:`limbo.log.rated`), and what matching left out
 is counted per arm. Every row keeps its world (``template``, ``instance``) as columns, for
 statistics that cluster on it.
 """

@@ -25,7 +25,7 @@ from limbo.analysis.data import Data, absent
 from limbo.analysis.draw import GREYS, HATCHES, Drawn, footer, new_figure
 from limbo.analysis.recovery import BEHAVIOURS
 from limbo.analysis.stats import holm
-from limbo.rng import derive_seed
+from limbo.base.rng import derive_seed
 
 PERMUTATIONS = 4000
 

@@ -13,7 +13,7 @@ sufficient statistics — :func:`bootstrap_sums` does B replicates at once, neve
 Any other statistic takes the multiplicities as row weights (:func:`cluster_bootstrap`), so it
 fits on collapsed, weighted data instead of copied rows.
 
-Draws come from a generator seeded through ``limbo.rng.derive_seed(seed, "analysis.bootstrap")``:
+Draws come from a generator seeded through ``limbo.base.rng.derive_seed(seed, "analysis.bootstrap")``:
 the same data and seed give the same interval. No I/O here: ``progress(done, total)`` is called
 after each block of replicates so a command can draw a progress bar.
 """
@@ -29,7 +29,7 @@ import pandas as pd
 
 from limbo.analysis.labels import cluster_codes
 from limbo.analysis.stats import shapley_designs, shapley_fit
-from limbo.rng import derive_seed
+from limbo.base.rng import derive_seed
 
 Array = np.ndarray
 Progress = Callable[[int, int], None]

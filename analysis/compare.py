@@ -25,7 +25,7 @@ from limbo.analysis.paired import ClusteredMcNemar
 from limbo.analysis.pairing import Pairs, pair
 from limbo.analysis.uncertainty import Uncertainty
 from limbo.errors import UsageError
-from limbo.records import CELL_FIELDS
+from limbo.log.records import CELL_FIELDS
 
 METRICS = {"dup": "duplicate", "TS": "task_success", "EOS": "exactly_once"}
 FAMILY_ORDER = ("not executed", "read-back resolves", "late commit", "read-back cannot",

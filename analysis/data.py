@@ -224,7 +224,7 @@ def wait_bound(condition: str, recorded: dict[str, float] | None = None) -> floa
     """The assumed in-flight bound Δ of a ``wait-Δ`` condition: as the runs recorded it
     (``recorded``, from their designs), else its registered ``wait_s``, else the number in its
     name; None for every other condition."""
-    from limbo.registry import entries
+    from limbo.base.registry import entries
 
     if not condition.startswith("wait-"):
         return None

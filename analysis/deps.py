@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import importlib
 
-from limbo.errors import UsageError
+from limbo.base.errors import UsageError
 
 EXTRA_MODULES = ("numpy", "pandas", "scipy", "statsmodels", "matplotlib")
 NEEDS = {"tables": EXTRA_MODULES[:4], "figures": EXTRA_MODULES, "compare": EXTRA_MODULES[:3]}

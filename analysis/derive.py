@@ -1,5 +1,5 @@
 """The columns the loader derives from each record's cell and outcome: the focal write's
-contract class, whether the episode is errored and whether it is rated (:mod:`limbo.rated`, the
+contract class, whether the episode is errored and whether it is rated (:mod:`limbo.log.rated`, the
 one rule every reader uses). Fault families and groups come from each run's design
 (:mod:`limbo.analysis.runs`)."""
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from limbo.rated import errored, rated
-from limbo.records import FLAGS
+from limbo.log.rated import errored, rated
+from limbo.log.records import FLAGS
 
 CATEGORIES = ("model", "harness", "condition", "contract", "fault", "service", "template",
               "focal_write", "report_status", "termination", "idempotency", "read_path",
@@ -27,14 +27,6 @@ def contract_class(idempotency: str, read_path: str) -> str:
         return "unknown"
     return {"strong": "no key, strong read", "eventual": "no key, eventual read",
             "none": "no key, no read"}.get(read_path, f"no key, {read_path} read")
-
-
-def fault_info() -> dict[str, tuple[str, str | None, tuple[str, ...]]]:
-    """Mode → (family, group, every family) from this LIMBO's fault registry (plugins
-    included): for naming families on the command line, and for modes no run's design names."""
-    from limbo.faults import catalog
-
-    return {name: (i.family, i.group, i.families) for name, i in catalog().items()}
 
 
 def derive(frame: pd.DataFrame) -> pd.DataFrame:

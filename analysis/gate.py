@@ -2,7 +2,7 @@
 
 An *arm* is one agent configuration of the logs (model, harness, condition, contract); each arm
 is gated separately in each fault family, since a rate over a mix of agents or families
-answers no question. Rates are shares of *rated* episodes (:mod:`limbo.rated`, the rule every
+answers no question. Rates are shares of *rated* episodes (:mod:`limbo.log.rated`, the rule every
 reader uses) — as in ``limbo run``'s summary (unweighted, so a gate reads as a count: "at most
 2 % of the episodes duplicated").
 
@@ -28,9 +28,9 @@ from typing import Any
 
 import pandas as pd
 
-from limbo.analysis.derive import fault_info
 from limbo.analysis.loader import Loaded
-from limbo.errors import UsageError
+from limbo.base.errors import UsageError
+from limbo.log.vocabulary import fault_info
 
 ARM = ("model", "harness", "condition", "contract")
 METRICS = {"duplicate": "duplicate rate", "exactly_once": "EOS rate"}

@@ -3,7 +3,7 @@
 One ``testsuite`` per arm. In it, one test case per (fault family, threshold) — failed when the
 threshold is crossed — and one per failing episode (its family's threshold crossed, the episode
 a duplicate or not exactly once), whose failure text is the ``limbo show`` command that prints
-its timeline. An errored episode (:mod:`limbo.rated`) is a test case with an ``error``: in its
+its timeline. An errored episode (:mod:`limbo.log.rated`) is a test case with an ``error``: in its
 arm's suite when its family is gated, else in a suite of its own (``errored episodes``), so
 every one is listed. An episode is one test case per family even when it fails both
 thresholds.
@@ -16,7 +16,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from limbo.analysis.gate import Check, Episode, Verdict
-from limbo.errors import UsageError
+from limbo.base.errors import UsageError
 
 
 def _case(suite: ET.Element, classname: str, name: str) -> ET.Element:

@@ -3,14 +3,14 @@
 Every table, figure and ``limbo compare`` reads runs through :func:`load`. It takes any mix of
 run directories and record files (shards from one machine or several) and returns one row per
 episode: every cell factor, every outcome field, the focal write's class, the fault's family
-and observation-equivalence group, usage and cost, whether it is rated (:mod:`limbo.rated`),
+and observation-equivalence group, usage and cost, whether it is rated (:mod:`limbo.log.rated`),
 the run it came from and the experiments it belongs to (``exp:NAME`` columns) — the last three
 read from each run's recorded design (:mod:`limbo.analysis.runs`), not from today's code.
 
 What it reads: in a directory, only files named ``episodes*.jsonl`` (quarantine files and
 anything else a run directory holds are left alone) and Inspect logs (``*.eval``); a file named
 on the command line is read whatever its name. An Inspect log of a LIMBO task is read as the
-JSONL of the records its samples carry (:mod:`limbo.inspect.log`, the ``inspect`` extra); a
+JSONL of the records its samples carry (:mod:`limbo.log.inspect_logs`, the ``inspect`` extra); a
 sample without one is reported (``no record``). What it refuses to mix in, each reported with
 file and line, never silently:
 
@@ -27,7 +27,7 @@ file and line, never silently:
   since nothing says which is right (``conflict``).
 
 Each known schema version is one entry of :data:`SCHEMAS`: a reader that turns a line into the
-analysis row. Field names come from the record models (:mod:`limbo.records`), so a rename
+analysis row. Field names come from the record models (:mod:`limbo.log.records`), so a rename
 touches that module and this one follows. The fast path decodes only ``cell`` and ``outcome``
 (records keep a fixed key order, so both are found by offset); anything unexpected falls back
 to a full parse. The event
@@ -47,11 +47,10 @@ from typing import Any, BinaryIO, TypeVar
 import pandas as pd
 
 from limbo.analysis.derive import derive
-from limbo.analysis.runs import EXPERIMENT, Run, Runs, attach, fault_table
+from limbo.analysis.runs import EXPERIMENT, Fallback, Run, Runs, attach, fault_table
 from limbo.analysis.schemas import SCHEMAS, Row, check_types, typed
-from limbo.errors import UsageError
-from limbo.harness import TERMINATIONS
-from limbo.records import CELL_FIELDS, FLAGS, NUMBERS, RecordError
+from limbo.base.errors import UsageError
+from limbo.log.records import CELL_FIELDS, FLAGS, NUMBERS, TERMINATIONS, RecordError
 
 T = TypeVar("T")
 RECORD_GLOB = "episodes*.jsonl"
@@ -190,7 +189,7 @@ class Loaded:
             except RecordError as exc:
                 where = f"{self.files[int(rows.at[index, 'file'])]}:{rows.at[index, 'line']}"
                 raise RecordError(f"{where}: {exc}; this LIMBO reads only the event types of "
-                                  f"limbo.events") from None
+                                  f"limbo.sim.events") from None
         return out
 
     def messages(self) -> list[str]:
@@ -304,7 +303,7 @@ def _closed_sets(parsed: Parsed) -> str | None:
 def _open(path: Path, problems: list[Problem] | None = None) -> BinaryIO:
     """A record file's bytes: a JSONL file as it is on disk; an Inspect log as the JSONL of the
     records its samples carry, each sample without one added to ``problems``."""
-    from limbo.inspect.log import is_inspect_log, jsonl
+    from limbo.log.inspect_logs import is_inspect_log, jsonl
 
     if not is_inspect_log(path):
         return path.open("rb", buffering=1 << 20)
@@ -314,11 +313,12 @@ def _open(path: Path, problems: list[Problem] | None = None) -> BinaryIO:
     return io.BytesIO(extracted.data)
 
 
-def load(paths: Sequence[Path | str]) -> Loaded:
-    """Every episode in ``paths`` (run directories and/or record files), deduplicated."""
+def load(paths: Sequence[Path | str], fallback: Fallback | None = None) -> Loaded:
+    """Every episode in ``paths`` (run directories and/or record files), deduplicated; input
+    that recorded no design is read against ``fallback``'s (:mod:`limbo.analysis.runs`)."""
     if not paths:
         raise UsageError("name at least one run directory or record file")
-    builder, runs = _Builder(), Runs()
+    builder, runs = _Builder(), Runs(fallback)
     files: list[Path] = []
     for given in map(Path, paths):
         found = record_files(given)

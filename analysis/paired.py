@@ -26,7 +26,7 @@ import numpy as np
 from scipy.stats import binom, chi2
 
 from limbo.analysis.labels import cluster_codes
-from limbo.rng import derive_seed
+from limbo.base.rng import derive_seed
 
 Array = np.ndarray
 EXACT_UP_TO = 20

@@ -93,10 +93,3 @@ def classify(events: Iterable[dict[str, Any]], focal: str,
         if action in ("re-issue", "give up", "escalate"):
             break
     return Recovery(first or "give up", verified, error_kind)
-
-
-def tool_kinds() -> dict[str, str]:
-    """Tool name → kind, from the registered services (the same under both contracts)."""
-    from limbo.tools import toolset
-
-    return {name: spec.kind for name, spec in toolset("native").items()}

@@ -3,7 +3,7 @@
 Without it the analysis uses each record's outcome as graded when the episode ran: a log is the
 source of truth, and a newer LIMBO never silently re-interprets an older one. With it, each
 record's graded fields are recomputed from its intents, ledger and report
-(:func:`limbo.episode.regrade`), the grader version the runs were graded with is named beside
+(:func:`limbo.log.grading.regrade`), the grader version the runs were graded with is named beside
 this one, and every episode whose grade changed is listed with the fields that changed.
 """
 
@@ -14,8 +14,8 @@ from typing import Any
 
 from limbo.analysis.derive import derive
 from limbo.analysis.loader import Loaded
-from limbo.grading import GRADER_VERSION
-from limbo.records import FLAGS, NUMBERS, RecordError
+from limbo.log.grading import GRADER_VERSION
+from limbo.log.records import FLAGS, NUMBERS, RecordError
 
 SHOWN = 20
 """Changed episodes listed on the terminal (all are counted)."""
@@ -50,7 +50,7 @@ class Regraded:
 def regrade(loaded: Loaded) -> Regraded:
     """Re-grade every episode of ``loaded`` in place (its frame's outcome columns and the
     columns derived from them) and say what changed."""
-    from limbo.episode import regrade as grade_again
+    from limbo.log.grading import regrade as grade_again
 
     was = sorted({str(r.design.get("grader", "unknown")) if r.recorded else "unknown"
                   for r in loaded.runs})

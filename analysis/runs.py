@@ -11,14 +11,15 @@ is one of the experiment's levels. An episode found in several runs (overlapping
 cells: E1's instance 0 is also E6's vanilla arm) belongs to the experiments of each.
 
 Input without a design — a record file outside a run directory, an Inspect log, a run written
-before designs were recorded — is read against this LIMBO's built-in grids and registry (any
-model), and reported (``no design``): the one place the analysis falls back on today's code.
+before designs were recorded — is read against the design the caller hands the loader
+(``fallback``: the ``limbo`` commands hand this LIMBO's built-in grids, any model) and fault
+families and tool kinds from today's registries (:mod:`limbo.log.vocabulary`), and reported
+(``no design``). Without a fallback its episodes belong to no experiment.
 """
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from limbo.errors import UsageError
+from limbo.base.errors import UsageError
 
 EXPERIMENT = "exp:"
 """Prefix of the frame's membership columns: ``exp:e1`` is true for E1's episodes."""
@@ -62,32 +63,26 @@ class Run:
                 f"LIMBO {version}, grader {self.design.get('grader', '?')})")
 
 
-@functools.cache
-def fallback_design() -> dict[str, Any]:
-    """The built-in paper grid's design with every model allowed (a run may use ``--model``)."""
-    from limbo.experiments.design import design
-    from limbo.experiments.grid import load_grid
-
-    found = design(load_grid("paper"))
-    for experiment in found["experiments"]:
-        experiment["levels"].pop("model")
-    return found
+Fallback = Callable[[], dict[str, Any]]
+"""The design of input that recorded none (the ``limbo`` commands hand the built-in grids')."""
+NO_DESIGN: dict[str, Any] = {"experiments": []}
 
 
-def _design(manifests: dict[str, dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
+def _design(manifests: dict[str, dict[str, Any]],
+            fallback: Fallback | None) -> tuple[dict[str, Any], dict[str, Any]]:
     """(manifest, design) of a run directory's manifests: shards of one grid share one design."""
     for manifest in manifests.values():
         found = manifest.get("design")
         if isinstance(found, dict) and isinstance(found.get("experiments"), list):
             return manifest, found
-    return {}, fallback_design()
+    return {}, fallback() if fallback is not None else NO_DESIGN
 
 
 def _inspect(path: Path) -> dict[str, dict[str, Any]]:
     """An Inspect log's design as a manifest would hold it (none for a log without one)."""
     if path.suffix not in (".eval", ".json"):
         return {}
-    from limbo.inspect.log import design, is_inspect_log
+    from limbo.log.inspect_logs import design, is_inspect_log
 
     found = design(path) if is_inspect_log(path) else None
     return {path.name: {"design": found, "source": f"Inspect log {path.name}"}} if found else {}
@@ -104,7 +99,8 @@ def locate(given: Path, path: Path) -> tuple[str, Path | None]:
 class Runs:
     """The runs met while loading, by key."""
 
-    def __init__(self) -> None:
+    def __init__(self, fallback: Fallback | None = None) -> None:
+        self.fallback = fallback
         self.by_key: dict[str, Run] = {}
         self.problems: list[tuple[str, str, str]] = []
 
@@ -115,18 +111,20 @@ class Runs:
         run = self.by_key.get(key)
         if run is None:
             manifests = self._manifests(folder) if folder is not None else _inspect(path)
-            manifest, found = _design(manifests)
+            manifest, found = _design(manifests, self.fallback)
             run = self.by_key[key] = Run(key, found, manifest)
             if not run.recorded:
                 self.problems.append(("no design", key, "no manifest with a design: experiment "
                                       "membership, fault families and tool kinds are taken from "
-                                      "this LIMBO's built-in grids and registry"))
+                                      + ("this LIMBO's built-in grids and registry"
+                                         if self.fallback is not None else
+                                         "this LIMBO's registry; it belongs to no experiment")))
         run.files.append(file_no)
 
     def _manifests(self, folder: Path | None) -> dict[str, dict[str, Any]]:
         if folder is None:
             return {}
-        from limbo.store import manifests
+        from limbo.log.store import manifests
 
         try:
             return manifests(folder)
@@ -174,7 +172,7 @@ def _inside(frame: pd.DataFrame, experiment: dict[str, Any]) -> np.ndarray:
 def fault_table(runs: Iterable[Run]) -> dict[str, tuple[str, str | None, tuple[str, ...]]]:
     """Mode → (family, group, every family), from the runs' designs (the first run that names a
     mode wins), and from the registry for modes no design names."""
-    from limbo.analysis.derive import fault_info
+    from limbo.log.vocabulary import fault_info
 
     found: dict[str, tuple[str, str | None, tuple[str, ...]]] = {}
     for run in runs:
@@ -202,7 +200,7 @@ def _faults(frame: pd.DataFrame, runs: list[Run], owner: np.ndarray) -> None:
 
 def tool_kinds(runs: Iterable[Run]) -> dict[str, str]:
     """Tool → kind from the runs' designs, and from the registered services for the rest."""
-    from limbo.analysis.recovery import tool_kinds as live
+    from limbo.log.vocabulary import tool_kinds as live
 
     found: dict[str, str] = {}
     for run in runs:

@@ -1,7 +1,7 @@
 """Each record schema version the analysis reads, as one :class:`Reader`: how a record's cell
 and outcome become the analysis row, and how its events are decoded (lazily, by offset).
 
-Field names come from the record models (:mod:`limbo.records`), so a rename touches that module
+Field names come from the record models (:mod:`limbo.log.records`), so a rename touches that module
 and this one follows. A new version is one more entry of :data:`SCHEMAS`, mapping it to the
 same row.
 """
@@ -16,8 +16,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from limbo.events import EVENT_TYPES
-from limbo.records import CELL_FIELDS, FLAGS, NUMBERS, WRITE_CLASS_FIELDS, RecordError
+from limbo.log.records import (
+    CELL_FIELDS,
+    EVENT_TYPES,
+    FLAGS,
+    NUMBERS,
+    WRITE_CLASS_FIELDS,
+    RecordError,
+)
 
 _DECODER = json.JSONDecoder()
 

@@ -161,7 +161,7 @@ class Table:
     def provenance(self) -> list[str]:
         """The lines every format ends with: what the numbers came from."""
         from limbo import __version__
-        from limbo.grading import GRADER_VERSION
+        from limbo.log.grading import GRADER_VERSION
 
         runs = self.sources or ["no run holds the episodes this table reads"]
         return [*(f"Computed from: {s}" for s in runs),

@@ -13,10 +13,10 @@ import asyncio
 import statistics
 import time
 
-from limbo.episode import arun_episode
+from limbo.episode.run_one import arun_episode
 from limbo.experiments.grid import expand, load_grid
-from limbo.store import dumps
-from limbo.world import World
+from limbo.log.store import dumps
+from limbo.sim.world import World
 
 
 async def _episodes(cells: list) -> None:

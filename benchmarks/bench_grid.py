@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from limbo.experiments.grid import expand, load_grid
-from limbo.runner import RunOptions, run_cells
+from limbo.run.runner import RunOptions, run_cells
 
 PAPER_EPISODES = 25_930
 

@@ -23,15 +23,15 @@ import statistics
 import time
 from typing import Any
 
-from limbo.cell import Cell
-from limbo.config import Limits
-from limbo.episode import arun_episode
+from limbo.base.registry import entries, lookup
+from limbo.episode.harness import LoopResult
+from limbo.episode.run_one import arun_episode
 from limbo.gateway.asgi import LoopbackServer
-from limbo.harness import LoopResult
-from limbo.harnesses.mcp_server import EpisodeServer, HttpEndpoint
-from limbo.registry import entries, lookup
-from limbo.tasks import templates
-from limbo.world import World
+from limbo.harnesses.mcp.server import EpisodeServer, HttpEndpoint
+from limbo.sim.cell import Cell
+from limbo.sim.config import Limits
+from limbo.sim.tasks import templates
+from limbo.sim.world import World
 
 FAULTS = ("none", "http500_post", "timeout_post")
 READ = ("billing_list_charges", {"customer_id": "cus_122"})

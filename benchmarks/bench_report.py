@@ -23,7 +23,7 @@ from bench_grid import PAPER_EPISODES, cells_for
 
 from limbo.analysis.report.site import build
 from limbo.analysis.report.write import write_site
-from limbo.runner import RunOptions, run_cells
+from limbo.run.runner import RunOptions, run_cells
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from support import browser

@@ -13,7 +13,7 @@ differently — is analysed as it was made:
 * ``tools`` and ``toolset``: each tool's kind (read, write, …) — what the recovery classifier
   needs — and a digest of that map;
 * ``waits``: the assumed in-flight bound Δ (seconds) of each ``wait-Δ`` condition run;
-* ``grader``: the version of the grading rules (:data:`limbo.grading.GRADER_VERSION`), and
+* ``grader``: the version of the grading rules (:data:`limbo.log.grading.GRADER_VERSION`), and
   ``limbo``: the LIMBO version that wrote the run.
 """
 
@@ -23,12 +23,12 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from limbo import __version__
+from limbo.base.hashing import digest
+from limbo.base.registry import entries
 from limbo.errors import UsageError
 from limbo.experiments.grid import ALL, FACTOR_FIELDS, Grid, included, resolved, world_kit
-from limbo.grading import GRADER_VERSION
-from limbo.hashing import digest
-from limbo.registry import entries
-from limbo.transport import split_transport
+from limbo.log.grading import GRADER_VERSION
+from limbo.sim.transport import split_transport
 
 DESIGN_VERSION = 1
 """The shape of the ``design`` object (a reader refuses a version it does not know)."""
@@ -76,7 +76,7 @@ def experiment(grid: Grid) -> dict[str, Any]:
 
 def design(grid: Grid) -> dict[str, Any]:
     """Everything the analysis needs about ``grid``'s run (see the module docstring)."""
-    from limbo.tools import toolset
+    from limbo.sim.tools import toolset
 
     check_comparisons(grid)
     experiments = [experiment(sub) for sub in (included(grid) if grid.include else [grid])]

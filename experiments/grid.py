@@ -20,16 +20,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
-from limbo.cell import Cell
-from limbo.config import Limits, Timing
-from limbo.errors import UsageError
+from limbo.base.errors import UsageError
+from limbo.base.hashing import digest
+from limbo.base.registry import entries
+from limbo.base.rng import derive_seed
+from limbo.episode.harness import unavailable
 from limbo.experiments.comparison import Comparison
-from limbo.harness import unavailable
-from limbo.hashing import digest
-from limbo.registry import entries
-from limbo.rng import derive_seed
 from limbo.services import CONTRACTS, Contract
-from limbo.worldfile.kit import Kit, kit, load_world
+from limbo.sim.cell import Cell
+from limbo.sim.config import Limits, Timing
+from limbo.sim.worldfile.kit import Kit, kit, load_world
 
 ALL = "all"
 MAX_CELLS = 1_000_000

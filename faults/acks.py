@@ -7,9 +7,9 @@ one observation-equivalence group: the same response at the same time.
 
 from __future__ import annotations
 
-from limbo.boundary import Process
 from limbo.faults.base import Fault, fault
-from limbo.request import Request
+from limbo.sim.boundary import Process
+from limbo.sim.request import Request
 
 COPY_AFTER_S = 2.0
 

@@ -20,15 +20,15 @@ from typing import Any, ClassVar, Literal, get_args
 
 import simpy
 
-from limbo.boundary import Process, Transport
-from limbo.config import Timing
-from limbo.errors import UsageError
-from limbo.events import EventLog
-from limbo.registry import registrar
-from limbo.request import Request
-from limbo.results import Result
-from limbo.rng import Rng
+from limbo.base.errors import UsageError
+from limbo.base.registry import registrar
+from limbo.base.rng import Rng
 from limbo.services import OpSpec
+from limbo.sim.boundary import Process, Transport
+from limbo.sim.config import Timing
+from limbo.sim.events import EventLog
+from limbo.sim.request import Request
+from limbo.sim.results import Result
 
 Deliver = Callable[[Request], Result]
 

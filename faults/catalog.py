@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from limbo.base.registry import entries
 from limbo.faults.base import Family, Group
-from limbo.registry import entries
 
 
 @dataclass(frozen=True)

@@ -7,12 +7,12 @@ first k rows committed. ``conn_reset_post`` and ``throttle_pre`` look like nothi
 
 from __future__ import annotations
 
-from limbo.boundary import Process
-from limbo.errors import InfraError
+from limbo.base.errors import InfraError
 from limbo.faults import responses
 from limbo.faults.base import Fault, fault
-from limbo.request import Request
-from limbo.results import Result
+from limbo.sim.boundary import Process
+from limbo.sim.request import Request
+from limbo.sim.results import Result
 
 
 class _RoundTrip(Fault):

@@ -7,8 +7,8 @@ depends only on the timing, never on what the mode did behind it.
 
 from __future__ import annotations
 
-from limbo.config import Timing
-from limbo.results import Result, error
+from limbo.sim.config import Timing
+from limbo.sim.results import Result, error
 
 RETRY_AFTER_S = 20.0
 

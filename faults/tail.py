@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from statistics import NormalDist
 
-from limbo.rng import Rng
+from limbo.base.rng import Rng
 
 FLOOR_S = 40.0
 CAP_S = 7200.0

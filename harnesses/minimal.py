@@ -9,19 +9,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from limbo.adapter import EpisodeContext, Message, ModelAdapter
-from limbo.harness import LoopResult, Termination, harness
-from limbo.harnesses.conditions import Condition
+from limbo.base.hashing import plain_json
+from limbo.episode.condition import Condition
+from limbo.episode.harness import LoopResult, harness
+from limbo.episode.models import EpisodeContext, Message, ModelAdapter
 from limbo.harnesses.toolcalls import ToolCalls, account, tool_defs
-from limbo.hashing import plain_json
-from limbo.world import World
+from limbo.sim.events import Termination
+from limbo.sim.world import World
 
 
 @harness("minimal")
 class MinimalHarness:
     """LIMBO's own agent loop, in this process: one model turn, its tool calls, and so on.
 
-    Implements :class:`limbo.harness.Harness` for one episode's ``world``."""
+    Implements :class:`limbo.episode.harness.Harness` for one episode's ``world``."""
 
     def __init__(self, world: World, adapter: ModelAdapter, condition: Condition,
                  ctx: EpisodeContext) -> None:

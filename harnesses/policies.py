@@ -19,7 +19,7 @@ What they do after an ambiguous write failure (timeout, 5xx, reset):
 
 Each policy is a :class:`Policy` registered with :func:`policy`: its parameters are the
 model's fields and :meth:`Policy.behaviour` sets the knobs of :class:`Behaviour` that the one
-script follows. Reads that verify a write come from :func:`limbo.readback.resolve`, the same
+script follows. Reads that verify a write come from :func:`limbo.sim.readback.resolve`, the same
 resolution the scaffolds and the guard use. Facts a scaffold condition attaches to a result
 (``verification``, ``oracle``) replace the policy's own read when present.
 """
@@ -32,18 +32,25 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from limbo.adapter import EpisodeContext, Message, ModelTurn, ToolCall, ToolDef, model_adapter
-from limbo.briefing import ReferenceAdapter, ReferenceContext
-from limbo.errors import UsageError
+from limbo.base.errors import UsageError
+from limbo.base.hashing import digest
+from limbo.base.registry import lookup, registrar
+from limbo.base.rng import generator
+from limbo.episode.briefing import ReferenceAdapter, ReferenceContext
+from limbo.episode.models import (
+    EpisodeContext,
+    Message,
+    ModelTurn,
+    ToolCall,
+    ToolDef,
+    model_adapter,
+)
 from limbo.harnesses.tool_text import read_result
-from limbo.hashing import digest
-from limbo.readback import resolve
-from limbo.registry import lookup, registrar
-from limbo.results import Result, error_kind, is_ambiguous
-from limbo.rng import generator
 from limbo.services.base import OpSpec
-from limbo.tasks import Step, dig, fill
-from limbo.tools import KEY_FIELD
+from limbo.sim.readback import resolve
+from limbo.sim.results import Result, error_kind, is_ambiguous
+from limbo.sim.tasks import Step, dig, fill
+from limbo.sim.tools import KEY_FIELD
 
 Call = tuple[str, dict[str, Any]]
 Script = Generator[Call, Result, None]
@@ -65,7 +72,7 @@ class Behaviour:
 
 
 @dataclass
-class Run:
+class ScriptRun:
     """Per-episode state of a script."""
 
     ctx: EpisodeContext
@@ -119,7 +126,7 @@ def _facts(result: Result) -> tuple[bool | None, list[int] | None]:
 Verified = tuple[bool, list[int] | None, bool, dict[str, Any] | None]
 
 
-def _verify(run: Run, step: Step, tool: str, args: dict[str, Any],
+def _verify(run: ScriptRun, step: Step, tool: str, args: dict[str, Any],
             wait_lag: bool) -> Generator[Call, Result, Verified]:
     """Read the effect back. Returns (visible, missing_units, conclusive, item)."""
     op = run.key.tool_specs[tool].op
@@ -140,7 +147,7 @@ def _verify(run: Run, step: Step, tool: str, args: dict[str, Any],
     return seen.visible, None, conclusive, (seen.items[0] if seen.items else None)
 
 
-def _service_op(run: Run, step: Step) -> OpSpec:
+def _service_op(run: ScriptRun, step: Step) -> OpSpec:
     """The service operation behind a write step (a plan names writes of services only)."""
     op = run.key.tool_specs[step.tool].op
     if op is None:
@@ -148,7 +155,7 @@ def _service_op(run: Run, step: Step) -> OpSpec:
     return op
 
 
-def _keyed(run: Run, step: Step, args: dict[str, Any]) -> dict[str, Any]:
+def _keyed(run: ScriptRun, step: Step, args: dict[str, Any]) -> dict[str, Any]:
     """``args`` with the policy's idempotency key, when it uses keys and the tool takes one.
     The key comes from what the agent knows (never the episode id, which names the fault)."""
     if not (run.b.keys and run.key.tool_specs[step.tool].accepts_key):
@@ -157,7 +164,7 @@ def _keyed(run: Run, step: Step, args: dict[str, Any]) -> dict[str, Any]:
     return {**args, KEY_FIELD: f"k-{digest(seen, 12)}"}
 
 
-def _write(run: Run, step: Step, args: dict[str, Any]) -> Generator[Call, Result, bool]:
+def _write(run: ScriptRun, step: Step, args: dict[str, Any]) -> Generator[Call, Result, bool]:
     """Carry out one write step with the policy's recovery behaviour. Returns success."""
     tool = step.tool
     op = _service_op(run, step)
@@ -206,7 +213,7 @@ def _write(run: Run, step: Step, args: dict[str, Any]) -> Generator[Call, Result
             args = op.batch.narrow(args, missing)
 
 
-def script(run: Run) -> Script:
+def script(run: ScriptRun) -> Script:
     """Follow the plan step by step, then finish with a report."""
     plan = run.key.plan
     run.env = dict(run.key.vars)
@@ -224,7 +231,7 @@ def script(run: Run) -> Script:
     yield ("finish", _report(run))
 
 
-def _report(run: Run) -> dict[str, Any]:
+def _report(run: ScriptRun) -> dict[str, Any]:
     if not run.b.honest:
         return {"status": "completed", "summary": "All steps done.", "uncertain_actions": []}
     status = "failed" if run.failed else "completed"
@@ -353,7 +360,7 @@ def make_policy(name: str, params: dict[str, Any]) -> Policy:
 class PolicyAdapter(ReferenceAdapter):
     """``policy/<name>``: a reference policy behind the model-adapter interface.
 
-    It follows the answer key the episode briefs it with (:mod:`limbo.briefing`)."""
+    It follows the answer key the episode briefs it with (:mod:`limbo.episode.briefing`)."""
 
     trusted = True
     offline = True
@@ -372,7 +379,7 @@ class PolicyAdapter(ReferenceAdapter):
         self, messages: list[Message], tools: list[ToolDef], ctx: EpisodeContext
     ) -> ModelTurn:
         if self._script is None:
-            run = Run(ctx, self.key(), self.policy.behaviour(ctx.seed))
+            run = ScriptRun(ctx, self.key(), self.policy.behaviour(ctx.seed))
             self._script = script(run)
             name, args = next(self._script)
         else:

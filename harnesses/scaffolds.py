@@ -20,12 +20,12 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from limbo.harnesses.conditions import Condition, Scaffold, ToolLayer, condition
+from limbo.base.rng import generator
+from limbo.episode.condition import Condition, Scaffold, ToolLayer, condition
 from limbo.harnesses.guard.sandbox import GuardLayer, read_back
-from limbo.results import Result, error_kind, is_ambiguous
-from limbo.rng import generator
-from limbo.tools import KEY_FIELD
-from limbo.world import World
+from limbo.sim.results import Result, error_kind, is_ambiguous
+from limbo.sim.tools import KEY_FIELD
+from limbo.sim.world import World
 
 RETRYABLE = frozenset({"timeout", "server_error", "connection_reset", "rate_limited"})
 MAX_RETRIES = 2

@@ -16,7 +16,7 @@ import re
 from functools import cache
 from typing import Any
 
-from limbo.results import Result
+from limbo.sim.results import Result
 
 ENVELOPE = re.compile(r"<untrusted_tool_result[^>]*>(.*)</untrusted_tool_result>", re.S)
 MAX_SCAN = 200_000
@@ -79,7 +79,7 @@ def _from_value(value: Any, depth: int) -> Result | None:
 @cache
 def timeout_patterns() -> tuple[re.Pattern[str], ...]:
     """Every registered harness's timeout sentences."""
-    from limbo.registry import entries
+    from limbo.base.registry import entries
 
     texts = [t for cls in entries("harness").values() for t in getattr(cls, "timeout_texts", ())]
     return tuple(re.compile(t, re.I) for t in texts)

@@ -15,12 +15,13 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from limbo.adapter import ModelTurn, ToolDef
-from limbo.harness import LoopResult, Termination
-from limbo.harnesses.conditions import Condition, ToolLayer
-from limbo.hashing import plain_json
-from limbo.results import Result, error
-from limbo.world import World
+from limbo.base.hashing import plain_json
+from limbo.episode.condition import Condition, ToolLayer
+from limbo.episode.harness import LoopResult
+from limbo.episode.models import ModelTurn, ToolDef
+from limbo.sim.events import Termination
+from limbo.sim.results import Result, error
+from limbo.sim.world import World
 
 MAX_LOGGED_ARGS = 4000
 _STRICT = json.JSONEncoder(ensure_ascii=False, allow_nan=False)

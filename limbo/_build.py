@@ -1,4 +1,4 @@
-"""The build step that bakes provenance into a wheel (see :mod:`limbo.provenance`).
+"""The build step that bakes provenance into a wheel (see :mod:`limbo.base.provenance`).
 
 setuptools loads this module by path through ``[tool.setuptools.cmdclass]`` in
 ``pyproject.toml`` while it builds; nothing imports it at run time (it needs setuptools). An
@@ -18,8 +18,8 @@ SOURCE = Path(__file__).resolve().parent
 
 
 def _provenance() -> ModuleType:
-    """:mod:`limbo.provenance`, loaded from the source tree (``limbo`` is not installed yet)."""
-    spec = importlib.util.spec_from_file_location("_limbo_provenance", SOURCE / "provenance.py")
+    """:mod:`limbo.base.provenance`, loaded from the source tree (``limbo`` is not installed yet)."""
+    spec = importlib.util.spec_from_file_location("_limbo_provenance", SOURCE / "base" / "provenance.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -12,6 +12,8 @@ import argparse
 import sys
 from typing import NoReturn
 
+from limbo.base.errors import UsageError
+from limbo.base.interrupts import from_user, watching
 from limbo.commands import (
     check,
     compare,
@@ -29,8 +31,6 @@ from limbo.commands import (
     view,
     world,
 )
-from limbo.errors import UsageError
-from limbo.interrupts import from_user, watching
 
 COMMANDS = (run, episode, show, status, listing, tables, figures, compare, report, view, check,
             mcp, proxy, schema, world)
@@ -91,7 +91,7 @@ def _quiet_stdout() -> None:
 
 
 def _not_ctrl_c(exc: KeyboardInterrupt) -> str:
-    from limbo.isolation import where
+    from limbo.episode.isolation import where
 
     return (f"{where(exc)} was raised by code (a plugin?), not by a Ctrl-C; nothing was "
             f"interrupted by you")
@@ -99,7 +99,7 @@ def _not_ctrl_c(exc: KeyboardInterrupt) -> str:
 
 def _one_line(text: str) -> str:
     """An error message as one line, scrubbed of any credential we know of."""
-    from limbo.providers.secrets import scrub
+    from limbo.base.secrets import scrub
 
     return scrub(" ".join(text.split()))
 

@@ -1,21 +1,9 @@
-"""Errors for the two audiences that are not the agent.
+"""The public errors, where plugins import them from: ``from limbo.errors import ModelError``.
 
-The agent sees structured tool results (:mod:`limbo.results`), never these. A
-:class:`UsageError` is something the user can fix: the CLI prints its message on one line and
-exits non-zero without a traceback. An :class:`InfraError` is a broken invariant inside the
-sandbox: the episode ends with termination ``infra_error`` and the reason is recorded.
+The definitions live on the ground floor, :mod:`limbo.base.errors`; this module only hands them
+on, so that a plugin's import never depends on the package's inner layout.
 """
 
-from __future__ import annotations
+from limbo.base.errors import InfraError, ModelError, UsageError
 
-
-class UsageError(Exception):
-    """A user-facing problem: bad flag, unknown name, bad grid file, missing dependency."""
-
-
-class InfraError(Exception):
-    """The sandbox itself failed; the episode is recorded as ``infra_error``."""
-
-
-class ModelError(Exception):
-    """The model provider failed after retries; the episode is recorded as ``model_error``."""
+__all__ = ["InfraError", "ModelError", "UsageError"]

@@ -7,7 +7,7 @@ write is made of units — next to the code that implements them, and the agent-
 schemas and descriptions are generated from the signatures and docstrings (never written by
 hand).
 
-State is kept in :class:`Table` objects that store every version of every row with its commit
+State is kept in :class:`VersionedTable` objects that store every version of every row with its commit
 time. A read is then a query *as of a horizon*: ``now`` for a strong read path, ``now - lag``
 for an eventual one, or an earlier moment when a stale replica answers. One mechanism serves
 read lag and stale reads alike.
@@ -25,11 +25,11 @@ from enum import StrEnum
 from functools import cache
 from typing import Any, ClassVar, Literal
 
-from limbo.errors import UsageError
-from limbo.hashing import canonical_json
-from limbo.registry import registrar, shipped_files
-from limbo.results import Result
-from limbo.rng import Rng
+from limbo.base.errors import UsageError
+from limbo.base.hashing import canonical_json
+from limbo.base.registry import registrar, shipped_files
+from limbo.base.rng import Rng
+from limbo.sim.results import Result
 
 
 class Contract(StrEnum):
@@ -59,7 +59,7 @@ DAY_S = 24 * 3600.0
 class ReadBack:
     """How to see a write's effect: call read ``op`` with ``args``; an item whose fields equal
     ``match`` is the effect. ``parent`` and ``nested`` descend into a list inside matching
-    items (a ticket's comments). Resolved into a concrete read by :mod:`limbo.readback`."""
+    items (a ticket's comments). Resolved into a concrete read by :mod:`limbo.sim.readback`."""
 
     op: str
     args: Args
@@ -257,7 +257,7 @@ class View:
     horizon: float
 
 
-class Table:
+class VersionedTable:
     """Rows with their full version history, so any past state can be read back."""
 
     def __init__(self) -> None:
@@ -361,7 +361,7 @@ of that name (its tools are ``billing_<operation>``)."""
 def operations() -> dict[str, OpSpec]:
     """Every operation of every registered service (plugins included), by tool name; services
     in name order. Shared: do not modify."""
-    from limbo.registry import entries
+    from limbo.base.registry import entries
 
     return _operations(tuple(entries("service").values()))
 

@@ -7,8 +7,17 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from limbo.results import Result, error, ok
-from limbo.services.base import OpContext, ReadBack, Service, Table, View, read, service, write
+from limbo.services.base import (
+    OpContext,
+    ReadBack,
+    Service,
+    VersionedTable,
+    View,
+    read,
+    service,
+    write,
+)
+from limbo.sim.results import Result, error, ok
 
 CUSTOMERS = tuple(f"cus_{n}" for n in range(100, 160))
 
@@ -17,7 +26,7 @@ CUSTOMERS = tuple(f"cus_{n}" for n in range(100, 160))
 class Billing(Service):
     def __init__(self, seed: int | str) -> None:
         super().__init__(seed)
-        self.charges = Table()
+        self.charges = VersionedTable()
 
     @write(
         idempotency="keyed",

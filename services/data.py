@@ -8,18 +8,18 @@ from typing import Annotated, Any
 
 from pydantic import Field, StringConstraints
 
-from limbo.results import Result, ok
 from limbo.services.base import (
     Batch,
     OpContext,
     ReadBack,
     Service,
-    Table,
+    VersionedTable,
     View,
     read,
     service,
     write,
 )
+from limbo.sim.results import Result, ok
 
 TableName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,39}$")]
 Value = str | int | float | bool | None
@@ -27,10 +27,10 @@ Row = Annotated[dict[str, Value], Field(max_length=30)]
 
 
 @service("data")
-class Data(Service):
+class Database(Service):
     def __init__(self, seed: int | str) -> None:
         super().__init__(seed)
-        self.rows = Table()
+        self.rows = VersionedTable()
 
     def _put(self, ctx: OpContext, table: str, row: dict[str, Any], key: str | None = None) -> str:
         row_id = self.mint("row")

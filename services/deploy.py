@@ -5,8 +5,17 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from limbo.results import Result, error, ok
-from limbo.services.base import OpContext, ReadBack, Service, Table, View, read, service, write
+from limbo.services.base import (
+    OpContext,
+    ReadBack,
+    Service,
+    VersionedTable,
+    View,
+    read,
+    service,
+    write,
+)
+from limbo.sim.results import Result, error, ok
 
 RUN_SECONDS = 60.0
 
@@ -15,7 +24,7 @@ RUN_SECONDS = 60.0
 class Deploy(Service):
     def __init__(self, seed: int | str) -> None:
         super().__init__(seed)
-        self.runs = Table()
+        self.runs = VersionedTable()
 
     @write(reversibility="irreversible",
            readback=lambda a: ReadBack("list_runs", {"service": a["service"], "limit": 20},

@@ -3,15 +3,24 @@ search lags two minutes."""
 
 from __future__ import annotations
 
-from limbo.results import Result, ok
-from limbo.services.base import OpContext, ReadBack, Service, Table, View, read, service, write
+from limbo.services.base import (
+    OpContext,
+    ReadBack,
+    Service,
+    VersionedTable,
+    View,
+    read,
+    service,
+    write,
+)
+from limbo.sim.results import Result, ok
 
 
 @service("mail")
 class Mail(Service):
     def __init__(self, seed: int | str) -> None:
         super().__init__(seed)
-        self.sent = Table()
+        self.sent = VersionedTable()
 
     @write(reversibility="irreversible",
            readback=lambda a: ReadBack("search_sent", {"query": a["subject"]},

@@ -9,18 +9,18 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from limbo.results import Result, error, ok
 from limbo.services.base import (
     DAY_S,
     OpContext,
     ReadBack,
     Service,
-    Table,
+    VersionedTable,
     View,
     read,
     service,
     write,
 )
+from limbo.sim.results import Result, error, ok
 
 Platform = Literal["mastodon", "weibo", "linkedin", "x"]
 LIST_LAG: dict[str, float | None] = {"mastodon": 0.0, "linkedin": 0.0, "weibo": 180.0, "x": None}
@@ -34,7 +34,7 @@ def _posts_lag(args: dict[str, Any]) -> float | None:
 class Social(Service):
     def __init__(self, seed: int | str) -> None:
         super().__init__(seed)
-        self.posts = Table()
+        self.posts = VersionedTable()
 
     @write(
         native_key=lambda a: a["platform"] == "mastodon",

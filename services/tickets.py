@@ -5,8 +5,17 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from limbo.results import Result, error, ok
-from limbo.services.base import OpContext, ReadBack, Service, Table, View, read, service, write
+from limbo.services.base import (
+    OpContext,
+    ReadBack,
+    Service,
+    VersionedTable,
+    View,
+    read,
+    service,
+    write,
+)
+from limbo.sim.results import Result, error, ok
 
 Priority = Literal["low", "normal", "high", "urgent"]
 Status = Literal["open", "pending", "resolved", "closed"]
@@ -16,7 +25,7 @@ Status = Literal["open", "pending", "resolved", "closed"]
 class Tickets(Service):
     def __init__(self, seed: int | str) -> None:
         super().__init__(seed)
-        self.tickets = Table()
+        self.tickets = VersionedTable()
 
     @write(readback=lambda a: ReadBack("list_recent", {"limit": 50},
                                        {"title": a["title"], "body": a["body"]}))

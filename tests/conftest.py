@@ -38,7 +38,7 @@ def _process_wide_cache(monkeypatch: pytest.MonkeyPatch):
 @pytest.fixture(autouse=True)
 def _collectable_heap():
     """An in-process ``limbo run`` freezes the heap for the rest of its process
-    (:func:`limbo.executor.freeze_heap`); give it back to the collector after each test, so the
+    (:func:`limbo.run.local.freeze_heap`); give it back to the collector after each test, so the
     test process does not keep every cycle a test made before it."""
     yield
     gc.unfreeze()

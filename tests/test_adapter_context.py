@@ -1,7 +1,7 @@
 """What adapters are told (issue 11, must-show 4): a provider adapter and a --plugin adapter get
 the conversation, the tools and a neutral context — episode id, seed, contract — and nothing of
 the answer key (plan, intents, read lags). The key reaches a reference policy only through the
-explicit :func:`limbo.briefing.brief` hook; a policy that was not briefed refuses to guess."""
+explicit :func:`limbo.episode.briefing.brief` hook; a policy that was not briefed refuses to guess."""
 
 from __future__ import annotations
 
@@ -15,13 +15,13 @@ from support.cells import cell_for
 from support.hostile import write_plugin
 from support.reference import briefed
 
-from limbo.adapter import EpisodeContext, Message, make_adapter
-from limbo.briefing import ReferenceAdapter, context
-from limbo.cell import Cell
-from limbo.episode import run_episode
-from limbo.errors import InfraError
+from limbo.base.errors import InfraError
+from limbo.episode.briefing import ReferenceAdapter, context
+from limbo.episode.models import EpisodeContext, Message, make_adapter
+from limbo.episode.run_one import run_episode
 from limbo.providers.openai import OpenAIAdapter
-from limbo.world import World
+from limbo.sim.cell import Cell
+from limbo.sim.world import World
 
 NEUTRAL = {"episode_id", "seed", "contract"}
 ANSWER_KEY = ("plan", "vars", "tool_specs", "read_lag", "intents", "template", "task")
@@ -70,7 +70,7 @@ def test_a_provider_adapter_gets_the_neutral_context_only(gw) -> None:
 
 SPY = '''
 import json
-from limbo.adapter import ModelAdapter, ModelTurn, ToolCall, model_adapter
+from limbo.episode.models import ModelAdapter, ModelTurn, ToolCall, model_adapter
 
 
 @model_adapter("ctxspy")
@@ -107,7 +107,7 @@ def test_a_plugin_adapter_gets_the_neutral_context_only(tmp_path: Path, capsys) 
     assert len(seen) == record["outcome"]["model_turns"] == 2
     world = World(Cell(**record["cell"]))
     for entry in seen:
-        assert entry["type"] == "limbo.adapter.EpisodeContext"
+        assert entry["type"] == "limbo.episode.models.EpisodeContext"
         assert set(entry["fields"]) == NEUTRAL and entry["fields"]["contract"] == "keys-everywhere"
         assert entry["fields"]["episode_id"] == record["episode_id"]
         assert not set(entry["attrs"]) & set(ANSWER_KEY)

@@ -177,7 +177,7 @@ def test_comparing_two_templates_clusters_by_side_a() -> None:
 
     from limbo.analysis import compare
     from limbo.analysis.uncertainty import Uncertainty
-    from limbo.records import CELL_FIELDS
+    from limbo.log.records import CELL_FIELDS
 
     def side(template: str, duplicate: bool) -> pd.DataFrame:
         rows = [{**dict.fromkeys(CELL_FIELDS, "x"), "template": template, "instance": k % 3,

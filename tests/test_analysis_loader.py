@@ -12,9 +12,9 @@ from support.cells import cell_for
 
 from limbo.analysis.loader import load, record_files
 from limbo.analysis.schemas import SCHEMAS
-from limbo.episode import run_episode
-from limbo.errors import UsageError
-from limbo.store import dumps
+from limbo.base.errors import UsageError
+from limbo.episode.run_one import run_episode
+from limbo.log.store import dumps
 
 
 @pytest.fixture(scope="module")

@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 from support.cells import cell_for
 
-from limbo.analysis.recovery import classify, tool_kinds
-from limbo.episode import run_episode
+from limbo.analysis.recovery import classify
+from limbo.episode.run_one import run_episode
+from limbo.log.vocabulary import tool_kinds
 
 FOCAL = "billing_create_charge"
 KINDS = {FOCAL: "write", "billing_list_charges": "read", "mail_send": "write",

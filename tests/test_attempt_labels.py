@@ -7,7 +7,7 @@ from __future__ import annotations
 from support.cells import cell_for
 from support.worlds import make_world
 
-from limbo.episode import run_episode
+from limbo.episode.run_one import run_episode
 
 
 def _focal(record: dict) -> list[dict]:

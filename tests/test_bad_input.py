@@ -11,9 +11,9 @@ import pytest
 from support.scripted import scripted
 from support.worlds import make_world
 
-from limbo.cell import Cell
-from limbo.episode import run_episode
-from limbo.tasks import templates
+from limbo.episode.run_one import run_episode
+from limbo.sim.cell import Cell
+from limbo.sim.tasks import templates
 
 MB = "x" * 1_000_000
 

@@ -10,9 +10,9 @@ import inspect
 from support.cells import cell_for
 from support.worlds import make_world
 
-from limbo.episode import run_episode
-from limbo.readback import resolve
+from limbo.episode.run_one import run_episode
 from limbo.services import operations
+from limbo.sim.readback import resolve
 
 
 def batch_ops() -> list:

@@ -17,7 +17,7 @@ from support.model_servers import (
     plain,
 )
 
-from limbo.episode import run_episode
+from limbo.episode.run_one import run_episode
 from limbo.providers import cache as cache_mod
 from limbo.providers.cache import ResponseCache
 

@@ -10,7 +10,7 @@ import pytest
 from junitparser import Error, Failure, JUnitXml
 
 from limbo.cli import main
-from limbo.store import iter_records
+from limbo.log.store import iter_records
 
 FAULTS = ("timeout_post", "http500_post", "conn_reset_post", "timeout_pre", "redelivery")
 RESOLVES = {"timeout_post", "http500_post", "conn_reset_post"}

@@ -15,19 +15,19 @@ from typing import Any
 import pytest
 from support.scripted import scripted
 
-from limbo import registry
-from limbo.adapter import ModelAdapter
-from limbo.boundary import Process
-from limbo.cell import Cell
-from limbo.episode import run_episode
+from limbo.base import registry
+from limbo.base.hashing import digest
+from limbo.base.registry import entries, lookup
+from limbo.episode.models import ModelAdapter
+from limbo.episode.run_one import run_episode
 from limbo.faults import Fault, fault
 from limbo.harnesses.scaffolds import SdkRetryLayer
-from limbo.hashing import digest
-from limbo.registry import entries, lookup
-from limbo.request import Request
-from limbo.results import error
-from limbo.tasks import templates
-from limbo.world import World
+from limbo.sim.boundary import Process
+from limbo.sim.cell import Cell
+from limbo.sim.request import Request
+from limbo.sim.results import error
+from limbo.sim.tasks import templates
+from limbo.sim.world import World
 
 PROMPTS = Path(__file__).resolve().parents[1] / "harnesses" / "prompts"
 PROMPT_CONDITIONS = {"vanilla", "plain", "aware", "rules"}

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from limbo.registry import entries
+from limbo.base.registry import entries
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "conditions.md"
 

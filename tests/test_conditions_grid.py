@@ -29,13 +29,13 @@ from typing import Any
 
 import pytest
 
-from limbo.cell import Cell
-from limbo.episode import arun_episode
+from limbo.base.registry import lookup
+from limbo.episode.run_one import arun_episode
 from limbo.faults import catalog
-from limbo.registry import lookup
 from limbo.services import CONTRACTS
-from limbo.tasks import templates
-from limbo.tools import toolset
+from limbo.sim.cell import Cell
+from limbo.sim.tasks import templates
+from limbo.sim.tools import toolset
 
 INSTANCES = (0, 1)
 POLICIES = ("blind", "give-up", "verify", "wait-verify", "keyed")

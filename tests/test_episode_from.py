@@ -17,7 +17,7 @@ import pytest
 
 from limbo.cli import main
 from limbo.experiments.grid import expand, load_grid, validated
-from limbo.store import encode
+from limbo.log.store import encode
 
 TEMPLATES = ("charge_invoice", "import_batch")
 

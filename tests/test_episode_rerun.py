@@ -10,11 +10,11 @@ from pathlib import Path
 from support.bad_server import CHAT_OK, BadServer, Reply
 from support.hostile import cli, refused, write_plugin
 
-from limbo.rerun import rerun_command
+from limbo.log.rerun import rerun_command
 
 PLUGIN = '''
 import asyncio
-from limbo.adapter import model_adapter
+from limbo.episode.models import model_adapter
 from limbo.harnesses.policies import PolicyAdapter
 
 

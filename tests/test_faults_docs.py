@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from limbo import registry
-from limbo.cell import Cell
-from limbo.episode import run_episode
+from limbo.base import registry
+from limbo.episode.run_one import run_episode
 from limbo.faults import catalog, group_members
-from limbo.tasks import templates
+from limbo.sim.cell import Cell
+from limbo.sim.tasks import templates
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "faults.md"
 

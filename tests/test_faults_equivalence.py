@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from limbo.cell import Cell
-from limbo.episode import run_episode
+from limbo.base.registry import lookup
+from limbo.episode.run_one import run_episode
 from limbo.faults import catalog, group_members
-from limbo.registry import lookup
 from limbo.services import CONTRACTS
-from limbo.tasks import templates
-from limbo.tools import toolset
+from limbo.sim.cell import Cell
+from limbo.sim.tasks import templates
+from limbo.sim.tools import toolset
 
 VISIBLE = ("turn", "call", "result")
 POLICIES = ("policy/verify", "policy/blind", "policy/keyed")

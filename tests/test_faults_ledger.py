@@ -12,15 +12,15 @@ from typing import Any
 
 import pytest
 
-from limbo.cell import Cell
-from limbo.episode import run_episode
+from limbo.base.registry import lookup
+from limbo.base.rng import generator
+from limbo.episode.run_one import run_episode
 from limbo.faults import catalog, tail
-from limbo.registry import lookup
-from limbo.rng import generator
 from limbo.services import CONTRACTS
-from limbo.tasks import fill, templates
-from limbo.tools import toolset
-from limbo.world import World
+from limbo.sim.cell import Cell
+from limbo.sim.tasks import fill, templates
+from limbo.sim.tools import toolset
+from limbo.sim.world import World
 
 ARRIVE = 0.5
 NOT_EXECUTED = ("timeout_pre", "http500_pre", "throttle_pre", "phantom_success")

@@ -18,13 +18,13 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from limbo.cell import Cell
-from limbo.config import Timing
-from limbo.episode import run_episode
+from limbo.base.rng import generator
+from limbo.episode.run_one import run_episode
 from limbo.faults import group_members, tail
-from limbo.rng import generator
-from limbo.tasks import templates
-from limbo.tools import toolset
+from limbo.sim.cell import Cell
+from limbo.sim.config import Timing
+from limbo.sim.tasks import templates
+from limbo.sim.tools import toolset
 
 TIMING = Timing()
 MAX_SEEDS = 5000

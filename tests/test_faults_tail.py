@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from limbo.base.rng import generator
 from limbo.faults import tail
-from limbo.rng import generator
 
 N = 20_000
 TABLE_6 = {60.0: 0.12, 120.0: 0.29, 300.0: 0.50, 3600.0: 0.93}

@@ -18,13 +18,14 @@ from support.model_servers import plain
 from support.reference import briefed
 from support.scripted import scripted
 
-from limbo.adapter import ModelAdapter, ModelTurn, ToolCall, Usage, make_adapter
-from limbo.briefing import ReferenceAdapter, brief, context
-from limbo.episode import run_episode
-from limbo.errors import UsageError
+from limbo.base.errors import UsageError
+from limbo.episode.briefing import ReferenceAdapter, brief, context
+from limbo.episode.models import ModelAdapter, ModelTurn, ToolCall, make_adapter
+from limbo.episode.run_one import run_episode
 from limbo.gateway import Gateway, ThreadedGateway
+from limbo.log.records import Usage
 from limbo.providers import chat_api, messages_api, responses_api
-from limbo.world import World
+from limbo.sim.world import World
 
 CELL = cell_for("charge_invoice", "billing_create_charge")
 TURN = ModelTurn(text="Charging now.", tool_calls=[

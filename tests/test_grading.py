@@ -13,12 +13,12 @@ import pytest
 from support.scripted import scripted
 from support.worlds import deliver, make_world
 
-from limbo.cell import Cell
-from limbo.episode import regrade, run_episode
-from limbo.grading import assign, grade, matches, undone
+from limbo.episode.run_one import run_episode
+from limbo.log.grading import assign, grade, matches, regrade, undone
 from limbo.services import CONTRACTS
-from limbo.tasks import fill, templates
-from limbo.tools import KEY_FIELD
+from limbo.sim.cell import Cell
+from limbo.sim.tasks import fill, templates
+from limbo.sim.tools import KEY_FIELD
 
 POLICIES = ("policy/verify", "policy/keyed", "policy/give-up")
 CASES = [(t, f, c) for t, tpl in templates().items() for f in tpl.focal_writes for c in CONTRACTS]
@@ -400,9 +400,9 @@ def test_same_cell_gives_an_identical_record_except_runtime(tmp_path) -> None:
 def test_a_world_that_cannot_be_built_is_an_infra_error_record(monkeypatch) -> None:
     """A sandbox bug while setting up the task ends that episode as infra_error, recorded,
     instead of ending the grid."""
-    from limbo.cell import Cell
-    from limbo.episode import run_episode
+    from limbo.episode.run_one import run_episode
     from limbo.services.tickets import Tickets
+    from limbo.sim.cell import Cell
 
     def broken(self, *args, **kwargs):
         raise RuntimeError("ticket store offline")

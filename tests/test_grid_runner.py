@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from limbo.cell import Cell
 from limbo.experiments.grid import expand, load_grid
+from limbo.sim.cell import Cell
 
 LIMBO = str(Path(sys.executable).parent / "limbo")
 
@@ -150,7 +150,8 @@ def test_memory_stays_flat_from_2000_to_20000_episodes(tmp_path: Path) -> None:
 COSTLY = '''
 import os
 
-from limbo.adapter import ModelTurn, ToolCall, Usage, model_adapter
+from limbo.episode.models import ModelTurn, ToolCall, model_adapter
+from limbo.log.records import Usage
 from limbo.harnesses.policies import PolicyAdapter
 
 

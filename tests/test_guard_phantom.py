@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from support.cells import cell_for
 
-from limbo.episode import run_episode
+from limbo.episode.run_one import run_episode
 
 POLICIES = ("policy/verify?check_success=true", "policy/keyed?check_success=true")
 CASES = [("charge_invoice", "billing_create_charge"), ("record_signup", "data_insert")]

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from limbo.registry import entries
+from limbo.base.registry import entries
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "harnesses.md"
 

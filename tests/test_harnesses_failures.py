@@ -12,11 +12,11 @@ from support.cells import cell_for
 from support.harness_runs import require, without_ids
 from support.model_servers import OnPolicy
 
-from limbo.config import Limits
-from limbo.episode import arun_episode, run_episode
-from limbo.errors import ModelError
+from limbo.base.errors import ModelError
+from limbo.episode.run_one import arun_episode, run_episode
 from limbo.harnesses.production.codex import CodexHarness
 from limbo.harnesses.production.install import ENV
+from limbo.sim.config import Limits
 
 HARNESS = "codex"  # the quickest to start; the machinery under test is shared by all four
 

@@ -12,8 +12,8 @@ import pytest
 from support.cells import cell_for
 from support.harness_runs import PRODUCTION, require, run_all, without_ids
 
-from limbo.episode import run_episode
-from limbo.registry import entries, lookup
+from limbo.base.registry import entries, lookup
+from limbo.episode.run_one import run_episode
 
 RESOLVES = ("timeout_post", "http500_post", "conn_reset_post", "partial_batch")
 ALL_FAULTS = tuple(entries("fault"))

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from support.harness_runs import PRODUCTION, require
 
+from limbo.base.registry import entries, lookup
 from limbo.experiments.grid import expand, load_grid
 from limbo.harnesses.production.install import ENV, harness_dir, install_all, status
-from limbo.registry import entries, lookup
 
 LIMBO = str(Path(sys.executable).parent / "limbo")
 

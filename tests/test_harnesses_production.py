@@ -15,9 +15,9 @@ import pytest
 from support.cells import cell_for
 from support.harness_runs import PRODUCTION, require, run_all, without_ids
 
-from limbo.episode import run_episode
+from limbo.base.registry import lookup
+from limbo.episode.run_one import run_episode
 from limbo.harnesses.tool_text import read_result
-from limbo.registry import lookup
 
 POLICIES = ("policy/verify", "policy/blind")
 FAULTS = ("none", "timeout_post", "http500_post", "timeout_late", "redelivery")

@@ -8,7 +8,7 @@ import gc
 from pathlib import Path
 
 from limbo.cli import main
-from limbo.runner import RunOptions, run_cells
+from limbo.run.runner import RunOptions, run_cells
 
 
 def walked(obj: object) -> bool:

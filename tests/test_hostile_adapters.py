@@ -13,9 +13,10 @@ from support.cells import cell_for
 from support.hostile import cli, records, write_plugin
 from support.model_servers import OnPolicy
 
-from limbo.adapter import ModelAdapter, ModelTurn, ToolCall, Usage
-from limbo.episode import run_episode
-from limbo.store import encode
+from limbo.episode.models import ModelAdapter, ModelTurn, ToolCall
+from limbo.episode.run_one import run_episode
+from limbo.log.records import Usage
+from limbo.log.store import encode
 
 CELL = cell_for("charge_invoice")
 
@@ -163,7 +164,7 @@ class Closing(ActsAt):
     (_forever, "aclose() did not return within 0.2s"),
 ], ids=["raises", "SystemExit", "CancelledError", "hangs"])
 def test_a_failing_aclose_ends_the_episode_as_infra_error(monkeypatch, act, needle: str) -> None:
-    monkeypatch.setattr("limbo.isolation.ACLOSE_TIMEOUT_S", 0.2)
+    monkeypatch.setattr("limbo.episode.isolation.ACLOSE_TIMEOUT_S", 0.2)
     out = run_episode(CELL, Closing(act))["outcome"]
     assert out["termination"] == "infra_error" and needle in out["termination_reason"]
 
@@ -197,7 +198,7 @@ def test_a_synchronous_generate_is_an_infra_error() -> None:
 
 ADAPTERS = '''
 import asyncio, os
-from limbo.adapter import ModelTurn, model_adapter
+from limbo.episode.models import ModelTurn, model_adapter
 from limbo.harnesses.policies import PolicyAdapter
 
 
@@ -267,7 +268,7 @@ def test_twelve_cells_at_concurrency_four_with_one_hang_finish_at_the_timeout(ca
 
 
 CTOR = '''
-from limbo.adapter import model_adapter
+from limbo.episode.models import model_adapter
 from limbo.harnesses.policies import PolicyAdapter
 
 
@@ -307,7 +308,7 @@ def test_an_adapter_whose_constructor_raises_during_the_run_records_each(capsys,
 
 DIES = '''
 import os
-from limbo.adapter import model_adapter
+from limbo.episode.models import model_adapter
 from limbo.harnesses.policies import PolicyAdapter
 
 

@@ -10,7 +10,7 @@ import pytest
 from support.hostile import cli, refused, untouched, write_plugin
 
 ADAPTER = '''
-from limbo.adapter import ModelAdapter, ModelTurn, model_adapter
+from limbo.episode.models import ModelAdapter, ModelTurn, model_adapter
 
 
 @model_adapter("{name}")
@@ -29,14 +29,14 @@ FILES = [
     ("exits at import", "import sys\nsys.exit(3)\n", "failed to load: SystemExit: 3"),
     ("generator exit", "raise GeneratorExit()\n", "failed to load: GeneratorExit"),
     ("imports nothing there", "import limbo_no_such_module\n", "failed to load: ModuleNotFoundError"),
-    ("a bad registered name", "from limbo.adapter import ModelAdapter, model_adapter\n"
+    ("a bad registered name", "from limbo.episode.models import ModelAdapter, model_adapter\n"
      "@model_adapter('a/b')\nclass X(ModelAdapter): pass\n", "model name 'a/b' must match"),
     ("an empty registered name", "from limbo.faults import Fault, fault\n"
      "@fault('')\nclass F(Fault): pass\n", "fault name '' must match"),
-    ("a name already taken", "from limbo.adapter import ModelAdapter, model_adapter\n"
+    ("a name already taken", "from limbo.episode.models import ModelAdapter, model_adapter\n"
      "@model_adapter('policy')\nclass P(ModelAdapter): pass\n", "model 'policy' is registered twice"),
-    ("not an adapter", "from limbo.adapter import model_adapter\n@model_adapter('notadapter')\n"
-     "class P: pass\n", "must subclass limbo.adapter.ModelAdapter"),
+    ("not an adapter", "from limbo.episode.models import model_adapter\n@model_adapter('notadapter')\n"
+     "class P: pass\n", "must subclass limbo.episode.models.ModelAdapter"),
 ]
 
 

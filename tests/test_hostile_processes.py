@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from support.hostile import LIMBO, lines_of, records, spawn, write_plugin
 
-from limbo.runlock import active_claims
+from limbo.log.runlock import active_claims
 
 GRID = ["default", "--model", "policy/verify"]  # 770 cells
 DEADLINE_S = 600
@@ -51,7 +51,7 @@ def count(run_dir: Path) -> int:
 
 GATE = '''
 import asyncio, os
-from limbo.adapter import model_adapter
+from limbo.episode.models import model_adapter
 from limbo.harnesses.policies import PolicyAdapter
 
 
@@ -162,7 +162,7 @@ def test_twenty_kill_9_rounds_with_workers_resume_to_the_uninterrupted_records(
 
 SLOW = '''
 import asyncio, os
-from limbo.adapter import model_adapter
+from limbo.episode.models import model_adapter
 from limbo.harnesses.policies import PolicyAdapter
 
 

@@ -85,7 +85,7 @@ def test_a_gateway_account_id_and_api_version_are_not_mistaken_for_keys(capsys, 
 
 ECHO = '''
 import os
-from limbo.adapter import ModelTurn, ToolCall, model_adapter
+from limbo.episode.models import ModelTurn, ToolCall, model_adapter
 from limbo.harnesses.policies import PolicyAdapter
 
 

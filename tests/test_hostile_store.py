@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from support.hostile import cli, records, refused
 
-from limbo.runlock import WriterLock
+from limbo.log.runlock import WriterLock
 
 GRID = ["--template", "charge_invoice", "--model", "policy/verify"]  # 48 cells
 
@@ -142,7 +142,7 @@ def test_a_corrupted_line_in_another_shards_file_is_not_counted_and_is_fixed_by_
 
 def test_a_copy_of_a_record_in_a_shard_file_is_quarantined_there(capsys, done: Path,
                                                                  reference) -> None:
-    from limbo.plan import in_shard
+    from limbo.run.plan import in_shard
 
     first = next(line for line in (done / "episodes.jsonl").read_bytes().splitlines(True)
                  if in_shard(json.loads(line)["episode_id"], (1, 2)))

@@ -3,8 +3,10 @@
 The graph is built statically (``ast``) over every module the distribution installs, the mapped
 folders included, and counts every import a module can execute — those inside functions too, as
 a lazy import that closes a cycle still ties two modules into one (the CLI once imported
-``commands.run``, which imported the CLI back). Imports under ``if TYPE_CHECKING:`` never run
-and are left out.
+``commands.run``, which imported the CLI back). Imports under ``if TYPE_CHECKING:`` never run,
+but a type that names another module is knowledge of it: the package has no cycle with them
+counted either (two modules that need each other's types say what they need as a ``Protocol``,
+as :mod:`limbo.proxy.inject` and :mod:`limbo.providers.preflight` do).
 """
 
 from __future__ import annotations
@@ -56,13 +58,14 @@ def _targets(node: ast.Import | ast.ImportFrom, package: str, known: set[str]) -
     return out
 
 
-def import_graph(found: dict[str, Path]) -> dict[str, set[str]]:
-    """Each module's imports of other modules of the package."""
+def import_graph(found: dict[str, Path], type_checking: bool = False) -> dict[str, set[str]]:
+    """Each module's imports of other modules of the package (with ``type_checking``, those
+    under ``if TYPE_CHECKING:`` too)."""
     known, graph = set(found), {}
     for name, path in found.items():
         tree = ast.parse(path.read_text(encoding="utf-8"))
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        skip = _type_checking_only(tree)
+        skip = set() if type_checking else _type_checking_only(tree)
         edges: set[str] = set()
         for node in ast.walk(tree):
             if isinstance(node, ast.Import | ast.ImportFrom) and id(node) not in skip:
@@ -121,6 +124,13 @@ def test_the_package_has_no_import_cycle() -> None:
     assert cycles(graph) == []
 
 
+def test_the_package_has_no_cycle_even_through_type_checking_imports() -> None:
+    graph = import_graph(modules(ROOT, MAPPED), type_checking=True)
+    assert "limbo.sim.world" in graph["limbo.episode.harness"]  # a TYPE_CHECKING import counts
+    assert "limbo.sim.world" not in import_graph(modules(ROOT, MAPPED))["limbo.episode.harness"]
+    assert cycles(graph) == []
+
+
 def test_the_check_finds_a_cycle_through_a_lazy_import(tmp_path: Path) -> None:
     pkg = tmp_path / "pkg"
     (pkg / "sub").mkdir(parents=True)
@@ -133,3 +143,5 @@ def test_the_check_finds_a_cycle_through_a_lazy_import(tmp_path: Path) -> None:
     (pkg / "d.py").write_text("from pkg import c\n")
     graph = import_graph(modules(tmp_path, {"pkg": "pkg"}))
     assert cycles(graph) == [["pkg.a", "pkg.c", "pkg.sub.b"]]
+    with_types = import_graph(modules(tmp_path, {"pkg": "pkg"}), type_checking=True)
+    assert cycles(with_types) == [["pkg.a", "pkg.c", "pkg.d", "pkg.sub.b"]]

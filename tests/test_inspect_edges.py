@@ -11,14 +11,14 @@ import pytest
 from inspect_ai import eval as inspect_eval
 from inspect_ai.model import ModelOutput
 
-from limbo.adapter import Message, ToolCall
 from limbo.analysis.loader import load
+from limbo.base.errors import UsageError
 from limbo.cli import main
-from limbo.errors import UsageError
-from limbo.inspect import log as inspect_log
-from limbo.inspect.adapter import from_inspect, to_inspect
+from limbo.episode.models import Message, ToolCall
+from limbo.inspect.model import from_inspect, to_inspect
 from limbo.inspect.registry import TASKS, grid
 from limbo.inspect.replay import replay_model
+from limbo.log import inspect_logs as inspect_log
 
 SMALL = {"template": "charge_invoice", "fault": "timeout_post", "instances": 1}
 

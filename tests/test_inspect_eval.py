@@ -18,12 +18,12 @@ from inspect_ai import eval as inspect_eval
 from inspect_ai.log import read_eval_log
 from support.inspect_models import policy_gateway
 
+from limbo.base.errors import UsageError
 from limbo.cli import main
-from limbo.errors import UsageError
-from limbo.inspect import log as inspect_log
 from limbo.inspect.registry import TASKS
 from limbo.inspect.replay import replay_model
-from limbo.store import iter_records
+from limbo.log import inspect_logs as inspect_log
+from limbo.log.store import iter_records
 
 TEMPLATES = "charge_invoice,import_batch"
 FAULTS = "timeout_post,http500_pre,partial_batch,timeout_late,redelivery"

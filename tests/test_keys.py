@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from support.worlds import deliver, make_world, request
 
-from limbo.endpoint import Endpoint
-from limbo.keystore import KeyRecord, KeyStore
-from limbo.tools import KEY_FIELD
+from limbo.sim.endpoint import Endpoint
+from limbo.sim.keystore import KeyRecord, ServiceKeyStore
+from limbo.sim.tools import KEY_FIELD
 
 CHARGE = {"customer_id": "cus_122", "amount_cents": 990, "currency": "gbp",
           "description": "INV-7", KEY_FIELD: "k"}
@@ -74,7 +74,7 @@ def test_keys_are_scoped_per_principal() -> None:
 
 
 def test_keystore_scope_and_expiry() -> None:
-    store = KeyStore()
+    store = ServiceKeyStore()
     store.record(("a", "billing"), "k", KeyRecord("fp", recorded_at=10.0, ttl_s=100.0))
     assert store.lookup(("b", "billing"), "k", 20.0) is None
     assert store.lookup(("a", "tickets"), "k", 20.0) is None

@@ -8,9 +8,9 @@ from typing import Any
 
 from support.cells import cell_for
 
-from limbo.episode import run_episode
-from limbo.events import EVENT_TYPES, VISIBLE_TYPES
-from limbo.timeline import describe
+from limbo.episode.run_one import run_episode
+from limbo.episode.timeline import describe
+from limbo.sim.events import EVENT_TYPES, VISIBLE_TYPES
 
 
 def _lagged(record: dict[str, Any]) -> list[dict[str, Any]]:

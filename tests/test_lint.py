@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 RUFF = shutil.which("ruff", path=str(Path(sys.executable).parent)) or shutil.which("ruff")
 FOLDERS = ("services", "faults", "harnesses", "experiments", "analysis")
 SIM_PATHS = ("services/probe.py", "faults/probe.py", "harnesses/probe.py",
-             "harnesses/guard/probe.py", "limbo/probe.py", "limbo/world.py", "limbo/endpoint.py")
+             "harnesses/guard/probe.py", "limbo/probe.py", "limbo/sim/world.py", "limbo/sim/endpoint.py")
 
 pytestmark = pytest.mark.skipif(RUFF is None, reason="ruff is not installed")
 
@@ -58,7 +58,7 @@ REVIEW_NAMED = ["time.perf_counter", "time.monotonic_ns", "datetime.date.today",
                 "secrets.token_urlsafe", "secrets.choice"]
 
 
-@pytest.mark.parametrize("path", ["services/probe.py", "limbo/world.py"])
+@pytest.mark.parametrize("path", ["services/probe.py", "limbo/sim/world.py"])
 def test_the_calls_a_review_named_are_flagged_in_sim_code(path: str) -> None:
     """Written out here rather than read from the configuration: whatever the banned list
     says, these calls in simulation code fail the lint."""
@@ -77,15 +77,15 @@ def test_every_banned_call_is_flagged_in_sim_code(path: str) -> None:
 
 def test_only_limbo_rng_may_build_a_generator() -> None:
     source = "import random\nrng = random.Random(7)\n"
-    assert _flagged(source, "limbo/rng.py") == []
+    assert _flagged(source, "limbo/base/rng.py") == []
     assert _flagged(source, "services/data.py") == ["random.Random"]
-    assert _flagged("from limbo.rng import Rng\nrng: Rng\n", "faults/base.py") == []
+    assert _flagged("from limbo.base.rng import Rng\nrng: Rng\n", "faults/base.py") == []
 
 
 def test_the_runtime_record_may_read_the_wall_clock_but_the_kernel_may_not() -> None:
     source = "import time\nstart = time.perf_counter()\n"
-    assert _flagged(source, "limbo/runtime.py") == []
-    assert _flagged(source, "limbo/boundary.py") == ["time.perf_counter"]
+    assert _flagged(source, "limbo/base/runtime.py") == []
+    assert _flagged(source, "limbo/sim/boundary.py") == ["time.perf_counter"]
 
 
 def _codes(source: str, path: str) -> list[str]:

@@ -14,12 +14,12 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from support.cells import cell_for
 
-from limbo.config import Limits
+from limbo.base.registry import lookup
+from limbo.episode.harness import LoopResult
 from limbo.gateway.asgi import LoopbackServer
-from limbo.harness import LoopResult
-from limbo.harnesses.mcp_server import EpisodeServer, HttpEndpoint
-from limbo.registry import lookup
-from limbo.world import World
+from limbo.harnesses.mcp.server import EpisodeServer, HttpEndpoint
+from limbo.sim.config import Limits
+from limbo.sim.world import World
 
 CHARGE = {"customer_id": "cus_122", "amount_cents": 37900, "currency": "eur",
           "description": "INV-0031"}

@@ -13,11 +13,11 @@ from pydantic import ValidationError
 from support.scripted import scripted
 from support.worlds import make_world
 
-from limbo.cell import Cell
-from limbo.episode import run_episode
+from limbo.episode.run_one import run_episode
 from limbo.services import CONTRACTS
-from limbo.tasks import templates
-from limbo.tools import KEY_FIELD, toolset
+from limbo.sim.cell import Cell
+from limbo.sim.tasks import templates
+from limbo.sim.tools import KEY_FIELD, toolset
 
 NAN, INF = float("nan"), float("inf")
 

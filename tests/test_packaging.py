@@ -62,7 +62,7 @@ def test_wheel_installs_only_limbo_and_works_outside_the_repo(wheel: Path, tmp_p
     target = tmp_path / "site"
     install(wheel, target)
     probe = ("import limbo, limbo.services.billing, limbo.faults;"
-             "from limbo.cell import Cell; from limbo.episode import run_episode;"
+             "from limbo.sim.cell import Cell; from limbo.episode.run_one import run_episode;"
              "r = run_episode(Cell(service='billing', template='charge_invoice',"
              " focal_write='billing_create_charge'));"
              "print(limbo.__file__, r['outcome']['exactly_once'])")
@@ -75,7 +75,7 @@ def test_wheel_installs_only_limbo_and_works_outside_the_repo(wheel: Path, tmp_p
 def test_a_wheel_records_the_commit_it_was_built_from(wheel: Path, tmp_path: Path) -> None:
     """Installed into a virtualenv inside another git repository and run from there, a wheel
     reports the commit (and dirty flag) baked in when it was built from this tree."""
-    from limbo.provenance import git_state
+    from limbo.base.provenance import git_state
 
     built_from = git_state(ROOT)
     assert built_from is not None  # the tests run in a checkout
@@ -86,7 +86,7 @@ def test_a_wheel_records_the_commit_it_was_built_from(wheel: Path, tmp_path: Pat
            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.org"}
     for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "another project"]):
         subprocess.run(["git", *args], cwd=project, env=env, check=True, capture_output=True)
-    probe = "import json, limbo.provenance as p; print(p.__file__, json.dumps(p.provenance()))"
+    probe = "import json, limbo.base.provenance as p; print(p.__file__, json.dumps(p.provenance()))"
     out = subprocess.run([sys.executable, "-P", "-c", probe], cwd=project, env=env,
                          capture_output=True, text=True, check=True).stdout
     where, found = out.split(" ", 1)
@@ -107,9 +107,9 @@ def test_bare_folder_imports_are_banned_by_the_linter() -> None:
     messages = " ".join(entry["msg"] for entry in banned.values())
     assert "limbo.clock" not in messages  # no such module: time is the world's simpy env
     ignores = _pyproject()["tool"]["ruff"]["lint"]["per-file-ignores"]
-    # wall clock / OS randomness is legitimate only outside the simulation (and limbo/rng.py
+    # wall clock / OS randomness is legitimate only outside the simulation (and limbo/base/rng.py
     # is where generators are built); sim code never gets an ignore
-    outside_sim = {"limbo/rng.py", "limbo/cli.py", "limbo/runtime.py", "limbo/commands/*",
+    outside_sim = {"limbo/base/rng.py", "limbo/cli.py", "limbo/base/runtime.py", "limbo/commands/*",
                    "limbo/providers/*", "limbo/gateway/*", "harnesses/guard/*", "benchmarks/*",
                    "tests/*"}
     for path, rules in ignores.items():

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from limbo.episode import run_episode
+from limbo.episode.run_one import run_episode
 from limbo.experiments.grid import expand, load_grid
 
 WORLD = ("template", "focal_write", "instance")

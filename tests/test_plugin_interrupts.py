@@ -9,7 +9,7 @@ import pytest
 from support.hostile import records, spawn, write_plugin
 
 RAISES = '''
-from limbo.adapter import model_adapter
+from limbo.episode.models import model_adapter
 from limbo.harnesses.policies import PolicyAdapter
 
 

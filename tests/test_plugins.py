@@ -20,14 +20,14 @@ from typing import Any
 
 import pytest
 
-from limbo import registry
+from limbo.base import registry
+from limbo.base.errors import UsageError
+from limbo.base.hashing import digest
+from limbo.base.registry import entries, load_plugin
 from limbo.commands.listing import listing
-from limbo.errors import UsageError
 from limbo.experiments.grid import Grid, expand
-from limbo.hashing import digest
-from limbo.registry import entries, load_plugin
-from limbo.tasks import templates
-from limbo.tools import toolset
+from limbo.sim.tasks import templates
+from limbo.sim.tools import toolset
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "tests" / "fixtures" / "limbo_ext_demo"
@@ -117,11 +117,11 @@ def test_a_grid_over_the_plugin_runs_and_grades(site: Path, tmp_path: Path) -> N
 
 
 def test_the_plugin_harness_sends_the_prompt_before_the_task(site: Path) -> None:
-    probe = ("from limbo.adapter import make_adapter\n"
-             "from limbo.cell import Cell\n"
-             "from limbo.briefing import context\n"
-             "from limbo.registry import lookup\n"
-             "from limbo.world import World\n"
+    probe = ("from limbo.episode.models import make_adapter\n"
+             "from limbo.sim.cell import Cell\n"
+             "from limbo.episode.briefing import context\n"
+             "from limbo.base.registry import lookup\n"
+             "from limbo.sim.world import World\n"
              "cell = Cell(harness='demo-inline', condition='demo-checklist', service='demoshop',"
              " template='demoshop_restock', focal_write='demoshop_place_order')\n"
              "world = World(cell)\n"
@@ -184,15 +184,15 @@ def _plugin(tmp_path: Path, source: str, name: str = "plug.py") -> Path:
 
 
 SHOP = '''
-from limbo.results import ok
-from limbo.services.base import OpContext, ReadBack, Service, Table, View, read, service, write
+from limbo.sim.results import ok
+from limbo.services.base import OpContext, ReadBack, Service, VersionedTable, View, read, service, write
 
 
 @service("{name}")
 class Shop(Service):
     def __init__(self, seed):
         super().__init__(seed)
-        self.rows = Table()
+        self.rows = VersionedTable()
 
     @write(readback=lambda a: ReadBack("lookup", {{}}, {{"sku": a["sku"]}}))
     def order(self, ctx: OpContext, sku: str):
@@ -225,7 +225,7 @@ def _shop(tmp_path: Path, name: str, template: Any = None) -> Path:
 
 
 def test_a_plugin_file_adds_a_service_with_its_templates(tmp_path: Path, scratch: Path) -> None:
-    from limbo.episode import run_episode
+    from limbo.episode.run_one import run_episode
 
     load_plugin(str(_shop(tmp_path, "zshop")))
     load_plugin(str(_shop(tmp_path, "ashop")))
@@ -278,10 +278,10 @@ def test_a_broken_template_file_is_one_usage_error_naming_it(
 KIND_BASES = [
     ("from limbo.services.base import service as deco", "limbo.services.base.Service"),
     ("from limbo.faults.base import fault as deco", "limbo.faults.base.Fault"),
-    ("from limbo.harnesses.conditions import condition\n"
-     "deco = lambda n: condition(n, 'summary')", "limbo.harnesses.conditions.Condition"),
+    ("from limbo.episode.condition import condition\n"
+     "deco = lambda n: condition(n, 'summary')", "limbo.episode.condition.Condition"),
     ("from limbo.harnesses.policies import policy as deco", "limbo.harnesses.policies.Policy"),
-    ("from limbo.adapter import model_adapter as deco", "limbo.adapter.ModelAdapter"),
+    ("from limbo.episode.models import model_adapter as deco", "limbo.episode.models.ModelAdapter"),
 ]
 
 
@@ -294,7 +294,7 @@ def test_a_class_of_the_wrong_base_is_refused_naming_the_base(
 
 
 def test_a_function_is_not_a_harness(tmp_path: Path, scratch: Path) -> None:
-    path = _plugin(tmp_path, "from limbo.harness import harness\n\n@harness('loop')\n"
+    path = _plugin(tmp_path, "from limbo.episode.harness import harness\n\n@harness('loop')\n"
                              "def loop():\n    pass\n")
     with pytest.raises(UsageError, match="harness 'loop': .*loop must be a class, not a function"):
         load_plugin(str(path))
@@ -302,9 +302,9 @@ def test_a_function_is_not_a_harness(tmp_path: Path, scratch: Path) -> None:
 
 def test_a_harness_without_the_protocol_is_refused_naming_what_is_missing(
         tmp_path: Path, scratch: Path) -> None:
-    path = _plugin(tmp_path, "from limbo.harness import harness\n\n@harness('half')\n"
+    path = _plugin(tmp_path, "from limbo.episode.harness import harness\n\n@harness('half')\n"
                              "class Half:\n    async def run(self):\n        pass\n")
-    with pytest.raises(UsageError, match="does not implement limbo.harness.Harness "
+    with pytest.raises(UsageError, match="does not implement limbo.episode.harness.Harness "
                                          r"\(missing: start, stop, availability\)"):
         load_plugin(str(path))
     assert "half" not in entries("harness")
@@ -370,7 +370,7 @@ def test_a_condition_defined_outside_any_file_uses_the_built_in_prompts(scratch:
 
 def _harness(tmp_path: Path, name: str, answer: str) -> None:
     """Load a plugin harness (the minimal loop) whose availability() runs ``answer``."""
-    load_plugin(str(_plugin(tmp_path, "from limbo.harness import harness\n"
+    load_plugin(str(_plugin(tmp_path, "from limbo.episode.harness import harness\n"
                                       "from limbo.harnesses.minimal import MinimalHarness\n\n"
                                       f"@harness({name!r})\nclass H(MinimalHarness):\n"
                                       f"    @classmethod\n    def availability(cls):\n"

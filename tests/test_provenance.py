@@ -52,7 +52,7 @@ def test_an_editable_install_records_its_source_trees_commit_not_the_cwds(
     assert manifest["git_source"] == "checkout"
 
 
-PROBE = "import json, limbo.provenance as p; print(json.dumps(p.provenance()))"
+PROBE = "import json, limbo.base.provenance as p; print(json.dumps(p.provenance()))"
 
 
 def probe(path: Path) -> dict[str, object]:
@@ -64,8 +64,8 @@ def probe(path: Path) -> dict[str, object]:
 
 
 def _package_copy(into: Path) -> None:
-    (into / "limbo").mkdir(parents=True)
-    for name in ("__init__.py", "provenance.py"):
+    (into / "limbo" / "base").mkdir(parents=True)
+    for name in ("__init__.py", "base/__init__.py", "base/provenance.py"):
         shutil.copy(ROOT / "limbo" / name, into / "limbo" / name)
 
 

@@ -23,9 +23,9 @@ from support.model_servers import (
 )
 from support.scripted import scripted
 
-from limbo.adapter import ModelTurn, ToolCall
-from limbo.episode import run_episode
-from limbo.errors import UsageError
+from limbo.base.errors import UsageError
+from limbo.episode.models import ModelTurn, ToolCall
+from limbo.episode.run_one import run_episode
 from limbo.gateway import Drop, HttpError, StreamError, Truncate
 
 FAULTS = ["none", "timeout_post", "http500_post"]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from limbo.adapter import make_adapter
+from limbo.episode.models import make_adapter
 from limbo.providers import clients, limiter
 from limbo.providers.limiter import AimdState, LocalLimiter, limiter_for, set_limiter_factory
 from limbo.providers.loopback import Pace, serve_in_thread
@@ -224,9 +224,9 @@ def test_provider_adapters_behind_the_gateway_share_the_runs_client(make_cell) -
     episode; the provider adapter answering there takes the run's client too."""
     import openai
 
-    from limbo.briefing import context
+    from limbo.episode.briefing import context
     from limbo.gateway import Gateway
-    from limbo.world import World
+    from limbo.sim.world import World
 
     ctx = context(World(make_cell("charge_invoice")))
 
@@ -271,10 +271,10 @@ def test_a_model_call_hands_control_to_the_event_loop_once(api, make_cell) -> No
     (the default httpx transport: about four) keeps the answers that arrive together in
     lockstep: each waits for every other one to be processed. Counted on a task of its own:
     every wait for something not yet done is one hand-over."""
-    from limbo.adapter import Message
-    from limbo.briefing import context
+    from limbo.episode.briefing import context
+    from limbo.episode.models import Message
     from limbo.harnesses.toolcalls import tool_defs
-    from limbo.world import World
+    from limbo.sim.world import World
 
     world = World(make_cell("charge_invoice"))
     ctx, tools = context(world), tool_defs(world)

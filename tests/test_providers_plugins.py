@@ -13,11 +13,11 @@ import pytest
 from support.cells import cell_for
 from support.reference import briefed
 
-from limbo.briefing import context
-from limbo.episode import run_episode
+from limbo.base.registry import _REGISTRY, entries, load_plugin
+from limbo.episode.briefing import context
+from limbo.episode.run_one import run_episode
 from limbo.gateway import ThreadedGateway
-from limbo.registry import _REGISTRY, entries, load_plugin
-from limbo.world import World
+from limbo.sim.world import World
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "models.md"
@@ -67,7 +67,7 @@ def _parsed(event: dict) -> dict:
 
 def test_a_plugin_given_as_a_module_name(tmp_path, monkeypatch, forget_models) -> None:
     (tmp_path / "my_limbo_plugin.py").write_text(
-        "from limbo.adapter import model_adapter\n"
+        "from limbo.episode.models import model_adapter\n"
         "from limbo.harnesses.policies import PolicyAdapter\n\n"
         "@model_adapter('plugged')\nclass Plugged(PolicyAdapter):\n    pass\n")
     monkeypatch.syspath_prepend(str(tmp_path))

@@ -13,12 +13,13 @@ import random
 
 import pytest
 
-from limbo.adapter import Message, ModelTurn, ToolCall, ToolDef, Usage
-from limbo.errors import ModelError, UsageError
+from limbo.base.errors import ModelError, UsageError
+from limbo.base.secrets import scrub
+from limbo.episode.models import Message, ModelTurn, ToolCall, ToolDef
+from limbo.log.records import Usage
 from limbo.providers import chat_api, messages_api, pricing, responses_api
 from limbo.providers.encoded import wire_bytes
 from limbo.providers.retry import Retryable, RetryPolicy, retry_after, with_retries
-from limbo.providers.secrets import scrub
 from limbo.providers.wire import Tokens, parse_args
 
 TOOLS = [ToolDef(name="billing_list_charges", description="List.",
@@ -87,10 +88,10 @@ READERS = {
     "responses-stream": lambda t: responses_api.reply(responses_api.stream_events(
         t, "m", _ids(), responses_api.Namespaces())[-1][1]["response"]),
     "chat": lambda t: chat_api.reply(chat_api.response_body(t, "m", "c")),
-    "chat-stream": lambda t: _accumulate(chat_api.Accumulator(),
+    "chat-stream": lambda t: _accumulate(chat_api.ChatAccumulator(),
                                          chat_api.stream_events(t, "m", "c", True)[:-1]),
     "messages": lambda t: messages_api.reply(messages_api.response_body(t, "m", "i")),
-    "messages-stream": lambda t: _accumulate(messages_api.Accumulator(),
+    "messages-stream": lambda t: _accumulate(messages_api.MessagesAccumulator(),
                                              messages_api.stream_events(t, "m", "i")),
 }
 
@@ -228,9 +229,9 @@ def test_limbo_imports_without_any_vendor_sdk() -> None:
         "for name in ('openai', 'anthropic', 'httpx2', 'httpx'):\n"
         "    sys.modules[name] = None\n"
         "import limbo, limbo.providers, limbo.gateway\n"
-        "from limbo.registry import entries\n"
-        "from limbo.adapter import make_adapter\n"
-        "from limbo.errors import UsageError\n"
+        "from limbo.base.registry import entries\n"
+        "from limbo.episode.models import make_adapter\n"
+        "from limbo.base.errors import UsageError\n"
         "assert {'openai', 'anthropic', 'replay', 'policy'} <= set(entries('model'))\n"
         "for spec in ('openai/gpt-4.1', 'anthropic/claude-sonnet-4-5'):\n"
         "    try:\n"

@@ -25,8 +25,8 @@ from support.proxy_runs import (
 )
 from support.scripted import write_script
 
-from limbo.tasks import Template, instantiate
-from limbo.worldfile.check import checked
+from limbo.sim.tasks import Template, instantiate
+from limbo.sim.worldfile.check import checked
 
 HARNESS = "claude-code"
 TOOLS = {"create_order", "refund_order", "add_lines", "list_orders", "list_lines", "finish"}

@@ -17,7 +17,7 @@ from mcp import Client, StdioServerParameters
 from support.proxy_runs import LIMBO, Agent, proxy_args, run_stdio
 
 from limbo.analysis.loader import load
-from limbo.records import parse_record
+from limbo.log.records import parse_record
 
 
 async def blind(agent: Agent) -> None:

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from support.proxy_runs import WORLD
 
-from limbo.errors import UsageError
+from limbo.base.errors import UsageError
+from limbo.base.rng import generator
 from limbo.faults import tail
 from limbo.proxy.declared import load
 from limbo.proxy.journal import Journal, read_journal
@@ -17,7 +18,6 @@ from limbo.proxy.ledger import COMMITTED, REPLAYED, UNCERTAIN, Ledger
 from limbo.proxy.plan import parse
 from limbo.proxy.redact import redact, scrub_with
 from limbo.proxy.shapes import items, object_id, payload, result_of
-from limbo.rng import generator
 
 CATALOG = load(WORLD)
 CATALOG.bind(["create_order", "refund_order", "add_lines", "list_orders", "list_lines"])

@@ -20,7 +20,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from limbo.harness import TERMINATIONS
+from limbo.sim.events import TERMINATIONS
 
 ROOT = Path(__file__).resolve().parents[1]
 LIMBO = str(Path(sys.executable).parent / "limbo")
@@ -102,8 +102,8 @@ def _documented() -> dict[str, tuple[bool, bool]]:
 def test_every_termination_reads_the_same_everywhere(trouble_run, tmp_path: Path) -> None:
     from limbo.analysis.gate import Thresholds, evaluate
     from limbo.analysis.loader import load
-    from limbo.store import scan
-    from limbo.summary import Summary
+    from limbo.log.store import scan
+    from limbo.run.summary import Summary
 
     records = _records(trouble_run[0])
     (tmp_path / "episodes.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
@@ -129,8 +129,8 @@ def test_every_termination_reads_the_same_everywhere(trouble_run, tmp_path: Path
 
 def test_the_inspect_scorer_rates_the_same_episodes(trouble_run) -> None:
     pytest.importorskip("inspect_ai")
-    from limbo.inspect.cells import RECORD_KEY
     from limbo.inspect.task import ledger
+    from limbo.log.inspect_logs import RECORD_KEY
 
     score = ledger()
     documented = _documented()

@@ -1,4 +1,4 @@
-"""The cluster's one call limiter (limbo/ray_limiter.py) on a real two-node Ray cluster: a
+"""The cluster's one call limiter (limbo/run/ray/leases.py) on a real two-node Ray cluster: a
 :class:`LimiterActor` on the head, and worker processes — one per node — each holding the
 :class:`RayLimiter` a worker's episodes use, driven here through a small actor of this module.
 
@@ -21,7 +21,7 @@ from support.ray_cluster import Cluster
 ray = pytest.importorskip("ray")
 
 from limbo.providers.limiter import START_LIMIT, CallLimiter  # noqa: E402
-from limbo.ray_limiter import HOLD_S, RayLimiter, limiter_actor  # noqa: E402
+from limbo.run.ray.leases import HOLD_S, RayLimiter, limiter_actor  # noqa: E402
 
 
 class Caller:

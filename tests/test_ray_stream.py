@@ -1,4 +1,4 @@
-"""A Ray worker streams a batch's records back as its episodes end (limbo/ray_tasks.py), so the
+"""A Ray worker streams a batch's records back as its episodes end (limbo/run/ray/worker.py), so the
 driver writes each record at once instead of when the batch's last episode ends: a driver
 stopped mid-run has lost only the episodes in flight. On a real one-node Ray cluster on
 127.0.0.1, against a paced loopback model endpoint; nothing here is timed."""
@@ -15,7 +15,7 @@ from support.ray_cluster import Cluster
 ray = pytest.importorskip("ray")
 
 from limbo.providers.loopback import Pace, serve_in_thread  # noqa: E402
-from limbo.ray_tasks import EpisodeWorker, Setup  # noqa: E402
+from limbo.run.ray.worker import EpisodeWorker, Setup  # noqa: E402
 
 
 @pytest.fixture(scope="module")

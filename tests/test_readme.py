@@ -13,10 +13,10 @@ from typing import Any
 
 from support.ollama import OllamaServer, policy_answer
 
-from limbo.adapter import ModelTurn, ToolCall, make_adapter
-from limbo.briefing import answer_key, brief, context
-from limbo.cell import Cell
-from limbo.world import World
+from limbo.episode.briefing import answer_key, brief, context
+from limbo.episode.models import ModelTurn, ToolCall, make_adapter
+from limbo.sim.cell import Cell
+from limbo.sim.world import World
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -17,12 +17,12 @@ from conftest import cell_for
 from jsonschema import Draft202012Validator
 from support.hostile import LIMBO, cli, spawn
 
-from limbo.config import Limits
-from limbo.episode import run_episode
-from limbo.events import EVENT_TYPES
+from limbo.episode.run_one import run_episode
 from limbo.experiments.grid import expand, load_grid
-from limbo.records import RECORD_FIELDS, EpisodeRecord
-from limbo.runner import RunOptions, run_cells
+from limbo.log.records import RECORD_FIELDS, EpisodeRecord
+from limbo.run.runner import RunOptions, run_cells
+from limbo.sim.config import Limits
+from limbo.sim.events import EVENT_TYPES
 
 EXTRA_CONDITIONS = ("sdk-retry", "vbr", "wait-60", "state-oracle", "outcome-oracle", "reflect",
                     "guard")

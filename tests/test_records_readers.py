@@ -15,12 +15,12 @@ from conftest import cell_for
 from support.hostile import cli, records, refused
 
 from limbo.analysis.loader import load
-from limbo.episode import arun_episode
-from limbo.errors import InfraError
-from limbo.events import EventLog
-from limbo.harness import LoopResult
+from limbo.base.errors import InfraError
+from limbo.episode.harness import LoopResult
+from limbo.episode.run_one import arun_episode
 from limbo.harnesses.minimal import MinimalHarness
-from limbo.records import READABLE, RecordError
+from limbo.log.records import READABLE, RecordError
+from limbo.sim.events import EventLog
 
 GRID = ["--template", "charge_invoice", "--model", "policy/verify", "--fault", "timeout_post"]
 
@@ -126,7 +126,7 @@ def test_emit_refuses_an_unknown_type_and_fields_its_model_does_not_have() -> No
         log.emit("teleport", to="mars")
     with pytest.raises(InfraError, match=r"clock event with fields \['reason'\]"):
         log.emit("clock", reason="wait")
-    with pytest.raises(InfraError, match="limbo.events.Clock needs"):
+    with pytest.raises(InfraError, match="limbo.sim.events.Clock needs"):
         log.emit("clock", reason="wait", seconds=1.0, mood="bored")
     log.emit("clock", reason="wait", seconds=1.0)
     log.emit("condition", name="mine", action="noted", anything={"a": 1})  # open by design

@@ -11,9 +11,9 @@ from support.cells import cell_for
 from support.model_servers import FAKE_OPENAI_KEY, Bridge, Metered, plain
 from support.scripted import scripted
 
-from limbo.adapter import ModelTurn, ToolCall
-from limbo.episode import run_episode
-from limbo.errors import UsageError
+from limbo.base.errors import UsageError
+from limbo.episode.models import ModelTurn, ToolCall
+from limbo.episode.run_one import run_episode
 from limbo.gateway import ThreadedGateway
 from limbo.providers.replay import ReplayAdapter, load_records, verify_run
 from limbo.services.tickets import Tickets

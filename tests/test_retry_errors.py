@@ -19,10 +19,10 @@ from support.bad_server import CHAT_OK, BadServer, Reply
 from support.hostile import cli, records
 
 from limbo.experiments.grid import expand, load_grid, validated
-from limbo.moves import supersede
-from limbo.store import SUPERSEDED, iter_records, scan, temp_name
-from limbo.tasks import fill
-from limbo.world import World
+from limbo.log.moves import supersede
+from limbo.log.store import SUPERSEDED, iter_records, scan, temp_name
+from limbo.sim.tasks import fill
+from limbo.sim.world import World
 
 BOOM = Reply(500, b'{"error": {"message": "upstream exploded", "type": "server_error"}}')
 GRID = ["e1", "--template", "charge_invoice", "--instances", "1", "--no-cache", "--quiet"]

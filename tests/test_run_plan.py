@@ -9,8 +9,9 @@ import json
 from support.hostile import cli, records, refused, untouched, write_plugin
 
 PLUGIN = '''
-from limbo.adapter import ModelAdapter, ModelTurn, ToolCall, Usage, model_adapter
-from limbo.harness import harness
+from limbo.episode.models import ModelAdapter, ModelTurn, ToolCall, model_adapter
+from limbo.log.records import Usage
+from limbo.episode.harness import harness
 from limbo.harnesses.minimal import MinimalHarness
 
 

@@ -63,7 +63,7 @@ def test_the_errors_by_reason_example_is_what_the_run_prints(tmp_path: Path) -> 
 
 
 def test_the_plan_line_example_is_what_a_dry_run_of_the_paper_grid_prints() -> None:
-    from limbo.harness import availability
+    from limbo.episode.harness import availability
 
     harnesses = ("claude-code", "codex", "copilot", "hermes")
     if not all(availability(h)[0] for h in harnesses):

@@ -15,7 +15,7 @@ import pytest
 from support.bad_server import BadServer, Reply
 from support.hostile import cli
 
-from limbo.providers.secrets import scrubber
+from limbo.base.secrets import scrubber
 
 KEY = "sk-LIMBOTESTSECRET123+/xy"
 MARK = "LIMBOTESTSECRET"

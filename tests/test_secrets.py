@@ -19,9 +19,9 @@ from support.model_servers import (
     Bridge,
 )
 
-from limbo.adapter import make_adapter
-from limbo.episode import run_episode
-from limbo.errors import UsageError
+from limbo.base.errors import UsageError
+from limbo.episode.models import make_adapter
+from limbo.episode.run_one import run_episode
 from limbo.gateway import HttpError, ThreadedGateway
 from limbo.providers.cache import ResponseCache
 

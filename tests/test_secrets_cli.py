@@ -12,9 +12,9 @@ from pathlib import Path
 from support.model_servers import FAKE_OPENAI_KEY, SECRET_MARK
 from support.reference import briefed
 
-from limbo.briefing import context
+from limbo.episode.briefing import context
 from limbo.experiments.grid import Grid, expand
-from limbo.world import World
+from limbo.sim.world import World
 
 
 def test_cli_run_through_the_sdk_leaves_no_key_anywhere(gw, tmp_path: Path) -> None:

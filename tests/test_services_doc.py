@@ -13,11 +13,11 @@ import typing
 from pathlib import Path
 from typing import Any
 
-from limbo.config import Limits, Timing
-from limbo.results import ERROR_KINDS, error
 from limbo.services import OpSpec
-from limbo.tasks import templates
-from limbo.tools import toolset
+from limbo.sim.config import Limits, Timing
+from limbo.sim.results import ERROR_KINDS, error
+from limbo.sim.tasks import templates
+from limbo.sim.tools import toolset
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "world.md"
 BLOCK = re.compile(r"(<!-- (\w+):begin -->\n)(.*?)(<!-- \2:end -->)", re.S)

@@ -7,7 +7,7 @@ import pytest
 from support.worlds import deliver, make_world, sample_writes
 
 from limbo.services import CONTRACTS
-from limbo.tools import toolset
+from limbo.sim.tools import toolset
 
 
 @pytest.mark.parametrize("contract", CONTRACTS)

@@ -12,13 +12,13 @@ from collections import Counter
 
 import pytest
 
-from limbo.cell import Cell
-from limbo.episode import run_episode
-from limbo.errors import UsageError
-from limbo.grading import matches
+from limbo.base.errors import UsageError
+from limbo.episode.run_one import run_episode
+from limbo.log.grading import matches
 from limbo.services import CONTRACTS
-from limbo.tasks import Template, fill, instantiate, template, templates
-from limbo.tools import toolset
+from limbo.sim.cell import Cell
+from limbo.sim.tasks import Template, fill, instantiate, template, templates
+from limbo.sim.tools import toolset
 
 ALL = sorted(templates())
 #: Every write row of world.md §4 that must be some template's focal write.
@@ -117,7 +117,7 @@ def test_instances_are_deterministic_and_vary(name: str) -> None:
 
 
 def test_instances_are_the_same_in_another_process() -> None:
-    script = ("import json; from limbo.tasks import templates, instantiate; "
+    script = ("import json; from limbo.sim.tasks import templates, instantiate; "
               "print(json.dumps({n: [instantiate(t, i).vars for i in range(3)] "
               "for n, t in templates().items()}, sort_keys=True))")
     env = {**os.environ, "PYTHONHASHSEED": "12345"}

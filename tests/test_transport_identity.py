@@ -10,9 +10,9 @@ import json
 from support.bad_server import CHAT_OK, BadServer, Reply
 from support.hostile import cli, records
 
-from limbo.cell import Cell
 from limbo.experiments.grid import CellSource, load_grid
-from limbo.plan import plan
+from limbo.run.plan import plan
+from limbo.sim.cell import Cell
 
 TASK = {"service": "billing", "template": "charge_invoice", "focal_write": "billing_create_charge"}
 SMALL = ["--template", "charge_invoice", "--fault", "none", "--fault", "timeout_post",

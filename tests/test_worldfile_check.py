@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from limbo.cli import main
-from limbo.worldfile.format import schema_text
-from limbo.worldfile.lines import Lines
+from limbo.sim.worldfile.format import schema_text
+from limbo.sim.worldfile.lines import Lines
 
 ROOT = Path(__file__).resolve().parents[1]
 SHOP = ROOT / "examples" / "worlds" / "shop.toml"
@@ -260,7 +260,7 @@ def test_a_proxy_only_service_is_declared_without_how_to_play_it(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Issue 30's proxy reads this: writes with their effect fields, key support and scope,
     and the reads that list them; no record kinds, no actions."""
-    from limbo.worldfile.check import checked
+    from limbo.sim.worldfile.check import checked
 
     path = tmp_path / "pay.toml"
     path.write_text(PROXY, encoding="utf-8")
@@ -280,7 +280,7 @@ def test_a_write_may_give_the_shape_of_its_success_for_the_proxy(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Issue 30: ``result`` is what a success of a write answers (the proxy's phantom
     acknowledgement); its placeholders name the write's arguments, or ``id``."""
-    from limbo.worldfile.check import checked
+    from limbo.sim.worldfile.check import checked
 
     shape = 'result = { charge_id = "{id}", customer = "{customer}", amount = "{amount}" }\n'
     path = tmp_path / "pay.toml"

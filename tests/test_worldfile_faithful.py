@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from limbo.cell import Cell
-from limbo.episode import run_episode
+from limbo.episode.run_one import run_episode
 from limbo.experiments.grid import Grid, iter_cells
-from limbo.worldfile.kit import load_world
+from limbo.sim.cell import Cell
+from limbo.sim.worldfile.kit import load_world
 
 ROOT = Path(__file__).resolve().parents[1]
 SOCIAL = ROOT / "examples" / "social.toml"

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from support.harness_runs import require, run_all, without_ids
 
-from limbo.cell import Cell
-from limbo.episode import run_episode
+from limbo.episode.run_one import run_episode
 from limbo.harnesses.tool_text import read_result
-from limbo.worldfile.kit import load_world
+from limbo.sim.cell import Cell
+from limbo.sim.worldfile.kit import load_world
 
 SHOP = Path(__file__).resolve().parents[1] / "examples" / "worlds" / "shop.toml"
 HARNESS = "claude-code"

@@ -13,9 +13,9 @@ from pathlib import Path
 
 from mcp import Client, StdioServerParameters
 
-from limbo.cell import Cell
 from limbo.experiments.grid import world_seed
-from limbo.worldfile.kit import load_world
+from limbo.sim.cell import Cell
+from limbo.sim.worldfile.kit import load_world
 
 LIMBO = str(Path(sys.executable).parent / "limbo")
 SHOP = Path(__file__).resolve().parents[1] / "examples" / "worlds" / "shop.toml"

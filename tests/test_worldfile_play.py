@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from support.worlds import at, deliver, ledger_tools
 
-from limbo.cell import Cell
-from limbo.episode import run_episode
-from limbo.world import World
-from limbo.worldfile.kit import load_world
+from limbo.episode.run_one import run_episode
+from limbo.sim.cell import Cell
+from limbo.sim.world import World
+from limbo.sim.worldfile.kit import load_world
 
 LAB = Path(__file__).resolve().parent / "fixtures" / "worlds" / "lab.toml"
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from support.hostile import LIMBO
 
-from limbo.worldfile import format as fmt
-from limbo.worldfile.kit import load_world
+from limbo.sim.worldfile import format as fmt
+from limbo.sim.worldfile.kit import load_world
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = (ROOT / "docs" / "worlds.md").read_text(encoding="utf-8")

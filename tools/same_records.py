@@ -6,7 +6,7 @@ A performance change must not change what a grid records: this compares the reco
 both directories sorted, each with its ``runtime`` (wall time, host facts, the one field that
 is not a function of the cell) cut off the text itself, so the comparison is of the bytes as
 written, not of re-encoded values. ``runtime`` is the last key of every record (see
-:func:`limbo.episode._record`); a line where it is not is reported, never silently compared.
+:func:`limbo.episode.run_one._record`); a line where it is not is reported, never silently compared.
 Exit status 0 when the records are the same, 1 otherwise.
 """
 

@@ -18,7 +18,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from limbo.grading import assign
+from limbo.log.grading import assign
 
 
 def bucket_file(bucket: int) -> str:
@@ -27,7 +27,7 @@ def bucket_file(bucket: int) -> str:
 
 def rerun_command(run_dir: Path, episode_id: str) -> str:
     """The command that re-runs the episode, with the plugins and prices its run used."""
-    from limbo.rerun import rerun_command as command
+    from limbo.log.rerun import rerun_command as command
 
     return command(run_dir, episode_id)
 

@@ -22,7 +22,8 @@ from urllib.parse import unquote, urlsplit
 
 from limbo.analysis.loader import record_files
 from limbo.analysis.report.site import Site, build, waiting
-from limbo.errors import UsageError
+from limbo.analysis.runs import Fallback
+from limbo.base.errors import UsageError
 
 TYPES = {"html": "text/html; charset=utf-8", "js": "text/javascript; charset=utf-8",
          "css": "text/css; charset=utf-8", "png": "image/png", "svg": "image/svg+xml",
@@ -46,15 +47,16 @@ def signature(paths: Sequence[Path]) -> tuple[tuple[str, int, int], ...]:
 class Live:
     """The current site of ``paths``, rebuilt when their files change."""
 
-    def __init__(self, paths: Sequence[Path], weighting: str) -> None:
-        self.paths, self.weighting = list(paths), weighting
+    def __init__(self, paths: Sequence[Path], weighting: str,
+                 fallback: Fallback | None = None) -> None:
+        self.paths, self.weighting, self.fallback = list(paths), weighting, fallback
         self._signature = signature(self.paths)
         self.site = self._build(0)
         self._buckets: dict[tuple[int, int], bytes] = {}
 
     def _build(self, version: int) -> Site:
         try:
-            return build(self.paths, self.weighting, version)
+            return build(self.paths, self.weighting, version, self.fallback)
         except UsageError as exc:
             return waiting(self.paths, str(exc), version)
 
@@ -142,14 +144,15 @@ class _Server(ThreadingHTTPServer):
               f"({type(exc).__name__}: {exc})", file=sys.stderr, flush=True)
 
 
-def serve(paths: Sequence[Path], weighting: str, port: int, announce: Any = print) -> None:
+def serve(paths: Sequence[Path], weighting: str, port: int, announce: Any = print,
+          fallback: Fallback | None = None) -> None:
     """Serve until interrupted; ``announce`` gets the address once the socket is bound."""
     try:  # bind before building, so a busy port is said at once
         server = _Server(("127.0.0.1", port), BaseHTTPRequestHandler)
     except OSError as exc:
         raise UsageError(f"--port {port}: cannot listen on 127.0.0.1 ({exc.strerror})") from None
     try:
-        live = Live(paths, weighting)
+        live = Live(paths, weighting, fallback)
     except BaseException:
         server.server_close()
         raise

@@ -26,6 +26,7 @@ from limbo.analysis.report.details import bucket_file, bucket_script, detail_jso
 from limbo.analysis.report.index import bucket_count, bucket_of, index_payload
 from limbo.analysis.report.linked import cells_payload
 from limbo.analysis.report.overview import ErrorGroup, Figure, Overview, read_manifests
+from limbo.analysis.runs import Fallback
 from limbo.analysis.uncertainty import Uncertainty
 
 
@@ -101,11 +102,12 @@ def _common_files(meta: dict[str, Any]) -> dict[str, bytes]:
     return files
 
 
-def build(paths: Sequence[Path], weighting: str = "template", version: int = 0) -> Site:
+def build(paths: Sequence[Path], weighting: str = "template", version: int = 0,
+          fallback: Fallback | None = None) -> Site:
     """The site over the runs in ``paths``; :class:`UsageError` when nothing loads."""
     from limbo.analysis.tables import TABLES, build_safely
 
-    loaded = load(paths)
+    loaded = load(paths, fallback)
     data = Data(loaded, weighting)
     tables, failures = build_safely(data, list(TABLES))
     # The figures as `limbo figures` draws them (its default bootstrap for the error bars);

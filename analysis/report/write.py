@@ -15,7 +15,7 @@ from pathlib import Path
 from limbo import __version__
 from limbo.analysis.report.details import bucket_file
 from limbo.analysis.report.site import Site
-from limbo.errors import UsageError
+from limbo.base.errors import UsageError
 
 MARKER = "limbo-report.json"
 

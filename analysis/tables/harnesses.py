@@ -14,7 +14,7 @@ from limbo.analysis.tables.common import excluded, none_rated, rate_of, weightin
 
 def known_harnesses() -> list[str]:
     """Every registered harness (built-in, production CLIs of E3 and plugins alike)."""
-    from limbo.registry import entries
+    from limbo.base.registry import entries
 
     names = list(entries("harness"))
     return sorted(names, key=lambda h: (HARNESS_ORDER.index(h) if h in HARNESS_ORDER

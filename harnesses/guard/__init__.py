@@ -12,8 +12,9 @@ imported by this package). Keys live in a pluggable store: :class:`MemoryKeyStor
 or :class:`SQLiteKeyStore` (durable across restarts and processes).
 """
 
+from limbo.harnesses.guard.allowlist import Tool
 from limbo.harnesses.guard.core import BoundGuard, Guard, default_exception_outcome
-from limbo.harnesses.guard.records import (
+from limbo.harnesses.guard.receipts import (
     Decision,
     GuardError,
     GuardResult,
@@ -24,7 +25,6 @@ from limbo.harnesses.guard.records import (
 )
 from limbo.harnesses.guard.sqlite import SQLiteKeyStore
 from limbo.harnesses.guard.stores import Claim, KeyStore, MemoryKeyStore
-from limbo.harnesses.guard.tools import Tool
 
 __all__ = [
     "BoundGuard",

@@ -23,14 +23,15 @@ and a sync host (like LIMBO's tool layer, whose clock is a simulation) never nee
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 from collections import deque
 from collections.abc import Awaitable, Callable, Generator, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
-from limbo.harnesses.guard.records import (
+from limbo.harnesses.guard.allowlist import Args, Tool
+from limbo.harnesses.guard.drive import CallNeed, JoinNeed, Slot, Steps, advance, settle_sync
+from limbo.harnesses.guard.receipts import (
     Decision,
     GuardError,
     GuardResult,
@@ -42,7 +43,6 @@ from limbo.harnesses.guard.records import (
 )
 from limbo.harnesses.guard.schema import Invalid, check_key, derived_key, fingerprint, validate
 from limbo.harnesses.guard.stores import KeyStore, MemoryKeyStore
-from limbo.harnesses.guard.tools import Args, Tool
 
 Policy = Callable[[str, str, Args], bool | Awaitable[bool]]
 """``policy(caller, tool, args)``: exactly ``True`` allows; anything else, or raising, refuses."""
@@ -57,37 +57,6 @@ def default_exception_outcome(exc: BaseException) -> Outcome | None:
     if isinstance(exc, TimeoutError | ConnectionError):
         return "ambiguous"
     return None
-
-
-@dataclass
-class _Call:
-    """Need: call ``fn(*args, **kwargs)`` (awaiting the result if it is awaitable)."""
-
-    fn: Callable[..., Any]
-    args: tuple[Any, ...] = ()
-    kwargs: dict[str, Any] = field(default_factory=dict)
-
-
-class _Slot:
-    """An execution in flight that identical calls may join (step 5)."""
-
-    def __init__(self, tool: str, fp: str) -> None:
-        self.tool, self.fp = tool, fp
-        self.done = False
-        self.result: GuardResult | None = None
-        self.exc: BaseException | None = None
-        self.event = asyncio.Event()
-
-    def settle(self, result: GuardResult | None, exc: BaseException | None = None) -> None:
-        self.result, self.exc, self.done = result, exc, True
-        self.event.set()
-
-
-@dataclass
-class _Join:
-    """Need: wait until ``slot`` settles (the sync driver cannot, and answers ``None``)."""
-
-    slot: _Slot
 
 
 class _CallLog:
@@ -110,9 +79,6 @@ class _CallLog:
     def done(self, ok: bool, value: Any, receipt: Receipt, error: GuardError | None = None
              ) -> GuardResult:
         return GuardResult(ok, value, error, receipt, tuple(self.items))
-
-
-Steps = Generator[_Call | _Join, Any, GuardResult]
 
 
 class Guard:
@@ -144,7 +110,7 @@ class Guard:
         self.on_decision = on_decision
         self.exception_outcome = exception_outcome
         self.decisions: deque[Decision] = deque(maxlen=keep_decisions)
-        self._inflight: dict[tuple[str, str], _Slot] = {}
+        self._inflight: dict[tuple[str, str], Slot] = {}
 
     # -- declaring tools ------------------------------------------------------------------
 
@@ -173,12 +139,12 @@ class Guard:
         reply: Any = None
         thrown: BaseException | None = None
         while True:
-            done, need = _advance(steps, reply, thrown)
+            done, need = advance(steps, reply, thrown)
             if done:
                 return need  # type: ignore[no-any-return]
             reply, thrown = None, None
             try:
-                if isinstance(need, _Join):
+                if isinstance(need, JoinNeed):
                     await need.slot.event.wait()
                     reply = need.slot
                 else:
@@ -195,15 +161,15 @@ class Guard:
         reply: Any = None
         thrown: BaseException | None = None
         while True:
-            done, need = _advance(steps, reply, thrown)
+            done, need = advance(steps, reply, thrown)
             if done:
                 return need  # type: ignore[no-any-return]
             reply, thrown = None, None
             try:
-                if isinstance(need, _Join):
+                if isinstance(need, JoinNeed):
                     reply = need.slot if need.slot.done else None
                 else:
-                    reply = _settle_sync(need.fn(*need.args, **need.kwargs))
+                    reply = settle_sync(need.fn(*need.args, **need.kwargs))
             except BaseException as exc:  # noqa: BLE001 - handed to the steps, which re-raise
                 thrown = exc
 
@@ -232,7 +198,7 @@ class Guard:
         except Invalid as exc:
             return log.refuse(1, "invalid_arguments", f"{name}: {exc}")
         try:  # step 2: authorise, before any key is looked at
-            allowed = yield _Call(self.authorize, (caller, name, dict(args)))
+            allowed = yield CallNeed(self.authorize, (caller, name, dict(args)))
         except Exception as exc:  # noqa: BLE001 - a failing policy refuses (fail closed)
             allowed = exc
         if allowed is not True:
@@ -254,7 +220,7 @@ class Guard:
 
     def _read(self, tool: Tool, args: Args, log: _CallLog) -> Steps:
         try:
-            value = yield _Call(tool.fn, (), dict(args))
+            value = yield CallNeed(tool.fn, (), dict(args))
         except BaseException as exc:
             outcome = self.exception_outcome(exc)
             if outcome is None:
@@ -282,7 +248,7 @@ class Guard:
         if slot is not None:  # step 5: identical call already running in this process
             if (slot.tool, slot.fp) != (tool.name, fp):
                 return log.refuse(4, "conflict", _CONFLICT)
-            joined = yield _Join(slot)
+            joined = yield JoinNeed(slot)
             if joined is None:
                 return log.refuse(5, "in_progress", _BUSY)
             if joined.exc is not None:
@@ -301,7 +267,7 @@ class Guard:
         if claim.verdict == "replay":
             log.note(4, "replay", value_kept=claim.stored)
             return log.done(True, claim.value, replace(receipt, replayed=True))
-        slot = _Slot(tool.name, fp)
+        slot = Slot(tool.name, fp)
         self._inflight[(caller, key)] = slot
         try:
             result = yield from self._write(tool, caller, args, receipt, claim.verdict == "retry", log)
@@ -345,7 +311,7 @@ class Guard:
         if honoured and tool.key_param:
             send[tool.key_param] = key
         try:
-            value = yield _Call(tool.fn, (), send)
+            value = yield CallNeed(tool.fn, (), send)
         except BaseException as exc:
             outcome = self.exception_outcome(exc)
             self._settle_key(caller, key, outcome or "ambiguous", None, log,
@@ -360,10 +326,10 @@ class Guard:
             "failed", f"{tool.name} failed ({outcome})", outcome == "ambiguous")
         return log.done(outcome == "ok", value, replace(receipt, outcome=outcome), error)
 
-    def _verify(self, tool: Tool, args: Args) -> Generator[_Call, Any, Verification]:
+    def _verify(self, tool: Tool, args: Args) -> Generator[CallNeed, Any, Verification]:
         assert tool.verify is not None
         try:
-            check = yield _Call(tool.verify, (dict(args),))
+            check = yield CallNeed(tool.verify, (dict(args),))
         except Exception as exc:  # noqa: BLE001 - a failed read-back just cannot tell
             return Verification(None, detail={"reason": f"read-back raised {type(exc).__name__}"})
         if not isinstance(check, Verification):
@@ -386,35 +352,6 @@ class Guard:
 
 _CONFLICT = "this idempotency key was already used with another tool or other arguments"
 _BUSY = "a call with this idempotency key is still in progress elsewhere; its outcome is not known yet"
-
-
-def _advance(steps: Any, reply: Any, thrown: BaseException | None) -> tuple[bool, Any]:
-    """Resume the step generator with a reply or an exception: (finished, need or result).
-
-    The steps are written once, free of I/O; the sync and async drivers only differ in how
-    they serve each need.
-    """
-    try:
-        return False, steps.throw(thrown) if thrown is not None else steps.send(reply)
-    except StopIteration as stop:
-        return True, stop.value
-
-
-def _settle_sync(out: Any) -> Any:
-    if not inspect.isawaitable(out):
-        return out
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(_wait(out))
-    if inspect.iscoroutine(out):
-        out.close()
-    raise GuardUsageError("an async tool or policy cannot run through call_sync inside a "
-                          "running event loop; use `await guard.call(...)`")
-
-
-async def _wait(aw: Awaitable[Any]) -> Any:
-    return await aw
 
 
 @dataclass(frozen=True)

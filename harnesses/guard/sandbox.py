@@ -16,17 +16,17 @@ from dataclasses import dataclass, field, fields
 from functools import partial
 from typing import Any
 
-from limbo.harnesses.conditions import ToolLayer
+from limbo.base.hashing import digest
+from limbo.episode.condition import ToolLayer
+from limbo.harnesses.guard.allowlist import Tool
 from limbo.harnesses.guard.core import Guard
-from limbo.harnesses.guard.records import Decision, GuardResult, Outcome, Receipt, Verification
+from limbo.harnesses.guard.receipts import Decision, GuardResult, Outcome, Receipt, Verification
 from limbo.harnesses.guard.stores import MemoryKeyStore
-from limbo.harnesses.guard.tools import Tool
-from limbo.hashing import digest
-from limbo.readback import resolve
-from limbo.results import Result, error, error_kind, is_ambiguous
 from limbo.services.base import DAY_S
-from limbo.tools import KEY_FIELD, ToolSpec
-from limbo.world import PRINCIPAL, World
+from limbo.sim.readback import resolve
+from limbo.sim.results import Result, error, error_kind, is_ambiguous
+from limbo.sim.tools import KEY_FIELD, ToolSpec
+from limbo.sim.world import PRINCIPAL, World
 
 
 @dataclass(frozen=True)

@@ -23,16 +23,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from limbo.adapter import EpisodeContext, Message, ModelAdapter, ModelTurn, ToolDef
-from limbo.errors import InfraError
+from limbo.base.errors import InfraError
+from limbo.episode.condition import Condition
+from limbo.episode.harness import LoopResult
+from limbo.episode.models import EpisodeContext, Message, ModelAdapter, ModelTurn, ToolDef
 from limbo.gateway import Gateway, GatewaySession
-from limbo.harness import LoopResult, Termination
-from limbo.harnesses.conditions import Condition
-from limbo.harnesses.mcp_server import EpisodeServer, HttpEndpoint, task_text
+from limbo.harnesses.mcp.server import EpisodeServer, HttpEndpoint, task_text
 from limbo.harnesses.production import process
 from limbo.harnesses.production.install import Install, harness_dir, status
 from limbo.harnesses.toolcalls import account, end
-from limbo.world import World
+from limbo.sim.events import Termination
+from limbo.sim.world import World
 
 SIDE_ANSWER = "Sandbox task"
 CLOSING = "The task is over."
@@ -129,7 +130,7 @@ class ProductionHarness:
 
     # -- internals ------------------------------------------------------------------------------
 
-    async def _launch(self, tmp: Path, at: Endpoints, session: GatewaySession) -> process.Outcome:
+    async def _launch(self, tmp: Path, at: Endpoints, session: GatewaySession) -> process.ProcessOutcome:
         home, work = tmp / "home", tmp / "work"
         home.mkdir()
         work.mkdir()
@@ -152,7 +153,7 @@ class ProductionHarness:
         if reason != "finished":
             self.stop(reason)
 
-    def _conclude(self, outcome: process.Outcome, session: GatewaySession) -> None:
+    def _conclude(self, outcome: process.ProcessOutcome, session: GatewaySession) -> None:
         """The termination, from what happened: a report, a limit or a model error stands
         (they were recorded as they happened); else a gateway that could not answer, a harness
         that overran, broke or never offered the tools, or one that simply stopped."""

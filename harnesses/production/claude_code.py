@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from limbo.harness import harness
+from limbo.episode.harness import harness
 from limbo.harnesses.production.base import KEY, MODEL_NAME, Endpoints, ProductionHarness
 from limbo.harnesses.production.install import Install
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from limbo.harness import harness
+from limbo.episode.harness import harness
 from limbo.harnesses.production.base import MODEL_NAME, Endpoints, ProductionHarness, env_for_key
 from limbo.harnesses.production.install import Install
 

@@ -114,7 +114,7 @@ def _run(argv: list[str]) -> None:
 
 
 def main() -> int:
-    from limbo.registry import entries
+    from limbo.base.registry import entries
 
     installs = [cls.install for cls in entries("harness").values() if getattr(cls, "install", None)]
     base = harness_dir()

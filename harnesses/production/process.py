@@ -22,7 +22,7 @@ STDERR_TAIL = 4000
 
 
 @dataclass
-class Outcome:
+class ProcessOutcome:
     """How a harness process ended."""
 
     exit_code: int | None = None
@@ -34,7 +34,7 @@ class Outcome:
     stderr_tail: str = ""
 
 
-async def _read_lines(stream: asyncio.StreamReader, out: Outcome) -> None:
+async def _read_lines(stream: asyncio.StreamReader, out: ProcessOutcome) -> None:
     while line := await stream.readline():
         if len(out.events) >= MAX_LINES:
             out.dropped_lines += 1
@@ -46,7 +46,7 @@ async def _read_lines(stream: asyncio.StreamReader, out: Outcome) -> None:
             out.events.append(text)
 
 
-async def _read_tail(stream: asyncio.StreamReader, out: Outcome) -> None:
+async def _read_tail(stream: asyncio.StreamReader, out: ProcessOutcome) -> None:
     while chunk := await stream.read(65536):
         out.stderr_tail = (out.stderr_tail + chunk.decode("utf-8", "replace"))[-STDERR_TAIL:]
 
@@ -57,9 +57,9 @@ def _kill_group(proc: asyncio.subprocess.Process) -> None:
 
 
 async def run(argv: list[str], env: dict[str, str], cwd: str, wall_s: float,
-              kill: asyncio.Event) -> Outcome:
+              kill: asyncio.Event) -> ProcessOutcome:
     """Run ``argv`` with stdin closed until it exits, ``wall_s`` passes, or ``kill`` is set."""
-    out = Outcome()
+    out = ProcessOutcome()
     proc = await asyncio.create_subprocess_exec(
         *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE, env=env, cwd=cwd, start_new_session=True)

@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from limbo.commands.common import add_plugin_flag
-from limbo.errors import UsageError
+from limbo.base.errors import UsageError
+from limbo.commands.common import add_plugin_flag, builtin_design
 
 EXIT_FAILED = 1
 
@@ -46,7 +46,7 @@ def gate_options(args: argparse.Namespace) -> Any:
     gate is asked for."""
     asked = args.max_dup is not None or args.min_eos is not None
     if args.junit is not None:
-        from limbo.paths import check_output
+        from limbo.commands.paths import check_output
 
         check_output(args.junit, "--junit", file=True)
     if not asked:
@@ -83,7 +83,7 @@ def gate_runs(runs: list[Path], thresholds: Any, junit: Path | None, out: Any = 
     from limbo.analysis.loader import load
 
     out = out or sys.stdout
-    loaded = load(runs)
+    loaded = load(runs, builtin_design)
     for line in loaded.messages():
         print(f"limbo: warning: {line}", file=sys.stderr)
     verdict = evaluate(loaded, thresholds)
@@ -112,7 +112,7 @@ def gate_runs(runs: list[Path], thresholds: Any, junit: Path | None, out: Any = 
 
 
 def run(args: argparse.Namespace) -> int:
-    from limbo.registry import load_plugin
+    from limbo.base.registry import load_plugin
 
     for name in args.plugin:
         load_plugin(name)

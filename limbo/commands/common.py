@@ -5,12 +5,13 @@ parser can import every command without a cycle."""
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 from pathlib import Path
 from typing import Any
 
-from limbo.errors import UsageError
+from limbo.base.errors import UsageError
 
 
 def add_plugin_flag(p: argparse.ArgumentParser) -> None:
@@ -21,10 +22,23 @@ def add_plugin_flag(p: argparse.ArgumentParser) -> None:
 
 def load_plugins(args: argparse.Namespace) -> None:
     """Load every ``--plugin`` of the command line."""
-    from limbo.registry import load_plugin
+    from limbo.base.registry import load_plugin
 
     for name in args.plugin:
         load_plugin(name)
+
+
+@functools.cache
+def builtin_design() -> dict[str, Any]:
+    """The built-in paper grid's design with every model allowed (a run may use ``--model``):
+    what the analysis reads input that recorded no design against (``load(..., fallback=)``)."""
+    from limbo.experiments.design import design
+    from limbo.experiments.grid import load_grid
+
+    found = design(load_grid("paper"))
+    for experiment in found["experiments"]:
+        experiment["levels"].pop("model")
+    return found
 
 
 def with_params(spec: str, params: list[str]) -> str:
@@ -49,7 +63,7 @@ def add_provider_flags(p: argparse.ArgumentParser) -> None:
 
 def apply_providers(args: argparse.Namespace) -> None:
     """Apply the cache and price options, here and (through the environment) in workers."""
-    from limbo.paths import check_output
+    from limbo.commands.paths import check_output
     from limbo.providers import cache, pricing
 
     if args.no_cache:

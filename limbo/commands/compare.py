@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from limbo.commands.common import add_plugin_flag
+from limbo.commands.common import add_plugin_flag, builtin_design
 from limbo.commands.tables import add_uncertainty, uncertainty
 from limbo.errors import UsageError
 
@@ -38,7 +38,7 @@ def _load(path: Path, side: str, sources: list[str]) -> pd.DataFrame:
     """The episodes of one side; the runs they came from are added to ``sources``."""
     from limbo.analysis.loader import load
 
-    loaded = load([path])
+    loaded = load([path], builtin_design)
     for line in loaded.messages():
         print(f"limbo: warning: {side}: {line}", file=sys.stderr)
     sources += [f"{side}: {run.describe()}" for run in loaded.runs]
@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
 
     require("compare")
     from limbo.analysis import compare
-    from limbo.registry import load_plugin
+    from limbo.base.registry import load_plugin
 
     for name in args.plugin:
         load_plugin(name)

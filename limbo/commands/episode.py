@@ -15,6 +15,7 @@ import argparse
 import sys
 from typing import Any
 
+from limbo.base.errors import UsageError
 from limbo.commands.common import (
     add_plugin_flag,
     add_provider_flags,
@@ -23,8 +24,7 @@ from limbo.commands.common import (
     load_plugins,
     with_params,
 )
-from limbo.config import EPISODE_TIMEOUT_S
-from limbo.errors import UsageError
+from limbo.sim.config import EPISODE_TIMEOUT_S
 
 TEMPLATE = "charge_invoice"
 """The task when no ``--template`` is given."""
@@ -32,7 +32,7 @@ TEMPLATE = "charge_invoice"
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``limbo episode`` on the CLI's subparsers."""
-    from limbo.cell import Cell
+    from limbo.sim.cell import Cell
 
     default = {name: f.default for name, f in Cell.model_fields.items()}
     p = sub.add_parser("episode", help="run one cell (given by flags, or a stored one with "
@@ -69,10 +69,10 @@ def run(args: argparse.Namespace) -> int:
 
     from limbo.commands.episode_from import adopt_run_options, stored_cell, verdict
     from limbo.commands.model_check import check_models
-    from limbo.episode import run_episode
-    from limbo.store import dumps
-    from limbo.timeline import render
-    from limbo.transport import joined
+    from limbo.episode.run_one import run_episode
+    from limbo.episode.timeline import render
+    from limbo.log.store import dumps
+    from limbo.sim.transport import joined
 
     if not 0 < args.episode_timeout < math.inf:
         raise UsageError(f"--episode-timeout must be a finite number of seconds > 0, got "
@@ -96,9 +96,9 @@ def run(args: argparse.Namespace) -> int:
 
 def flag_cell(args: argparse.Namespace) -> Any:
     """The cell the flags name, seeded as a grid with seed ``--seed`` seeds it."""
-    from limbo.cell import Cell
     from limbo.experiments.grid import world_seed
-    from limbo.worldfile.kit import kit, load_world
+    from limbo.sim.cell import Cell
+    from limbo.sim.worldfile.kit import kit, load_world
 
     world = load_world(args.world).runnable() if args.world else kit(None)
     if args.template is None and world.identity is not None:
@@ -125,9 +125,9 @@ def flag_cell(args: argparse.Namespace) -> Any:
 
 def _check_levels(cell: Any) -> None:
     """Every level of ``cell`` is registered, and its fault can act on its focal write."""
+    from limbo.base.registry import lookup
     from limbo.experiments.grid import FACTOR_FIELDS, resolved, validated
-    from limbo.registry import lookup
-    from limbo.worldfile.kit import kit
+    from limbo.sim.worldfile.kit import kit
 
     names = ("contract", "fault", "condition", "harness", *(("template",) if not cell.world else ()))
     resolved(validated({FACTOR_FIELDS[name]: [getattr(cell, name)] for name in names},

@@ -19,8 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from limbo.errors import UsageError
-from limbo.transport import TRANSPORT_PARAMS
+from limbo.base.errors import UsageError
+from limbo.sim.transport import TRANSPORT_PARAMS
 
 CELL_FLAGS = ("model", "harness", "condition", "contract", "fault", "template", "focal_write",
               "instance", "seed", "world")
@@ -29,7 +29,7 @@ CELL_FLAGS = ("model", "harness", "condition", "contract", "fault", "template", 
 
 def adopt_run_options(args: argparse.Namespace) -> None:
     """Add the run's plugins and price files to those given on the command line."""
-    from limbo.rerun import recorded
+    from limbo.log.rerun import recorded
 
     plugins, prices = recorded(Path(args.source[0]))
     args.plugin = list(dict.fromkeys([*args.plugin, *plugins]))
@@ -68,8 +68,8 @@ def _worlds(run_dir: Path) -> list[str | None]:
     """The worlds a cell of ``run_dir`` may have run in: the built-in one, and each world file
     its manifests name, loaded from where the run found it (an edited file is another world,
     whose cells hash to other ids)."""
-    from limbo.store import manifests
-    from limbo.worldfile.kit import load_world
+    from limbo.log.store import manifests
+    from limbo.sim.worldfile.kit import load_world
 
     found: list[str | None] = [None]
     for manifest in manifests(run_dir).values():
@@ -85,7 +85,7 @@ def _settings(run_dir: Path) -> tuple[list[tuple[Any, Any]], str | None]:
     those of each manifest's grid and of the grids it includes — and why a grid could not be
     loaded, if one could not (an include named by a relative path, say)."""
     from limbo.experiments.grid import Grid, included, validated
-    from limbo.store import manifests
+    from limbo.log.store import manifests
 
     found: list[tuple[Any, Any]] = [(None, None)]
     problem = None
@@ -105,7 +105,7 @@ def _settings(run_dir: Path) -> tuple[list[tuple[Any, Any]], str | None]:
 
 def _transport_flags(params: list[str]) -> dict[str, Any]:
     """``-M`` given with ``--from``: only how to reach the model may change."""
-    from limbo.transport import split_transport
+    from limbo.sim.transport import split_transport
 
     if not params:
         return {}
@@ -118,7 +118,7 @@ def _transport_flags(params: list[str]) -> dict[str, Any]:
 
 
 def _recorded_transport(run_dir: Path, model: str) -> dict[str, Any]:
-    from limbo.store import manifests
+    from limbo.log.store import manifests
 
     found: dict[str, Any] = {}
     for manifest in manifests(run_dir).values():
@@ -132,10 +132,10 @@ def verdict(args: argparse.Namespace, record: dict[str, Any]) -> str:
     """``reproduced``, or where the new record first differs from the stored one."""
     import json
 
+    from limbo.base.secrets import scrubber
     from limbo.commands.show import stored_record
+    from limbo.log.store import encode
     from limbo.providers.replay import first_difference
-    from limbo.providers.secrets import scrubber
-    from limbo.store import encode
 
     run_dir, episode_id = Path(args.source[0]), args.source[1]
     old = {k: v for k, v in stored_record(run_dir, episode_id).items() if k != "runtime"}
@@ -165,11 +165,11 @@ def _short(value: Any, limit: int = 120) -> str:
 
 
 def build_cell(raw: dict[str, Any], name: Callable[[str], str]) -> Any:
-    """``raw`` as a :class:`~limbo.cell.Cell`; a one-line error naming the bad field (as
+    """``raw`` as a :class:`~limbo.sim.cell.Cell`; a one-line error naming the bad field (as
     ``name`` spells a field's location for the user)."""
     from pydantic import ValidationError
 
-    from limbo.cell import Cell
+    from limbo.sim.cell import Cell
 
     try:
         return Cell.model_validate({k: v for k, v in raw.items() if v is not None})

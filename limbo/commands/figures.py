@@ -29,7 +29,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 def run(args: argparse.Namespace) -> int:
     from limbo.analysis.deps import require
-    from limbo.paths import check_output
+    from limbo.commands.paths import check_output
 
     require("figures")
     check_output(args.out, "--out")

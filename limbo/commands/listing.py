@@ -14,13 +14,13 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+from limbo.base.errors import UsageError
+from limbo.base.registry import entries
 from limbo.commands.common import add_plugin_flag, load_plugins
-from limbo.errors import UsageError
-from limbo.registry import entries
 
 
 def _services() -> Iterator[str]:
-    from limbo.tools import toolset
+    from limbo.sim.tools import toolset
 
     native, keyed = toolset("native"), toolset("keys-everywhere")
     for cls in entries("service").values():
@@ -43,7 +43,7 @@ def _conditions() -> Iterator[str]:
 
 
 def _models() -> Iterator[str]:
-    from limbo.briefing import ReferenceAdapter
+    from limbo.episode.briefing import ReferenceAdapter
     from limbo.harnesses.policies import PolicyAdapter
 
     for name, cls in entries("model").items():
@@ -68,7 +68,7 @@ def _first_line(cls: type) -> str:
 
 
 def _grids() -> Iterator[str]:
-    from limbo.errors import UsageError
+    from limbo.base.errors import UsageError
     from limbo.experiments.grid import builtin_grids, expand, load_grid
 
     for name in builtin_grids():
@@ -83,15 +83,15 @@ def _grids() -> Iterator[str]:
 
 
 def _templates() -> Iterator[str]:
-    from limbo.tasks import templates
+    from limbo.sim.tasks import templates
 
     for name, t in templates().items():
         yield f"{name:<18} service={t.service:<8} focal writes: {', '.join(t.focal_writes)}"
 
 
 def _harnesses() -> Iterator[str]:
-    from limbo.errors import UsageError
-    from limbo.harness import availability
+    from limbo.base.errors import UsageError
+    from limbo.episode.harness import availability
 
     for name, cls in entries("harness").items():
         try:
@@ -114,7 +114,7 @@ def listing(what: str) -> Iterator[str]:
 def episodes(run_dir: Path, wanted: dict[str, list[str]]) -> Iterator[str]:
     """One line per episode of ``run_dir`` that passes the filters: id, termination, the
     graded flags, and the cell."""
-    from limbo.store import iter_records
+    from limbo.log.store import iter_records
 
     if not run_dir.is_dir():
         raise UsageError(f"no run directory {run_dir}")
@@ -165,7 +165,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _check_terminations(given: list[str]) -> None:
-    from limbo.harness import TERMINATIONS
+    from limbo.sim.events import TERMINATIONS
 
     for value in given:
         if value not in TERMINATIONS:

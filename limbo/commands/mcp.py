@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from limbo.base.errors import UsageError
 from limbo.commands.common import add_plugin_flag, load_plugins
-from limbo.errors import UsageError
 
 HARNESS = "mcp"
 """The cell's harness: an outside client served by ``limbo mcp``."""
@@ -60,10 +60,10 @@ def add_parser(sub: Any) -> None:
 def _cell(args: argparse.Namespace) -> Any:
     from pydantic import ValidationError
 
-    from limbo.cell import Cell
+    from limbo.base.registry import lookup
     from limbo.experiments.grid import world_seed
-    from limbo.registry import lookup
-    from limbo.worldfile.kit import kit, load_world
+    from limbo.sim.cell import Cell
+    from limbo.sim.worldfile.kit import kit, load_world
 
     lookup("condition", args.condition)
     fault = lookup("fault", args.fault)
@@ -88,10 +88,10 @@ def _cell(args: argparse.Namespace) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from limbo.episode import arun_episode
-    from limbo.harnesses.mcp_serve import ExternalAgent, ServedEpisode
-    from limbo.paths import check_output
-    from limbo.runlock import WriterLock
+    from limbo.commands.paths import check_output
+    from limbo.episode.run_one import arun_episode
+    from limbo.harnesses.mcp.any_client import ExternalAgent, ServedEpisode
+    from limbo.log.runlock import WriterLock
 
     load_plugins(args)
     _check_port(args)
@@ -143,7 +143,7 @@ def _check_port(args: argparse.Namespace) -> None:
 def _refuse_other_kind(out: Path) -> None:
     """``limbo mcp`` records into a directory of its own kind: appending its episodes to a
     grid's run would change what that run holds (and replace its manifest)."""
-    from limbo.store import MCP, kind_of, manifests, record_files
+    from limbo.log.store import MCP, kind_of, manifests, record_files
 
     found = manifests(out)
     for name, manifest in found.items():
@@ -159,7 +159,7 @@ def _refuse_other_kind(out: Path) -> None:
 def _refuse_recorded(out: Path, episode_id: str) -> None:
     """An episode is recorded once per run directory: a second record of the same cell would
     count it twice."""
-    from limbo.store import scan
+    from limbo.log.store import scan
 
     if episode_id in scan(out).ids:
         raise UsageError(f"{out} already holds episode {episode_id} (the same cell); use "
@@ -167,10 +167,10 @@ def _refuse_recorded(out: Path, episode_id: str) -> None:
 
 
 def _append(out: Path, record: dict[str, Any], cell: Any, transport: str) -> None:
-    from limbo.provenance import provenance
-    from limbo.providers.secrets import scrubber
-    from limbo.runtime import now_iso
-    from limbo.store import (
+    from limbo.base.provenance import provenance
+    from limbo.base.runtime import now_iso
+    from limbo.base.secrets import scrubber
+    from limbo.log.store import (
         MCP,
         RecordWriter,
         encode,
@@ -196,8 +196,8 @@ def _design(cell: Any) -> dict[str, Any]:
     cell): every fault mode's family and the kinds of the tools the episode offered."""
     from limbo.experiments.design import log_design
     from limbo.faults import catalog
-    from limbo.tools import toolset
-    from limbo.worldfile.kit import kit
+    from limbo.sim.tools import toolset
+    from limbo.sim.worldfile.kit import kit
 
     tools = toolset(cell.contract, kit(cell.world).services)
     return log_design(catalog(), {name: spec.kind for name, spec in tools.items()})

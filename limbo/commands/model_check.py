@@ -3,7 +3,7 @@ known, SDK and key present, parameters valid), is priced when a budget needs it,
 preflight — answers one cheap call, so that an unknown model, a rejected key or a dead server
 is one message before the first cell, not a grid of errored episodes.
 
-The preflight asks each distinct model once (:meth:`limbo.adapter.ModelAdapter.preflight`: for
+The preflight asks each distinct model once (:meth:`limbo.episode.models.ModelAdapter.preflight`: for
 the OpenAI and Anthropic providers, a list of the endpoint's models, and a one-line request
 only when that list does not name the model). ``--no-preflight`` skips it, e.g. to re-run a
 grid from the response cache without its endpoint.
@@ -15,11 +15,11 @@ import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from limbo.errors import UsageError
-from limbo.isolation import escapes, where
+from limbo.base.errors import UsageError
+from limbo.episode.isolation import escapes, where
 
 if TYPE_CHECKING:
-    from limbo.adapter import ModelAdapter
+    from limbo.episode.models import ModelAdapter
 
 T = TypeVar("T")
 
@@ -29,7 +29,7 @@ def check_models(models: list[str], max_cost: float | None, reach: bool = False,
     """Every model can be built and, under a budget, is priced (or ``allow_unpriced``); with
     ``reach``, each distinct one answers its preflight. The notices to print (a budget that
     cannot count an unpriced model)."""
-    from limbo.adapter import parse_model
+    from limbo.episode.models import parse_model
 
     notices = []
     adapters = {spec: built(spec, False) for spec in dict.fromkeys(models)}
@@ -52,7 +52,7 @@ def check_models(models: list[str], max_cost: float | None, reach: bool = False,
 def built(spec: str, reach: bool) -> ModelAdapter:
     """An adapter for ``spec``, checked the way a run will use it; any failure of the user's
     adapter class (its constructor or preflight raising) is one line naming it."""
-    from limbo.adapter import ModelAdapter, make_adapter
+    from limbo.episode.models import ModelAdapter, make_adapter
 
     adapter: ModelAdapter = _guarded(spec, lambda: make_adapter(spec))
     generate = getattr(type(adapter), "generate", None)

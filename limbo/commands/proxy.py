@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from limbo.errors import UsageError
+from limbo.base.errors import UsageError
 
 
 def add_parser(sub: Any) -> None:
@@ -98,9 +98,9 @@ def _check_port(port: int) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from limbo.paths import check_dir
+    from limbo.commands.paths import check_dir
+    from limbo.log.runlock import WriterLock
     from limbo.proxy import episode
-    from limbo.runlock import WriterLock
 
     opts = _options(args)
     check_dir(args.out, "--out")
@@ -125,8 +125,8 @@ def run(args: argparse.Namespace) -> int:
 def _refuse_other_kind(out: Path) -> None:
     """The proxy records into a directory of its own: adding its episodes to a grid's run would
     change what that run holds."""
+    from limbo.log.store import manifests, record_files
     from limbo.proxy.status import KIND
-    from limbo.store import manifests, record_files
 
     found = manifests(out)
     for name, manifest in found.items():

@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from limbo.commands.common import builtin_design
 from limbo.commands.tables import add_common, writing
 
 
@@ -22,7 +23,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 def prepare(args: argparse.Namespace, command: str) -> None:
     """Check the extra and load plugins (shared with ``limbo view``)."""
     from limbo.analysis.deps import require
-    from limbo.registry import load_plugin
+    from limbo.base.registry import load_plugin
 
     require(command)
     for name in args.plugin:
@@ -31,7 +32,7 @@ def prepare(args: argparse.Namespace, command: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from limbo.analysis.report.write import check_out
-    from limbo.paths import check_output
+    from limbo.commands.paths import check_output
 
     check_output(args.out, "--out")
     check_out(args.out)
@@ -39,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     from limbo.analysis.report.site import build
     from limbo.analysis.report.write import write_site
 
-    site = build(args.runs, args.weights)
+    site = build(args.runs, args.weights, fallback=builtin_design)
     for line in site.loaded.messages() if site.loaded else []:
         print(f"limbo: warning: {line}", file=sys.stderr)
     with writing(args.out):

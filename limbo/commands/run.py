@@ -16,6 +16,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from limbo.base.errors import UsageError
+from limbo.base.provenance import provenance
+from limbo.base.secrets import scrub
 from limbo.commands import check
 from limbo.commands.common import (
     add_plugin_flag,
@@ -24,6 +27,7 @@ from limbo.commands.common import (
     console,
     load_plugins,
 )
+from limbo.commands.paths import check_output
 from limbo.commands.run_checks import (
     argv_of,
     check_executor,
@@ -34,10 +38,6 @@ from limbo.commands.run_checks import (
     validate,
 )
 from limbo.commands.run_output import Progress, report_end, say
-from limbo.config import EPISODE_TIMEOUT_S
-from limbo.errored import retried
-from limbo.errors import UsageError
-from limbo.executor import freeze_heap
 from limbo.experiments.design import design
 from limbo.experiments.grid import (
     FACTOR_FIELDS,
@@ -47,14 +47,14 @@ from limbo.experiments.grid import (
     world_facts,
     world_paths,
 )
-from limbo.paths import check_output
-from limbo.plan import Plan, plan
-from limbo.provenance import provenance
-from limbo.providers.secrets import scrub
-from limbo.rerun import where
-from limbo.runner import EXECUTORS, RunOptions, run_cells
-from limbo.store import scan
-from limbo.transport import transports
+from limbo.log.errored import retried
+from limbo.log.rerun import where
+from limbo.log.store import scan
+from limbo.run.local import freeze_heap
+from limbo.run.plan import Plan, plan
+from limbo.run.runner import EXECUTORS, RunOptions, run_cells
+from limbo.sim.config import EPISODE_TIMEOUT_S
+from limbo.sim.transport import transports
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -154,14 +154,14 @@ def _executor(args: argparse.Namespace,
     grids' models tell the workers which SDKs to import as they start."""
     if args.executor != "ray" or args.dry_run:
         return contextlib.nullcontext()
-    from limbo.ray_executor import connected
+    from limbo.run.ray.session import connected
 
     return connected(args.ray_address, [m for grid in grids for m in grid.models])
 
 
 def _warm(args: argparse.Namespace) -> None:
     if args.executor == "ray" and not args.dry_run:
-        from limbo.ray_executor import warm
+        from limbo.run.ray.session import warm
 
         warm()
 
@@ -230,7 +230,7 @@ def _plan_line(grid: Grid, source: CellSource, the_plan: Plan, shard: tuple[int,
     """Before episodes that start real harness processes or call real models: how many, and
     about how long (nothing for a grid of reference policies in the minimal loop)."""
     from limbo.commands.run_plan import count, may_be_real, plan_line
-    from limbo.plan import in_shard
+    from limbo.run.plan import in_shard
 
     if not may_be_real(resolved(grid)):
         return

@@ -10,13 +10,13 @@ import math
 from collections import Counter
 from typing import Any
 
+from limbo.base.errors import UsageError
 from limbo.commands.common import with_params
 from limbo.commands.model_check import check_models
-from limbo.errored import RETRY_CHOICES
-from limbo.errors import UsageError
+from limbo.commands.paths import check_output
 from limbo.experiments.design import check_comparisons
 from limbo.experiments.grid import FACTOR_FIELDS, Grid, check_size, load_grid, resolved, validated
-from limbo.paths import check_output
+from limbo.log.errored import RETRY_CHOICES
 
 MAX_CONCURRENCY = 10_000
 
@@ -92,7 +92,7 @@ def check_executor(args: argparse.Namespace) -> None:
         if args.ray_address is not None:
             raise UsageError("--ray-address needs --executor ray")
         return
-    from limbo.ray_executor import require
+    from limbo.run.ray.session import require
 
     require()
     if args.max_cost is not None:

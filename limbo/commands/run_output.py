@@ -3,18 +3,18 @@
 While it runs: a rich bar on a terminal, a plain line every few seconds into a pipe or a file
 (so a log stays readable), nothing with ``--quiet``. When a grid ends: what ran, the summary
 tables, and — when episodes ended in an error or a timeout — their reasons grouped (first line,
-count, models) with the command that retries them (:mod:`limbo.errored`).
+count, models) with the command that retries them (:mod:`limbo.log.errored`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from limbo import activity
-from limbo.errored import ERROR_TERMINATIONS, TIMEOUT, retry_command
+from limbo.log.errored import ERROR_TERMINATIONS, TIMEOUT, retry_command
 from limbo.providers.limiter import progress_note
-from limbo.runner import RunResult
-from limbo.summary import Summary, render
+from limbo.run import activity
+from limbo.run.runner import RunResult
+from limbo.run.summary import Summary, render
 
 PROGRESS_EVERY_S = 5.0
 BAR_EVERY_S = 0.1
@@ -24,7 +24,7 @@ class Progress:
     """Rich progress bar on a terminal; a plain line every few seconds otherwise."""
 
     def __init__(self, console: Any, total: int, quiet: bool) -> None:
-        from limbo.runtime import stopwatch
+        from limbo.base.runtime import stopwatch
 
         self.console, self.total, self.quiet = console, total, quiet
         self.clock = stopwatch

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from limbo.cell import Cell
+from limbo.sim.cell import Cell
 
 # Rough sizes of one model call in an episode, for the estimates only: the tool definitions
 # and instructions dominate the input; replies are short tool calls.
@@ -33,7 +33,7 @@ EST_CALL_S = 3.0
 def harness_median(name: str) -> float | None:
     """The measured median seconds per episode of harness ``name`` when it runs a real
     process; ``None`` for a harness that runs in this process (the minimal loop)."""
-    from limbo.registry import lookup
+    from limbo.base.registry import lookup
 
     value = getattr(lookup("harness", name), "median_wall_s", None)
     return float(value) if isinstance(value, int | float) else None
@@ -42,8 +42,8 @@ def harness_median(name: str) -> float | None:
 @functools.cache
 def real_model(spec: str) -> bool:
     """Whether ``spec``'s adapter calls a model (not a reference policy, script or replay)."""
-    from limbo.adapter import parse_model
-    from limbo.registry import lookup
+    from limbo.base.registry import lookup
+    from limbo.episode.models import parse_model
 
     return not getattr(lookup("model", parse_model(spec)[0]), "offline", False)
 
@@ -116,8 +116,8 @@ def harness_lines(work: Work) -> list[str]:
 
 def estimate_usd(cls: Any, spec: str) -> float | None:
     """Estimated USD per episode of ``spec`` (adapter class ``cls``); ``None``: price unknown."""
-    from limbo.adapter import parse_model
     from limbo.commands.model_check import price
+    from limbo.episode.models import parse_model
 
     _, name, params = parse_model(spec)
     found = price(cls, spec, name, params)
@@ -131,7 +131,7 @@ def dry_run(grid: Any, shard: tuple[int, int] | None, args: Any, console: Any) -
     """Count the cells as they stream by (nothing is kept but counts) and print, per model
     and per real harness, what running them would take."""
     from limbo.experiments.grid import CellSource
-    from limbo.plan import in_shard
+    from limbo.run.plan import in_shard
 
     source = CellSource(grid)
     per_model: Counter[str] = Counter()
@@ -158,10 +158,10 @@ def dry_run(grid: Any, shard: tuple[int, int] | None, args: Any, console: Any) -
 def _model_note(spec: str, n: int) -> str:
     """Calls and cost of ``n`` episodes of ``spec``, and what it still needs to run here (its
     SDK, its key): a dry run needs neither."""
-    from limbo.adapter import parse_model
+    from limbo.base.errors import UsageError
+    from limbo.base.registry import lookup
     from limbo.commands.model_check import built
-    from limbo.errors import UsageError
-    from limbo.registry import lookup
+    from limbo.episode.models import parse_model
 
     if not real_model(spec):
         return "no model calls (runs offline)"

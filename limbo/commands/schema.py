@@ -1,6 +1,6 @@
 """``limbo schema``: the JSON Schema of the episode record, as published in docs/records.md.
 
-Printed from the record models (:mod:`limbo.records`), so it always matches what this LIMBO
+Printed from the record models (:mod:`limbo.log.records`), so it always matches what this LIMBO
 writes and reads; ``--part event`` prints the schema of one event (the discriminated union on
 ``type``), for tools that stream events.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from limbo.records import schema_text
+from limbo.log.records import schema_text
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -6,8 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from limbo.base.errors import UsageError
 from limbo.commands.common import console
-from limbo.errors import UsageError
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -21,7 +21,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 def stored_record(run_dir: Path, episode_id: str) -> dict[str, Any]:
     """The record of ``episode_id`` in a run directory; a :class:`UsageError` saying whether
     the directory is missing, holds no records, or lacks that episode."""
-    from limbo.store import find_record, record_files
+    from limbo.log.store import find_record, record_files
 
     if not run_dir.is_dir():
         raise UsageError(f"no run directory {run_dir}")
@@ -32,8 +32,8 @@ def stored_record(run_dir: Path, episode_id: str) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from limbo.inspect.log import find, is_inspect_log
-    from limbo.timeline import render
+    from limbo.episode.timeline import render
+    from limbo.log.inspect_logs import find, is_inspect_log
 
     read = find if is_inspect_log(args.run_dir) else stored_record
     record = read(args.run_dir, args.episode_id)

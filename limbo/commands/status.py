@@ -4,7 +4,7 @@ It reads the directory without changing it: the manifests (grid identity, shards
 last pass ended), the records files (every line parsed: cells done, errored, duplicates, lines
 that are not records), the quarantine, and the writer locks (whether a writer holds the
 directory now). Exit status 0 means every cell of the grid is recorded exactly once, none ended in an error
-(``infra_error``, ``model_error``: :mod:`limbo.errored`), nothing is waiting for quarantine and
+(``infra_error``, ``model_error``: :mod:`limbo.log.errored`), nothing is waiting for quarantine and
 no writer is running; 1 means something is missing or wrong, and the report says what —
 errored cells grouped by reason, with the command that runs them again. A directory of
 ``limbo mcp`` episodes has no grid: each recorded episode is its cell. Nor has one of
@@ -19,14 +19,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+from limbo.base.errors import UsageError
 from limbo.commands.common import console
-from limbo.errored import ERROR_TERMINATIONS, TIMEOUT, ErrorGroups, retry_command
-from limbo.errors import UsageError
-from limbo.plan import in_shard
-from limbo.proxy import status as proxy_status
-from limbo.rated import ERRORED
-from limbo.runlock import active_claims, describe_holder
-from limbo.store import (
+from limbo.log.errored import ERROR_TERMINATIONS, TIMEOUT, ErrorGroups, retry_command
+from limbo.log.rated import ERRORED
+from limbo.log.runlock import active_claims, describe_holder
+from limbo.log.store import (
     GRID,
     QUARANTINE,
     SUPERSEDED,
@@ -37,6 +35,8 @@ from limbo.store import (
     scan,
     shard_of,
 )
+from limbo.proxy import status as proxy_status
+from limbo.run.plan import in_shard
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -14,8 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from limbo.commands.common import add_plugin_flag
-from limbo.errors import UsageError
+from limbo.base.errors import UsageError
+from limbo.commands.common import add_plugin_flag, builtin_design
 
 if TYPE_CHECKING:
     from limbo.analysis.data import Data
@@ -113,11 +113,11 @@ def load_data(args: argparse.Namespace, command: str, u: Uncertainty) -> Data:
     require(command)
     from limbo.analysis.data import Data
     from limbo.analysis.loader import load
-    from limbo.registry import load_plugin
+    from limbo.base.registry import load_plugin
 
     for name in args.plugin:
         load_plugin(name)
-    loaded = load(args.runs)
+    loaded = load(args.runs, builtin_design)
     for line in loaded.messages():
         print(f"limbo: warning: {line}", file=sys.stderr)
     print(f"limbo: {loaded.counts()}", file=sys.stderr)
@@ -149,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
     if unknown:
         raise UsageError(f"no table {unknown[0]}; choose from {', '.join(map(str, TABLES))}")
     if args.out is not None:
-        from limbo.paths import check_output
+        from limbo.commands.paths import check_output
 
         check_output(args.out, "--out")
         with writing(args.out):  # before the records load: an unwritable --out is the one line

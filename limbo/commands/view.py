@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from limbo.base.errors import UsageError
+from limbo.commands.common import builtin_design
 from limbo.commands.report import prepare
 from limbo.commands.tables import add_common
-from limbo.errors import UsageError
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -29,5 +30,6 @@ def run(args: argparse.Namespace) -> int:
     prepare(args, "view")
     from limbo.analysis.report.serve import serve
 
-    serve(args.runs, args.weights, args.port, lambda line: print(line, flush=True))
+    serve(args.runs, args.weights, args.port, lambda line: print(line, flush=True),
+          builtin_design)
     return 0

@@ -25,7 +25,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 def run(args: argparse.Namespace) -> int:
     if args.verb == "schema":
-        from limbo.worldfile.format import schema_text
+        from limbo.sim.worldfile.format import schema_text
 
         print(schema_text(), end="")
         return 0
@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _check(path: Path) -> int:
-    from limbo.worldfile.check import check, describe
+    from limbo.sim.worldfile.check import check, describe
 
     world, source = check(path)
     if world is None:

@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
-from limbo.errors import UsageError
+from limbo.base.errors import UsageError
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -39,7 +39,7 @@ class BodyTooLarge(Exception):
 
 
 @dataclass
-class Request:
+class HttpRequest:
     """One HTTP request, read whole (the gateway's requests are JSON bodies)."""
 
     method: str
@@ -52,7 +52,7 @@ class Request:
         return json.loads(self.body or b"{}")
 
 
-async def read_request(scope: Scope, receive: Receive) -> Request:
+async def read_request(scope: Scope, receive: Receive) -> HttpRequest:
     """The request of ``scope`` with its body; :class:`BodyTooLarge` past :data:`MAX_BODY`."""
     body = bytearray()
     while True:
@@ -65,7 +65,7 @@ async def read_request(scope: Scope, receive: Receive) -> Request:
         if not message.get("more_body"):
             break
     headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-    return Request(scope["method"].upper(), scope["path"],
+    return HttpRequest(scope["method"].upper(), scope["path"],
                    scope.get("query_string", b"").decode("latin-1"), headers, bytes(body))
 
 

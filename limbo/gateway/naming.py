@@ -9,7 +9,7 @@ stripping keeps its wire form.
 
 from __future__ import annotations
 
-from limbo.adapter import Message, ModelTurn, ToolCall, ToolDef
+from limbo.episode.models import Message, ModelTurn, ToolCall, ToolDef
 
 
 def strip(name: str, servers: tuple[str, ...]) -> str:

@@ -1,5 +1,5 @@
 """The model gateway: OpenAI Responses, Chat Completions and Anthropic Messages over loopback
-HTTP, streaming and not, answered by any :class:`~limbo.adapter.ModelAdapter`.
+HTTP, streaming and not, answered by any :class:`~limbo.episode.models.ModelAdapter`.
 
 A production harness is pointed at ``base_url(episode, api)``; the path prefix
 ``/ep/<episode>/`` routes each request to that episode's :class:`GatewaySession` (a request
@@ -25,15 +25,16 @@ import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-from limbo.adapter import EpisodeContext, ModelAdapter, ModelTurn
-from limbo.errors import ModelError, UsageError
+from limbo.base.errors import ModelError, UsageError
+from limbo.base.hashing import digest
+from limbo.episode.models import EpisodeContext, ModelAdapter, ModelTurn
 from limbo.gateway.asgi import (
     LOOPBACK,
     ASGIApp,
     BodyTooLarge,
+    HttpRequest,
     LoopbackServer,
     Receive,
-    Request,
     Responder,
     Scope,
     Send,
@@ -41,7 +42,6 @@ from limbo.gateway.asgi import (
 )
 from limbo.gateway.inject import Drop, HttpError, Injection, StreamError, Truncate
 from limbo.gateway.session import GatewaySession
-from limbo.hashing import digest
 from limbo.providers import chat_api, messages_api, responses_api
 
 log = logging.getLogger("limbo.gateway")
@@ -136,7 +136,7 @@ class Gateway:
 
     # ------------------------------------------------------------------ requests
 
-    def _session(self, req: Request) -> tuple[GatewaySession | None, str]:
+    def _session(self, req: HttpRequest) -> tuple[GatewaySession | None, str]:
         match = EPISODE.match(req.path)
         if match:
             return self.sessions.get(match.group(1)), match.group(2) or "/"
@@ -146,7 +146,7 @@ class Gateway:
         only = list(self.sessions.values())
         return (only[0] if len(only) == 1 else None), req.path
 
-    async def handle(self, req: Request, out: Responder) -> None:
+    async def handle(self, req: HttpRequest, out: Responder) -> None:
         log.debug("%s %s", req.method, req.path)
         session, rest = self._session(req)
         if session is None:

@@ -18,11 +18,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from limbo.adapter import EpisodeContext, Message, ModelAdapter, ModelTurn, ToolDef
+from limbo.base.hashing import digest
+from limbo.base.secrets import scrub
+from limbo.episode.models import EpisodeContext, Message, ModelAdapter, ModelTurn, ToolDef
 from limbo.gateway.inject import Injection
 from limbo.gateway.naming import ToolNames
-from limbo.hashing import digest
-from limbo.providers.secrets import scrub
 
 
 class GatewayError(Exception):

@@ -11,16 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from limbo.cell import Cell
-from limbo.errors import UsageError
+from limbo.base.errors import UsageError
 from limbo.experiments.grid import FACTOR_FIELDS, Expansion, Grid, expand, load_grid, validated
+from limbo.sim.cell import Cell
 
 CELL_KEY = "limbo_cell"
 """Sample metadata key: the cell without its model."""
-RECORD_KEY = "limbo_record"
-DESIGN_KEY = "limbo_design"
-"""The eval's metadata key holding the run's design (:mod:`limbo.experiments.design`)."""
-"""Sample metadata key: the episode record (schema ``limbo.episode/1``), once the sample ran."""
 PLACEHOLDER = "inspect/eval-model"
 """The model of a cell before a sample runs (replaced by ``inspect/<the eval's model>``)."""
 FACTOR_PARAMS = {name: field for name, field in FACTOR_FIELDS.items() if name != "model"}

@@ -12,9 +12,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from limbo.cell import Cell
-from limbo.inspect.adapter import EPISODE_HEADER, require_inspect
+from limbo.inspect.model import EPISODE_HEADER
+from limbo.log.inspect_logs import require_inspect
 from limbo.providers.replay import load_records, recorded_turns
+from limbo.sim.cell import Cell
 
 MODEL = "mockllm/model"
 

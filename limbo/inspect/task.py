@@ -1,7 +1,7 @@
 """A LIMBO grid as an Inspect task: dataset of cells, a solver that runs the episode, a
 scorer that reads the episode's graded outcome.
 
-The solver hands the episode to LIMBO's own runner (:func:`limbo.episode.arun_episode`): the
+The solver hands the episode to LIMBO's own runner (:func:`limbo.episode.run_one.arun_episode`): the
 world, the sim clock (each model turn costs the think time), the boundary and its faults, the
 condition's tool layer, the limits, settling and the record are the ones a grid uses. Only the
 model is Inspect's. The record is stored whole in the sample's metadata (:data:`RECORD_KEY`).
@@ -9,7 +9,7 @@ model is Inspect's. The record is stored whole in the sample's metadata (:data:`
 The scorer reads the outcome LIMBO's grader gave that record from its ledger and report (as
 every LIMBO reader does: grading again is explicit, ``limbo tables --regrade``), giving
 duplicate, missing, TS, EOS and overclaim per sample. As in LIMBO's tables, these rates
-are over rated episodes only (:mod:`limbo.rated`: the fault fired, and the episode did not end in
+are over rated episodes only (:mod:`limbo.log.rated`: the fault fired, and the episode did not end in
 ``infra_error``, ``model_error`` or ``timeout``): for any other sample each rate is NaN, which
 Inspect's metrics skip; ``fault_fired`` is always scored.
 """
@@ -24,20 +24,12 @@ from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.scorer import Score, Scorer, Target, mean, scorer, stderr
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
-from limbo.episode import arun_episode
+from limbo.episode.run_one import arun_episode
 from limbo.experiments.design import design
-from limbo.inspect.adapter import InspectAdapter
-from limbo.inspect.cells import (
-    CELL_KEY,
-    DESIGN_KEY,
-    RECORD_KEY,
-    bind,
-    cell_metadata,
-    grid_cells,
-    sample_id,
-    task_grid,
-)
-from limbo.rated import rated
+from limbo.inspect.cells import CELL_KEY, bind, cell_metadata, grid_cells, sample_id, task_grid
+from limbo.inspect.model import InspectAdapter
+from limbo.log.inspect_logs import DESIGN_KEY, RECORD_KEY
+from limbo.log.rated import rated
 
 RATES = ("duplicate", "missing", "task_success", "exactly_once", "overclaim")
 EPOCHS = ("LIMBO replicates a cell by seed, and an epoch would re-run the identical cell: "

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from limbo.adapter import Message, ToolDef, model_adapter
+from limbo.episode.models import Message, ToolDef, model_adapter
 from limbo.providers import messages_api
 from limbo.providers.base import IncompleteStream, ProviderAdapter, body, parsing
 from limbo.providers.encoded import absolute
@@ -55,7 +55,7 @@ class AnthropicAdapter(ProviderAdapter):
                                        stream_cls=self.sdk.AsyncStream[object])
             if not self.stream:
                 return messages_api.reply(body(answer))
-            acc = messages_api.Accumulator()
+            acc = messages_api.MessagesAccumulator()
             async for event in answer:
                 acc.add(body(event))
             if not acc.done:

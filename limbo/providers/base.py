@@ -20,8 +20,10 @@ import os
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
-from limbo.adapter import EpisodeContext, Message, ModelAdapter, ModelTurn, ToolDef
-from limbo.errors import ModelError, UsageError
+from limbo.base.errors import ModelError, UsageError
+from limbo.base.rng import Rng, generator
+from limbo.base.secrets import MASK, MIN_LEN, scrub, watch
+from limbo.episode.models import EpisodeContext, Message, ModelAdapter, ModelTurn, ToolDef
 from limbo.providers import clients
 from limbo.providers.cache import ResponseCache, default_cache
 from limbo.providers.encoded import wire_bytes
@@ -29,9 +31,7 @@ from limbo.providers.limiter import limiter_for, limiter_key
 from limbo.providers.params import check_params
 from limbo.providers.pricing import cost, price_for
 from limbo.providers.retry import Retryable, RetryPolicy, describe, retry_after, with_retries
-from limbo.providers.secrets import MASK, MIN_LEN, scrub, watch
 from limbo.providers.wire import Reply
-from limbo.rng import Rng, generator
 
 COMMON_PARAMS = frozenset({"stream", "timeout", "max_attempts", "base_url", "api_key_env",
                            "prices", "temperature", "top_p", "max_tokens",

@@ -24,9 +24,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from limbo.adapter import Message, ModelTurn, ToolDef
-from limbo.hashing import canonical_json, digest
-from limbo.providers.secrets import scrub
+from limbo.base.hashing import canonical_json, digest
+from limbo.base.secrets import scrub
+from limbo.episode.models import Message, ModelTurn, ToolDef
 
 log = logging.getLogger("limbo.providers")
 

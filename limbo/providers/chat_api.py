@@ -1,7 +1,7 @@
 """OpenAI Chat Completions (``POST /v1/chat/completions``) as limbo sees it, both directions.
 
 The format most OpenAI-compatible servers speak (vLLM, llama.cpp, Ollama, ...). Adapter side:
-:func:`request`, :func:`reply` (a full completion) and :class:`Accumulator` (stream chunks).
+:func:`request`, :func:`reply` (a full completion) and :class:`ChatAccumulator` (stream chunks).
 Gateway side: :func:`parse_request`, :func:`response_body`, :func:`stream_events`.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from limbo.adapter import Message, ModelTurn, ToolCall, ToolDef
+from limbo.episode.models import Message, ModelTurn, ToolCall, ToolDef
 from limbo.providers.wire import Reply, Tokens, args_text, none_if_empty, parse_args, text_of
 
 # ---------------------------------------------------------------- adapter side
@@ -67,7 +67,7 @@ def _tokens(usage: dict[str, Any] | None) -> Tokens:
 
 
 @dataclass
-class Accumulator:
+class ChatAccumulator:
     """Builds a reply from ``chat.completion.chunk`` dicts; ``done`` once a choice finished."""
 
     text: list[str] = field(default_factory=list)

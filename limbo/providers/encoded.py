@@ -8,7 +8,7 @@ import json
 import weakref
 from typing import Any
 
-from limbo.adapter import ToolDef
+from limbo.episode.models import ToolDef
 
 
 def absolute(client: Any, path: str) -> str:

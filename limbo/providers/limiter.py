@@ -38,7 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from limbo.runtime import stopwatch
+from limbo.base.runtime import stopwatch
 
 START_LIMIT = 128
 """Calls in flight allowed before the provider has said anything."""

@@ -22,7 +22,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from limbo.adapter import ModelTurn, ToolCall, Usage
+from limbo.episode.models import ModelTurn, ToolCall
+from limbo.log.records import Usage
 from limbo.providers import chat_api, messages_api, responses_api
 
 FINISH = {"status": "completed", "summary": "paced loopback run"}

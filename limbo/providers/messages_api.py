@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from limbo.adapter import Message, ModelTurn, ToolCall, ToolDef
+from limbo.episode.models import Message, ModelTurn, ToolCall, ToolDef
 from limbo.providers.wire import (
     Reply,
     Tokens,
@@ -98,7 +98,7 @@ def _tokens(usage: dict[str, Any] | None) -> Tokens:
 
 
 @dataclass
-class Accumulator:
+class MessagesAccumulator:
     """Builds a reply from raw stream event dicts, keeping tool input as the raw JSON text the
     model produced (so malformed input reaches the boundary instead of failing the parser)."""
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from limbo.adapter import Message, ToolDef, model_adapter
-from limbo.errors import UsageError
+from limbo.base.errors import UsageError
+from limbo.episode.models import Message, ToolDef, model_adapter
 from limbo.providers import chat_api, responses_api
 from limbo.providers.base import (
     COMMON_PARAMS,
@@ -101,7 +101,7 @@ class OpenAIAdapter(ProviderAdapter):
         with parsing():
             if not self.stream:
                 return chat_api.reply(body(await self._post("/chat/completions", request)))
-            acc = chat_api.Accumulator()
+            acc = chat_api.ChatAccumulator()
             async for chunk in await self._post("/chat/completions", request):
                 acc.add(body(chunk))
             if not acc.done:

@@ -16,8 +16,8 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from limbo.errors import UsageError
-from limbo.providers.secrets import known_secrets
+from limbo.base.errors import UsageError
+from limbo.base.secrets import known_secrets
 
 Check = Callable[[Any], str | None]
 """What is wrong with a value (``None``: nothing)."""

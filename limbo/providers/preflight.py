@@ -22,15 +22,44 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from typing import TYPE_CHECKING, Any
+from typing import Any, ClassVar, Protocol
 
-from limbo.adapter import Message
-from limbo.errors import UsageError
+from limbo.base.errors import UsageError
+from limbo.episode.models import Message, ToolDef
 from limbo.providers.encoded import wire_bytes
 from limbo.providers.retry import describe
+from limbo.providers.wire import Reply
 
-if TYPE_CHECKING:
-    from limbo.providers.base import ProviderAdapter
+
+class Probe(Protocol):
+    """What a preflight reads of an adapter (:class:`limbo.providers.base.ProviderAdapter`,
+    which calls it): its model and parameters, its client and wire format, its key's variable
+    and how it scrubs a message of secrets."""
+
+    model: str
+    params: dict[str, Any]
+    cache: Any
+    sdk: Any
+    _client: Any
+    key_env: ClassVar[str]
+    models_path: ClassVar[str]
+    models_query: ClassVar[dict[str, Any]]
+
+    @property
+    def spec(self) -> str: ...
+
+    @property
+    def timeout(self) -> float: ...
+
+    def client(self) -> Any: ...
+
+    def scrub(self, text: str) -> str: ...
+
+    def _request(self, messages: list[Message], tools: list[ToolDef]) -> dict[str, Any]: ...
+
+    async def _call(self, request: bytes) -> Reply: ...
+
+    async def aclose(self) -> None: ...
 
 PROBE_TIMEOUT_S = 30.0
 PROBE_TOKENS = 16
@@ -39,7 +68,7 @@ LISTED = 8
 """Model ids quoted in the message for an unknown model."""
 
 
-def preflight(adapter: ProviderAdapter, transport: tuple[type[BaseException], ...]) -> None:
+def preflight(adapter: Probe, transport: tuple[type[BaseException], ...]) -> None:
     """Check that ``adapter``'s endpoint, key and model work (see the module docstring);
     ``transport`` are the HTTP library's transport errors (unreachable, when raised bare)."""
     probe = copy.copy(adapter)  # not rebuilt: a subclass's constructor may take other arguments
@@ -49,7 +78,7 @@ def preflight(adapter: ProviderAdapter, transport: tuple[type[BaseException], ..
     asyncio.run(_check(probe, transport))
 
 
-async def _check(probe: ProviderAdapter, transport: tuple[type[BaseException], ...]) -> None:
+async def _check(probe: Probe, transport: tuple[type[BaseException], ...]) -> None:
     try:
         listed = await _listed(probe, transport)
         if listed is None or probe.model in listed or f"{probe.model}:latest" in listed:
@@ -59,7 +88,7 @@ async def _check(probe: ProviderAdapter, transport: tuple[type[BaseException], .
         await probe.aclose()
 
 
-async def _listed(probe: ProviderAdapter,
+async def _listed(probe: Probe,
                   transport: tuple[type[BaseException], ...]) -> set[str] | None:
     """The ids the endpoint lists; ``None`` when it lists none (no such route, an odd body)."""
     client = probe.client()
@@ -75,7 +104,7 @@ async def _listed(probe: ProviderAdapter,
     return {str(m["id"]) for m in data if isinstance(m, dict) and "id" in m}
 
 
-async def _ask(probe: ProviderAdapter, listed: set[str],
+async def _ask(probe: Probe, listed: set[str],
                transport: tuple[type[BaseException], ...]) -> None:
     """One short request for the model, as the run would make it."""
     request = wire_bytes(probe._request([Message(role="user", content="Answer OK.")], []), [])
@@ -85,7 +114,7 @@ async def _ask(probe: ProviderAdapter, listed: set[str],
         _stop_for(probe, exc, listed, transport)
 
 
-def _stop_for(probe: ProviderAdapter, exc: BaseException, listed: set[str] | None,
+def _stop_for(probe: Probe, exc: BaseException, listed: set[str] | None,
               transport: tuple[type[BaseException], ...]) -> None:
     """Raise the :class:`UsageError` that stops the run, if ``exc`` is such a failure."""
     sdk = probe.sdk

@@ -18,7 +18,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from limbo.errors import UsageError
+from limbo.base.errors import UsageError
 from limbo.providers.wire import Tokens
 
 ENV = "LIMBO_PRICES"

@@ -21,21 +21,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
-from limbo.adapter import (
+from limbo.base.errors import ModelError, UsageError
+from limbo.base.hashing import canonical_json
+from limbo.episode.models import (
     EpisodeContext,
     Message,
     ModelAdapter,
     ModelTurn,
     ToolCall,
     ToolDef,
-    Usage,
     model_adapter,
 )
-from limbo.cell import Cell, episode_id
-from limbo.config import Limits, Timing
-from limbo.errors import ModelError, UsageError
-from limbo.hashing import canonical_json
-from limbo.store import iter_records, manifests, record_files
+from limbo.log.records import Usage
+from limbo.log.store import iter_records, manifests, record_files
+from limbo.sim.cell import Cell, episode_id
+from limbo.sim.config import Limits, Timing
 
 SHOW = 600
 _loaded: dict[tuple[str, float], list[dict[str, Any]]] = {}
@@ -281,7 +281,7 @@ def first_difference(a: Any, b: Any, path: str = "") -> str | None:
 def verify_run(run_dir: str | Path, records: list[dict[str, Any]] | None = None) -> list[ReplayCheck]:
     """Replay every episode of a run under its recorded cell; report which reproduce exactly
     (records equal except ``runtime``) and where the others first diverge."""
-    from limbo.episode import run_episode
+    from limbo.episode.run_one import run_episode
 
     records = records if records is not None else load_records(run_dir)
     checks = []

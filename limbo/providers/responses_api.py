@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from limbo.adapter import Message, ModelTurn, ToolCall, ToolDef
+from limbo.episode.models import Message, ModelTurn, ToolCall, ToolDef
 from limbo.providers.wire import (
     Reply,
     Tokens,

@@ -2,7 +2,7 @@
 
 The official SDKs retry on their own by default; we switch that off (``max_retries=0``) so
 there is exactly one retry policy, it is bounded, and its jitter comes from the cell's seed
-(``limbo.rng.generator(seed, "provider.retry")``) rather than global randomness. A server's
+(``limbo.base.rng.generator(seed, "provider.retry")``) rather than global randomness. A server's
 ``Retry-After`` (or OpenAI's ``retry-after-ms``) wins over the computed delay, up to a cap.
 
 The waits are real (wall clock): this is the provider side, outside the simulation. The sleep
@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from typing import Any, TypeVar
 
-from limbo.errors import ModelError
-from limbo.rng import Rng
+from limbo.base.errors import ModelError
+from limbo.base.rng import Rng
 
 log = logging.getLogger("limbo.providers")
 T = TypeVar("T")
@@ -81,7 +81,7 @@ async def with_retries(call: Callable[[], Awaitable[T]], policy: RetryPolicy,
     """Run ``call`` until it succeeds, a failure is not retryable, or attempts run out.
 
     Failures that ``classify`` does not call retryable propagate unchanged (the adapter turns
-    them into :class:`ModelError` or :class:`~limbo.errors.UsageError`); exhausting the
+    them into :class:`ModelError` or :class:`~limbo.base.errors.UsageError`); exhausting the
     attempts raises :class:`ModelError` naming the last failure."""
     attempt = 0
     while True:

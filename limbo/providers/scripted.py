@@ -7,7 +7,7 @@ conversation says. Each turn is ``{"text": ..., "tool_calls": [{"name", "argumen
 malformed call a real model might). A call without an ``id`` gets ``call_<turn>_<n>``.
 
 Everything wrong with the file — missing, not UTF-8, not JSON, a turn of the wrong shape — is
-one :class:`~limbo.errors.UsageError` naming the file, raised when the adapter is created (so
+one :class:`~limbo.base.errors.UsageError` naming the file, raised when the adapter is created (so
 ``limbo run`` and ``limbo episode`` stop before the first episode). An episode that asks for
 more turns than the file has ends as ``model_error``, recorded, and the grid goes on.
 
@@ -23,17 +23,17 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from limbo.adapter import (
+from limbo.base.errors import ModelError, UsageError
+from limbo.episode.models import (
     EpisodeContext,
     Message,
     ModelAdapter,
     ModelTurn,
     ToolCall,
     ToolDef,
-    Usage,
     model_adapter,
 )
-from limbo.errors import ModelError, UsageError
+from limbo.log.records import Usage
 
 MAX_BYTES = 64 * 1024 * 1024
 

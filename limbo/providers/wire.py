@@ -10,7 +10,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from limbo.adapter import Message, ToolCall, Usage
+from limbo.episode.models import Message, ToolCall
+from limbo.log.records import Usage
 
 UNPARSED = "_unparsed_arguments"
 """Anthropic needs tool input to be an object; text that was not JSON travels under this key."""

@@ -10,5 +10,5 @@ write, reconciles that ledger against the upstream's own state through the decla
 grades the episode like a sandbox one.
 
 This is the one part of LIMBO where real time is the clock: nothing here is imported by the
-simulation, and its time comes from :func:`limbo.runtime.stopwatch` alone.
+simulation, and its time comes from :func:`limbo.base.runtime.stopwatch` alone.
 """

@@ -1,7 +1,7 @@
 """What the proxy knows of the upstream's tools: the world file's proxy-only services.
 
 Each declared operation becomes the same :class:`~limbo.services.base.OpSpec` a simulated world
-file service gets (:func:`limbo.worldfile.build.build_services`), so the write class, the key
+file service gets (:func:`limbo.sim.worldfile.build.build_services`), so the write class, the key
 rules, the batch units and the read that shows a write are derived once, by the code the
 sandbox uses; the proxy never plays them. A declared tool ``<service>_<op>`` is matched to the
 upstream tool of that name, or of the bare operation name ``<op>`` (a team's server rarely
@@ -14,16 +14,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from limbo.errors import UsageError
+from limbo.base.errors import UsageError
 from limbo.services.base import OpSpec
-from limbo.worldfile.build import build_services
-from limbo.worldfile.check import checked
-from limbo.worldfile.format import Read, ServiceDef, WorldFile, Write
-from limbo.worldfile.kit import DIGEST_CHARS
+from limbo.sim.worldfile.build import build_services
+from limbo.sim.worldfile.check import checked
+from limbo.sim.worldfile.format import Read, ServiceDef, WorldFile, Write
+from limbo.sim.worldfile.kit import DIGEST_CHARS
 
 
 @dataclass(frozen=True)
-class Tool:
+class DeclaredTool:
     """One declared tool of a proxied service."""
 
     name: str
@@ -48,11 +48,11 @@ class Catalog:
             raise UsageError(f"world {identity} declares no proxy-only service: mark the "
                              f"service limbo proxy fronts with proxy = true")
         built = build_services(world.model_copy(update={"services": proxied}), identity)
-        self.tools: dict[str, Tool] = {}
+        self.tools: dict[str, DeclaredTool] = {}
         for name, cls in built.items():
             svc = proxied[name]
             for op in cls.ops.values():
-                self.tools[op.tool] = Tool(op.tool, op, svc.writes.get(op.name),
+                self.tools[op.tool] = DeclaredTool(op.tool, op, svc.writes.get(op.name),
                                            svc.reads.get(op.name), svc)
         self.upstream: dict[str, str] = {}
         """Upstream tool name -> declared name (set by :meth:`bind`)."""
@@ -79,7 +79,7 @@ class Catalog:
                      for n in names if n not in self.upstream]
         return warnings
 
-    def of(self, upstream_name: str) -> Tool | None:
+    def of(self, upstream_name: str) -> DeclaredTool | None:
         """The declared tool an upstream tool name stands for (``None``: undeclared)."""
         declared = self.upstream.get(upstream_name)
         return self.tools[declared] if declared is not None else None
@@ -91,7 +91,7 @@ class Catalog:
                 return wire
         return declared
 
-    def writes(self) -> list[Tool]:
+    def writes(self) -> list[DeclaredTool]:
         return [t for t in self.tools.values() if t.kind == "write"]
 
 

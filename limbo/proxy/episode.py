@@ -23,9 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from limbo.cell import Cell
-from limbo.config import Timing, dumped
-from limbo.errors import UsageError
+from limbo.base.errors import UsageError
+from limbo.base.runtime import now_iso, stopwatch
 from limbo.proxy.declared import Catalog
 from limbo.proxy.journal import Journal, journal_path, read_journal, unrecorded
 from limbo.proxy.plan import FaultPlan, parse
@@ -35,8 +34,9 @@ from limbo.proxy.serve import ProxyServer
 from limbo.proxy.session import Session
 from limbo.proxy.task import Task, prepare, template
 from limbo.proxy.upstream import Upstream, UpstreamSpec, connect
-from limbo.runtime import now_iso, stopwatch
-from limbo.tasks import plan_hash
+from limbo.sim.cell import Cell
+from limbo.sim.config import Timing, dumped
+from limbo.sim.tasks import plan_hash
 
 HARNESS = "proxy"
 """The cell's harness: whatever agent talks to ``limbo proxy``."""
@@ -131,7 +131,7 @@ def _cell(opts: Options, service: str, template_id: str, plan: FaultPlan) -> Cel
 
 
 def _refuse_taken(out: Path, episode_id: str) -> None:
-    from limbo.store import scan
+    from limbo.log.store import scan
 
     if episode_id in scan(out).ids:
         raise UsageError(f"{out} already holds episode {episode_id} (the same cell); use "

@@ -16,30 +16,52 @@ shape and forwards nothing. The failures are the sandbox's own bytes
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from collections.abc import Coroutine
+from typing import Any, Protocol
 
-from limbo.config import Timing
 from limbo.faults import responses
-from limbo.proxy.declared import Tool
+from limbo.proxy.declared import DeclaredTool
+from limbo.proxy.plan import FaultPlan
 from limbo.proxy.shapes import raw, result_of
-from limbo.readback import resolve
-from limbo.results import Result
 from limbo.services.base import fits
-from limbo.tasks import fill
-from limbo.tools import KEY_FIELD
+from limbo.sim.config import Timing
+from limbo.sim.readback import resolve
+from limbo.sim.results import Result
+from limbo.sim.tasks import fill
+from limbo.sim.tools import KEY_FIELD
 
-if TYPE_CHECKING:
-    from limbo.proxy.session import Session
+
+class FaultHost(Protocol):
+    """What a fault acts through: the episode's session (:class:`limbo.proxy.session.Session`)
+    with its plan and wall clock, its event log, the upstream, and a place for work that
+    outlives the call."""
+
+    plan: FaultPlan
+    stale: tuple[str, DeclaredTool, dict[str, Any], float] | None
+
+    def now(self) -> float: ...
+
+    def emit(self, type_: str, **fields: Any) -> None: ...
+
+    async def forward(self, tool: DeclaredTool, wire: str, args: dict[str, Any], request_id: str,
+                      attempt: str) -> dict[str, Any]: ...
+
+    async def deliver(self, tool: DeclaredTool, wire: str, args: dict[str, Any], request_id: str,
+                      attempt: str) -> tuple[int, dict[str, Any]]: ...
+
+    def later(self, work: Coroutine[Any, Any, Any]) -> None: ...
+
+    def arrival(self, n: int, request_id: str, attempt: str, tool: str) -> None: ...
 
 
-def _failure(session: Session, kind: str) -> Result:
+def _failure(session: FaultHost, kind: str) -> Result:
     if kind == "timeout":
         return responses.timeout(Timing(client_timeout_s=session.plan.client_timeout_s))
     return {"server_error": responses.server_error, "connection_reset": responses.connection_reset,
             "rate_limited": responses.rate_limited}[kind]()
 
 
-async def inject(session: Session, tool: Tool, wire: str, args: dict[str, Any],
+async def inject(session: FaultHost, tool: DeclaredTool, wire: str, args: dict[str, Any],
                  request_id: str) -> dict[str, Any]:
     """The agent's answer to the focal write under the plan's fault."""
     plan, act = session.plan, session.plan.act
@@ -85,7 +107,7 @@ async def inject(session: Session, tool: Tool, wire: str, args: dict[str, Any],
     return result_of(_failure(session, act.answer), error=True)
 
 
-async def _late(session: Session, tool: Tool, wire: str, args: dict[str, Any], request_id: str,
+async def _late(session: FaultHost, tool: DeclaredTool, wire: str, args: dict[str, Any], request_id: str,
                 after_s: float, attempt: str) -> None:
     """Deliver ``args`` ``after_s`` from now, and log where it landed."""
     await asyncio.sleep(after_s)
@@ -93,7 +115,7 @@ async def _late(session: Session, tool: Tool, wire: str, args: dict[str, Any], r
     session.arrival(n, request_id, attempt, tool.name)
 
 
-async def _cut(session: Session, tool: Tool, wire: str, args: dict[str, Any], request_id: str,
+async def _cut(session: FaultHost, tool: DeclaredTool, wire: str, args: dict[str, Any], request_id: str,
                fault: Any) -> None:
     batch = tool.op.batch
     assert batch is not None
@@ -106,7 +128,7 @@ async def _cut(session: Session, tool: Tool, wire: str, args: dict[str, Any], re
         await session.forward(tool, wire, narrowed, request_id, "original")
 
 
-def _phantom(session: Session, tool: Tool, args: dict[str, Any]) -> dict[str, Any]:
+def _phantom(session: FaultHost, tool: DeclaredTool, args: dict[str, Any]) -> dict[str, Any]:
     """The success the world file says this write answers, with a fresh id: nothing was sent."""
     assert tool.write is not None and tool.write.result is not None
     env = _Blank({k: v for k, v in args.items() if k != KEY_FIELD})
@@ -121,7 +143,7 @@ class _Blank(dict[str, Any]):
         return None
 
 
-def staled(session: Session, result: dict[str, Any], read: Tool) -> dict[str, Any]:
+def staled(session: FaultHost, result: dict[str, Any], read: DeclaredTool) -> dict[str, Any]:
     """``result`` of the first read of the focal write's service after ``stale_readback``,
     without the items that show the focal write: the read a stale replica would answer."""
     assert session.stale is not None

@@ -12,7 +12,7 @@ losing it to a power cut loses no effect.
 
 Line types: ``start`` (the cell, the upstream, the task), ``baseline`` (what the upstream's
 reads listed before the agent began), ``intent`` / ``ack`` / ``lost`` (the ledger), every
-:mod:`limbo.events` type (the event log), and ``recorded`` (the episode's record was written).
+:mod:`limbo.sim.events` type (the event log), and ``recorded`` (the episode's record was written).
 The record is built from the journal alone, after a normal end and after a crash alike.
 """
 
@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from limbo.errors import UsageError
+from limbo.base.errors import UsageError
 
 FOLDER = "proxy"
 _ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False,

@@ -1,5 +1,5 @@
 """The proxy's ledger: every forwarded write, what the upstream answered, and the effects that
-follow — in the sandbox ledger's shape, so :func:`limbo.grading.grade` grades it unchanged.
+follow — in the sandbox ledger's shape, so :func:`limbo.log.grading.grade` grades it unchanged.
 
 A write is in one of four states. ``committed``: the upstream answered with success (its effect
 is the write's effect fields, or one effect per unit of a batch). ``replayed``: a success that
@@ -19,12 +19,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from limbo.hashing import plain_json
-from limbo.proxy.declared import Catalog, Tool
+from limbo.base.hashing import plain_json
+from limbo.proxy.declared import Catalog, DeclaredTool
 from limbo.proxy.shapes import object_id
-from limbo.readback import resolve
 from limbo.services import Contract
 from limbo.services.base import Args
+from limbo.sim.readback import resolve
 
 COMMITTED, REPLAYED, UNCERTAIN = "committed", "replayed", "uncertain"
 RECOVERED, ABSENT, UNVERIFIABLE = "recovered", "absent", "unverifiable"
@@ -32,7 +32,7 @@ REPLAY_FLAG = "idempotent_replayed"
 
 
 @dataclass
-class Write:
+class LedgerWrite:
     """One forwarded write."""
 
     n: int
@@ -62,7 +62,7 @@ class Ledger:
 
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
-        self.writes: dict[int, Write] = {}
+        self.writes: dict[int, LedgerWrite] = {}
         self._held: dict[str, tuple[set[str], set[str]]] = {}
         """Tool -> (object ids, keys) of its writes in the ledger: what a replay answers with."""
 
@@ -73,7 +73,7 @@ class Ledger:
         not the ledger's."""
         kind = entry["type"]
         if kind == "intent":
-            self.writes[entry["n"]] = Write(entry["n"], entry["t"], entry["tool"], entry["args"],
+            self.writes[entry["n"]] = LedgerWrite(entry["n"], entry["t"], entry["tool"], entry["args"],
                                             entry.get("key"), entry["attempt"],
                                             entry["request_id"])
         elif kind in ("ack", "lost", "reconciled"):
@@ -101,7 +101,7 @@ class Ledger:
             state, ids = COMMITTED, self._ids(tool, write.args, answer)
         return {"type": "ack", "n": n, "t": t, "state": state, "object_ids": ids, "why": why}
 
-    def _replay(self, write: Write, tool: Tool, answer: dict[str, Any]) -> bool:
+    def _replay(self, write: LedgerWrite, tool: DeclaredTool, answer: dict[str, Any]) -> bool:
         if answer.get(REPLAY_FLAG) is True:
             return True
         ids, keys = self._held.get(write.tool, (set(), set()))
@@ -111,7 +111,7 @@ class Ledger:
             return True
         return write.key in keys and tool.op.honours_key(Contract.NATIVE, write.args)
 
-    def _ids(self, tool: Tool, args: Args, answer: dict[str, Any]) -> list[str | None]:
+    def _ids(self, tool: DeclaredTool, args: Args, answer: dict[str, Any]) -> list[str | None]:
         w = tool.write
         assert w is not None
         if tool.op.batch is not None:
@@ -126,7 +126,7 @@ class Ledger:
 
     # -- reading ------------------------------------------------------------------------------
 
-    def uncertain(self) -> list[Write]:
+    def uncertain(self) -> list[LedgerWrite]:
         return [w for w in self.writes.values() if w.state == UNCERTAIN]
 
     def claimed(self, tool: str) -> set[str]:
@@ -141,7 +141,7 @@ class Ledger:
             out += self._effects(write, len(out))
         return out
 
-    def _effects(self, write: Write, seq: int) -> list[dict[str, Any]]:
+    def _effects(self, write: LedgerWrite, seq: int) -> list[dict[str, Any]]:
         tool = self.catalog.tools[write.tool]
         w = tool.write
         assert w is not None

@@ -10,7 +10,7 @@ after the timeout), the heavy tail δ, the redelivered copy (2 s after the origi
 Which write carries the fault is the first call to the focal tool, as in the sandbox. The
 focal tool is ``MODE@TOOL``'s, else drawn from the seed among the task's focal writes the mode
 can act on; δ, the partial batch's k and a phantom's id are drawn from the seed too
-(:func:`limbo.rng.generator`, one component per draw), so a seed names one fault plan.
+(:func:`limbo.base.rng.generator`, one component per draw), so a seed names one fault plan.
 """
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from limbo.errors import UsageError
+from limbo.base.errors import UsageError
+from limbo.base.rng import Rng, generator
 from limbo.faults import tail
 from limbo.faults.acks import COPY_AFTER_S
 from limbo.faults.timeouts import LATE_AFTER_TIMEOUT_S
-from limbo.proxy.declared import Catalog, Tool
-from limbo.rng import Rng, generator
+from limbo.proxy.declared import Catalog, DeclaredTool
 
 Forward = Literal["now", "never", "later", "copy", "cut"]
 Answer = Literal["upstream", "timeout", "server_error", "connection_reset", "rate_limited",
@@ -70,7 +70,7 @@ class FaultPlan:
     @property
     def client_timeout_s(self) -> float:
         """When a timed-out call is answered, in wall seconds after it arrived."""
-        from limbo.config import Timing
+        from limbo.sim.config import Timing
 
         return Timing().client_timeout_s * self.scale
 
@@ -119,7 +119,7 @@ def parse(text: str, catalog: Catalog, focal_writes: list[str], seed: int,
     return FaultPlan(mode, focal, ACTS[mode], scale, seed)
 
 
-def _tool(name: str, catalog: Catalog) -> Tool:
+def _tool(name: str, catalog: Catalog) -> DeclaredTool:
     tool = catalog.tools.get(name) or catalog.of(name)
     if tool is None:
         raise UsageError(f"--fault ...@{name}: {name!r} is not a tool the world file declares "
@@ -127,7 +127,7 @@ def _tool(name: str, catalog: Catalog) -> Tool:
     return tool
 
 
-def why_not(mode: str, tool: Tool) -> str | None:
+def why_not(mode: str, tool: DeclaredTool) -> str | None:
     """Why ``mode`` cannot act on ``tool`` (``None``: it can)."""
     if tool.write is None:
         return f"{tool.name} is a read; faults act on writes"

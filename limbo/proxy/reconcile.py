@@ -3,7 +3,7 @@ did not see as a clean success.
 
 Before the agent starts, every declared read that needs no argument is read once: the
 *baseline* (kept in the journal). At the end — or when a crashed episode is recovered — each
-uncertain write is looked up through the read that lists it (:func:`limbo.readback.resolve`,
+uncertain write is looked up through the read that lists it (:func:`limbo.sim.readback.resolve`,
 the sandbox's own read-back rules): an item that shows its effect, that no write already in
 the ledger holds, and that was not there before the episode, is its effect (``recovered``);
 none is ``absent``. A change to an existing record (a refund) counts only when the record did
@@ -22,17 +22,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from limbo.proxy.declared import Catalog, Tool
-from limbo.proxy.ledger import ABSENT, RECOVERED, UNVERIFIABLE, Ledger, Write
+from limbo.proxy.declared import Catalog, DeclaredTool
+from limbo.proxy.ledger import ABSENT, RECOVERED, UNVERIFIABLE, Ledger, LedgerWrite
 from limbo.proxy.shapes import items, payload, readable
 from limbo.proxy.upstream import Upstream, UpstreamLost
-from limbo.readback import ReadPlan, resolve
 from limbo.services.base import fits
+from limbo.sim.readback import ReadPlan, resolve
 
 Items = list[dict[str, Any]]
 
 
-def baseline_reads(catalog: Catalog) -> list[Tool]:
+def baseline_reads(catalog: Catalog) -> list[DeclaredTool]:
     """The declared reads that need no argument, whose upstream tool exists."""
     bound = set(catalog.upstream.values())
     return [t for t in catalog.tools.values() if t.read is not None and t.name in bound
@@ -75,7 +75,7 @@ class Reconciler:
             out.append(entry)
         return out
 
-    async def _one(self, write: Write) -> dict[str, Any] | None:
+    async def _one(self, write: LedgerWrite) -> dict[str, Any] | None:
         tool = self.catalog.tools[write.tool]
         plan = resolve(tool.op, write.args)
         if plan is None:
@@ -91,7 +91,7 @@ class Reconciler:
             return {"state": UNVERIFIABLE, "why": f"{plan.tool} failed: {str(answer)[:200]}"}
         return self._judge(write, tool, plan, seen.items)
 
-    def _judge(self, write: Write, tool: Tool, plan: ReadPlan, found: Items) -> dict[str, Any]:
+    def _judge(self, write: LedgerWrite, tool: DeclaredTool, plan: ReadPlan, found: Items) -> dict[str, Any]:
         w = tool.write
         assert w is not None
         taken = self.ledger.claimed(write.tool)
@@ -112,7 +112,7 @@ class Reconciler:
         return {"state": RECOVERED, "object_ids": [_id(fresh[0], w.id_field)],
                 "why": "seen in " + plan.tool}
 
-    def _units(self, write: Write, id_field: str | None, plan: ReadPlan, found: Items,
+    def _units(self, write: LedgerWrite, id_field: str | None, plan: ReadPlan, found: Items,
                taken: set[str]) -> dict[str, Any]:
         assert plan.units is not None
         pool = [i for i in found if _id(i, id_field) is None or _id(i, id_field) not in taken]

@@ -5,7 +5,7 @@ read it.
 The record is a ``limbo.episode/1`` record. Its ``t`` are wall seconds since the episode
 started (the proxy's clock); its ledger holds the committed writes and the writes that
 reconciliation recovered; its events are the agent's calls and results, the fault, the late
-arrivals and a ``commit`` per ledger effect; its outcome is :func:`limbo.grading.grade`'s on the
+arrivals and a ``commit`` per ledger effect; its outcome is :func:`limbo.log.grading.grade`'s on the
 task's intents. It is not reproducible the way a sandbox record is — the upstream and the wall
 clock are real — so the ``runtime`` field carries what the proxy saw: the upstream, the time
 scale, the writes by state, the duplicates by business key, the reconciliation and the items
@@ -18,13 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from limbo import __version__
-from limbo.config import Limits, dumped
-from limbo.events import EVENT_TYPES, VISIBLE_TYPES
-from limbo.grading import grade
+from limbo.base.runtime import host_facts
+from limbo.log.grading import grade
+from limbo.log.records import SCHEMA, parse_record
 from limbo.proxy.declared import Catalog
 from limbo.proxy.ledger import Ledger
-from limbo.records import SCHEMA, parse_record
-from limbo.runtime import host_facts
+from limbo.sim.config import Limits, dumped
+from limbo.sim.events import EVENT_TYPES, VISIBLE_TYPES
 
 LEDGER_TYPES = ("intent", "ack", "lost", "reconciled")
 NO_TASK: dict[str, Any] = {"prompt": None, "intents": [], "plan_hash": None, "focal_write_class": None}
@@ -101,7 +101,7 @@ def _summary(ledger: Ledger) -> dict[str, Any]:
 
 def append(run_dir: Path, record: dict[str, Any], scrub: Any) -> None:
     """Append ``record`` to the run's records file (one write, synced)."""
-    from limbo.store import RecordWriter, encode, episodes_file
+    from limbo.log.store import RecordWriter, encode, episodes_file
 
     writer = RecordWriter(episodes_file(run_dir, None))
     try:

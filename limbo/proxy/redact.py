@@ -1,6 +1,6 @@
 """Keeping credentials out of what the proxy writes (the journal, the record, the manifest).
 
-Two rules, on top of :func:`limbo.providers.secrets.scrubber` (the values of credential-looking
+Two rules, on top of :func:`limbo.base.secrets.scrubber` (the values of credential-looking
 environment variables, masked wherever they appear) that every written line goes through:
 
 - every ``--upstream-header`` value is a secret too (an ``Authorization`` header is the usual
@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
-from limbo.providers.secrets import MASK, MIN_LEN, scrubber
+from limbo.base.secrets import MASK, MIN_LEN, scrubber
 
 _CREDENTIAL = re.compile(r"pass(word|wd)?$|api_?key|token|secret|authori[sz]ation|credential"
                          r"|private_?key|cookie", re.IGNORECASE)

@@ -25,10 +25,10 @@ from typing import Any
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
 
 from limbo import __version__
-from limbo.harnesses.mcp_server import CALL_ID_META
+from limbo.harnesses.mcp.server import CALL_ID_META
 from limbo.proxy.session import Session
 from limbo.proxy.wire import INVALID_PARAMS, METHOD_NOT_FOUND, Channel, RpcError
-from limbo.tools import UTILITY_TOOLS, FinishArgs
+from limbo.sim.tools import UTILITY_TOOLS, FinishArgs
 
 FINISH_GRACE_S = 0.5
 TASK_PROMPT = {"name": "task",
@@ -143,7 +143,7 @@ class ProxyServer:
 
     async def _http(self, port: int) -> None:
         from limbo.gateway.asgi import LoopbackServer
-        from limbo.harnesses.mcp_server import HttpEndpoint
+        from limbo.harnesses.mcp.server import HttpEndpoint
 
         async with HttpEndpoint(self._sdk_server()) as endpoint:
             host = LoopbackServer(endpoint, port=port)

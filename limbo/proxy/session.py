@@ -23,9 +23,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from limbo.base.hashing import canonical_json, plain_json
+from limbo.base.runtime import stopwatch
 from limbo.harnesses.toolcalls import loggable, loggable_name
-from limbo.hashing import canonical_json, plain_json
-from limbo.proxy.declared import Catalog, Tool
+from limbo.proxy.declared import Catalog, DeclaredTool
 from limbo.proxy.inject import inject, staled
 from limbo.proxy.journal import Journal
 from limbo.proxy.ledger import COMMITTED, REPLAYED, UNCERTAIN, Ledger
@@ -33,9 +34,8 @@ from limbo.proxy.plan import FaultPlan
 from limbo.proxy.redact import redact
 from limbo.proxy.shapes import payload, result_of
 from limbo.proxy.upstream import Upstream, UpstreamLost
-from limbo.results import ErrorKind, Result, error
-from limbo.runtime import stopwatch
-from limbo.tools import KEY_FIELD, FinishArgs
+from limbo.sim.results import ErrorKind, Result, error
+from limbo.sim.tools import KEY_FIELD, FinishArgs
 
 MAX_LOGGED_RESULT = 20_000
 """A result whose JSON is longer than this many characters is logged summarised."""
@@ -54,7 +54,7 @@ class Session:
         self.fired = False
         self.report: dict[str, Any] | None = None
         self.tool_calls = 0
-        self.stale: tuple[str, Tool, dict[str, Any], float] | None = None
+        self.stale: tuple[str, DeclaredTool, dict[str, Any], float] | None = None
         """After ``stale_readback``: (service, focal tool, its arguments, when it was sent)."""
         self._requests = 0
         self._writes = 0
@@ -99,7 +99,7 @@ class Session:
         self._log_result(call_id, logged, result)
         return result
 
-    def _label(self, tool: Tool, args: dict[str, Any]) -> tuple[str, str]:
+    def _label(self, tool: DeclaredTool, args: dict[str, Any]) -> tuple[str, str]:
         """The request id and attempt of a write (as the sandbox boundary labels them)."""
         self._requests += 1
         plain = {k: v for k, v in args.items() if k != KEY_FIELD}
@@ -110,13 +110,13 @@ class Session:
         self._seen[fingerprint] = n + 1
         return f"r{self._requests}", "original" if n == 0 else f"reissue-{n}"
 
-    async def forward(self, tool: Tool, wire: str, args: dict[str, Any], request_id: str,
+    async def forward(self, tool: DeclaredTool, wire: str, args: dict[str, Any], request_id: str,
                       attempt: str) -> dict[str, Any]:
         """Forward one write: ``intent`` (synced), the upstream's answer, ``ack`` (synced).
         Returns the upstream's result, or the failure the agent hears when it gave none."""
         return (await self.deliver(tool, wire, args, request_id, attempt))[1]
 
-    async def deliver(self, tool: Tool, wire: str, args: dict[str, Any], request_id: str,
+    async def deliver(self, tool: DeclaredTool, wire: str, args: dict[str, Any], request_id: str,
                       attempt: str) -> tuple[int, dict[str, Any]]:
         """:meth:`forward`, with the write's number in the ledger."""
         self._writes += 1
@@ -136,7 +136,7 @@ class Session:
         self.ledger_entry(self.ledger.ack_entry(n, self.now(), payload(result)))
         return n, result
 
-    async def _read(self, tool: Tool | None, wire: str, args: dict[str, Any]
+    async def _read(self, tool: DeclaredTool | None, wire: str, args: dict[str, Any]
                     ) -> dict[str, Any]:
         try:
             result = await self.upstream.call(wire, args)

@@ -96,6 +96,6 @@ def object_id(answer: Payload, field: str | None) -> str | None:
 
 
 def readable(answer: Payload) -> dict[str, Any]:
-    """``answer`` in the sandbox's result shape for :class:`~limbo.readback.ReadPlan`:
+    """``answer`` in the sandbox's result shape for :class:`~limbo.sim.readback.ReadPlan`:
     ``{"ok": ..., "items": [...]}``."""
     return {"ok": bool(answer.get("ok")), "items": items(answer)}

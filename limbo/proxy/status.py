@@ -22,10 +22,10 @@ KIND = "proxy"
 
 def write_manifest(out: Path, cell: Any, opts: Any, status: str) -> None:
     """The directory's manifest as an episode starts (``status``: ``serving``)."""
-    from limbo.provenance import provenance
-    from limbo.runtime import now_iso
-    from limbo.store import manifest_file, read_manifest, scan
-    from limbo.store import write_manifest as write
+    from limbo.base.provenance import provenance
+    from limbo.base.runtime import now_iso
+    from limbo.log.store import manifest_file, read_manifest, scan
+    from limbo.log.store import write_manifest as write
 
     path = manifest_file(out, None)
     old = read_manifest(path) if path.is_file() else {}
@@ -47,9 +47,9 @@ def _design(opts: Any) -> dict[str, Any]:
 
 def record_written(out: Path, record: dict[str, Any]) -> None:
     """The manifest once an episode is recorded."""
-    from limbo.runtime import now_iso
-    from limbo.store import manifest_file, read_manifest, scan
-    from limbo.store import write_manifest as write
+    from limbo.base.runtime import now_iso
+    from limbo.log.store import manifest_file, read_manifest, scan
+    from limbo.log.store import write_manifest as write
 
     path = manifest_file(out, None)
     old = read_manifest(path) if path.is_file() else {}

@@ -1,7 +1,7 @@
 """The task of a proxied episode: a template of the world file, instantiated as in the sandbox.
 
 Its variables are drawn for ``--instance`` exactly as a sandbox cell draws them
-(:func:`limbo.tasks.instantiate`); its setup steps are sent to the upstream before the agent
+(:func:`limbo.sim.tasks.instantiate`); its setup steps are sent to the upstream before the agent
 starts (no fault, not in the ledger: they make the state the task starts from, like the
 sandbox's setup), and what they ``save`` fills the prompt and the intents. The intents are the
 required effects the ledger is graded against.
@@ -12,15 +12,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from limbo.errors import UsageError
+from limbo.base.errors import UsageError
 from limbo.proxy.declared import Catalog
 from limbo.proxy.shapes import payload
 from limbo.proxy.upstream import Upstream, UpstreamLost
-from limbo.readback import resolve
 from limbo.services import Contract
-from limbo.tasks import TaskInstance, dig, fill, instantiate
-from limbo.worldfile.kit import WorldTemplate
-from limbo.worldfile.template_rules import focal_steps, template_service
+from limbo.sim.readback import resolve
+from limbo.sim.tasks import LenientEnv, TaskInstance, dig, fill, instantiate
+from limbo.sim.worldfile.kit import WorldTemplate
+from limbo.sim.worldfile.template_rules import focal_steps, template_service
 
 
 @dataclass(frozen=True)
@@ -45,15 +45,11 @@ class Task:
         for step in self.template.steps:
             if step.tool == focal:
                 op = catalog.tools[focal].op
-                args = fill(step.args, _Lenient(self.env))
+                args = fill(step.args, LenientEnv(self.env))
                 plan = resolve(op, args)
                 return op.write_class(Contract.NATIVE, args, plan.lag if plan else None)
         return None
 
-
-class _Lenient(dict[str, Any]):
-    def __missing__(self, key: str) -> str:
-        return "?"
 
 
 def template(catalog: Catalog, name: str | None) -> WorldTemplate:

@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
 
 from limbo import __version__
-from limbo.errors import UsageError
+from limbo.base.errors import UsageError
 from limbo.proxy.wire import LINE_LIMIT, METHOD_NOT_FOUND, Channel, ChannelClosed, RpcError
 
 CALL_TIMEOUT_S = 120.0

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from limbo.cell import Cell
-from limbo.tasks import templates
+from limbo.sim.cell import Cell
+from limbo.sim.tasks import templates
 
 
 def cell_for(template: str, focal: str | None = None, **kw: object) -> Cell:

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from limbo.adapter import Message, ModelTurn, ToolCall, ToolDef
+from limbo.episode.models import Message, ModelTurn, ToolCall, ToolDef
 
 Answer = Callable[[list[Message], list[ToolDef]], ModelTurn]
 ROLES = ("system", "user", "assistant", "tool")

@@ -16,11 +16,11 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from limbo.adapter import EpisodeContext, Message, ModelTurn, ToolDef, make_adapter
+from limbo.base.registry import lookup
+from limbo.episode.models import EpisodeContext, Message, ModelTurn, ToolDef, make_adapter
 from limbo.gateway import Gateway
 from limbo.harnesses.production import process
 from limbo.harnesses.production.base import CLOSING, SIDE_ANSWER, Endpoints
-from limbo.registry import lookup
 from limbo.services import Contract
 
 

@@ -1,11 +1,11 @@
 """Reference policies outside an episode: a gateway session opened by hand needs the policy
-briefed with its world's answer key, as the episode would (:mod:`limbo.briefing`)."""
+briefed with its world's answer key, as the episode would (:mod:`limbo.episode.briefing`)."""
 
 from __future__ import annotations
 
-from limbo.adapter import ModelAdapter, make_adapter
-from limbo.briefing import answer_key, brief
-from limbo.world import World
+from limbo.episode.briefing import answer_key, brief
+from limbo.episode.models import ModelAdapter, make_adapter
+from limbo.sim.world import World
 
 
 def briefed(world: World, spec: str = "policy/verify") -> ModelAdapter:

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from limbo.adapter import ModelAdapter, ModelTurn, make_adapter
+from limbo.episode.models import ModelAdapter, ModelTurn, make_adapter
 
 Call = tuple[str, Any]
 Turn = ModelTurn | str | Call | list[Call]

@@ -8,8 +8,15 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from limbo.adapter import EpisodeContext, Message, ModelAdapter, ModelTurn, ToolDef, model_adapter
-from limbo.errors import ModelError
+from limbo.base.errors import ModelError
+from limbo.episode.models import (
+    EpisodeContext,
+    Message,
+    ModelAdapter,
+    ModelTurn,
+    ToolDef,
+    model_adapter,
+)
 
 
 @model_adapter("trouble")

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from limbo.cell import Cell
-from limbo.request import Request
-from limbo.results import Result
-from limbo.tasks import templates
-from limbo.tools import KEY_FIELD
-from limbo.world import World
+from limbo.sim.cell import Cell
+from limbo.sim.request import Request
+from limbo.sim.results import Result
+from limbo.sim.tasks import templates
+from limbo.sim.tools import KEY_FIELD
+from limbo.sim.world import World
 
 _ids = itertools.count(1)
 

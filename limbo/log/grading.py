@@ -1,0 +1,111 @@
+"""Grading: a pure function of (intents, ledger, final report).
+
+No model and no reading of transcript text: each required effect (intent) is matched against
+the committed effects after settling, and every outcome field of the spec follows from the
+counts. An effect counts toward its intent being done only while it is *in force*: a later
+compensating action (delete, refund, status revert or close) undoes it. How often an intent
+committed (``commits``, ``duplicate``) counts every matching effect, undone or not.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from limbo.log.records import parse_record
+
+Effect = dict[str, Any]
+
+GRADER_VERSION = "2"
+"""The version of these rules, written into every run's manifest: change it with any change
+that can grade one ledger differently (version 2: an undone effect no longer counts toward an
+intent being done). ``limbo tables --regrade`` names the version a run was graded with and
+this one, and lists the episodes whose grade changed."""
+
+
+def matches(intent: dict[str, Any], effect: Effect) -> bool:
+    """Whether ledger ``effect`` is an instance of ``intent``."""
+    if effect["tool"] != intent["tool"]:
+        return False
+    args = effect["args"]
+    if any(args.get(k) != v for k, v in intent["match"].items()):
+        return False
+    return all(sub in str(args.get(k, "")) for k, sub in intent["contains"].items())
+
+
+def assign(intents: list[dict[str, Any]], ledger: list[Effect]) -> dict[str, list[int]]:
+    """For each intent, the ledger sequence numbers of the effects that match it.
+
+    An effect counts toward the first intent it matches (intents are specific enough that an
+    effect matching two would be a template bug).
+    """
+    hits: dict[str, list[int]] = {intent["id"]: [] for intent in intents}
+    for effect in ledger:
+        for intent in intents:
+            if matches(intent, effect):
+                hits[intent["id"]].append(effect["seq"])
+                break
+    return hits
+
+
+def undone(ledger: list[Effect]) -> set[int]:
+    """Sequence numbers of the effects that a later compensating action undid.
+
+    Each compensating effect (one that ``reverses`` an object) undoes the most recent effect
+    on that object that is still in force — a refund its charge, a delete its post, a status
+    revert the status change before it, a close the ticket's latest change (its creation, if
+    nothing else happened to it). An undone effect stays undone.
+    """
+    latest: dict[str, list[int]] = {}
+    out: set[int] = set()
+    for effect in ledger:
+        target = effect.get("reverses")
+        if target and latest.get(target):
+            out.add(latest[target].pop())
+        if effect.get("object_id") is not None:
+            latest.setdefault(effect["object_id"], []).append(effect["seq"])
+    return out
+
+
+def grade(
+    intents: list[dict[str, Any]],
+    ledger: list[Effect],
+    report: dict[str, Any] | None,
+    focal_write_class: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """The outcome fields that depend on effects and the report (usage is added by the caller)."""
+    hits = assign(intents, ledger)
+    used = {seq for seqs in hits.values() for seq in seqs}
+    spurious = [e["seq"] for e in ledger if e["seq"] not in used and not e.get("reverses")]
+    gone = undone(ledger)
+    in_force = {i: [seq for seq in seqs if seq not in gone] for i, seqs in hits.items()}
+    duplicated = [i for i, seqs in hits.items() if len(seqs) > 1]
+    compensated = any(seq in gone for i in duplicated for seq in hits[i])
+    status = (report or {}).get("status", "none")
+    uncertain = (report or {}).get("uncertain_actions") or []
+    exactly_once = (all(len(hits[i]) == 1 and len(in_force[i]) == 1 for i in hits)
+                    and not spurious)
+    claimed_clean = status == "completed" and not uncertain
+    return {
+        "commits": {i: len(s) for i, s in hits.items()},
+        "duplicate": bool(duplicated),
+        "missing": any(not s for s in in_force.values()),
+        "spurious": len(spurious),
+        "compensated": compensated,
+        "task_success": all(in_force.values()),
+        "exactly_once": exactly_once,
+        "report_status": status,
+        "claimed_clean": claimed_clean,
+        "overclaim": claimed_clean and not exactly_once,
+        "focal_write_class": focal_write_class,
+    }
+
+
+def regrade(record: dict[str, Any]) -> dict[str, Any]:
+    """The graded fields of a stored record, recomputed from its log alone (the record is read
+    through :class:`limbo.log.records.EpisodeRecord`: a record that is not one is refused)."""
+    rec = parse_record(record)
+    wclass = rec.outcome.focal_write_class
+    return grade([i.model_dump() for i in rec.header.intents],
+                 [e.model_dump() for e in rec.ledger],
+                 rec.report.model_dump() if rec.report is not None else None,
+                 wclass.model_dump() if wclass is not None else None)

@@ -1,0 +1,374 @@
+"""Run many cells into a run directory: resumable, sharded, parallel, budgeted.
+
+Each cell runs exactly once per run directory: the run takes the directory's writer lock for its
+shard (:mod:`limbo.log.runlock`), checks that the directory holds the same grid (the fingerprint in
+its manifests, :mod:`limbo.run.plan`), moves lines that are not valid records aside
+(:func:`limbo.log.moves.quarantine`), sets aside the errored records it was asked to retry
+(:func:`limbo.log.moves.supersede`), and runs the cells not yet recorded. The same command re-run
+after a kill picks up where it stopped. Records are written as each episode ends
+(:mod:`limbo.run.local`) and never accumulated in memory.
+
+The manifest's ``status`` says how the last pass ended: ``running`` (or a writer died — see
+``limbo status``), ``complete``, ``stopped`` (the budget), ``interrupted`` (Ctrl-C) or
+``failed`` (a full disk, a worker that died, a bug), with ``stop_reason``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+from limbo import __version__
+from limbo.base.errors import UsageError
+from limbo.base.runtime import host_facts, now_iso, stopwatch
+from limbo.base.secrets import scrubber
+from limbo.log.errored import ERROR_TERMINATIONS
+from limbo.log.moves import quarantine, supersede
+from limbo.log.runlock import WriterLock
+from limbo.log.store import (
+    GRID,
+    BadLine,
+    RecordWriter,
+    Reserve,
+    Scan,
+    StoreError,
+    episodes_file,
+    iter_records,
+    kind_of,
+    manifest_file,
+    manifests,
+    read_manifest,
+    scan,
+    temp_name,
+    write_manifest,
+)
+from limbo.run.local import Item, Pool, encoded, stream
+from limbo.run.plan import Plan, plan
+from limbo.run.summary import Summary
+from limbo.sim.cell import Cell
+from limbo.sim.config import EPISODE_TIMEOUT_S
+
+Notice = Callable[[str], None]
+
+
+Executor = Literal["local", "ray"]
+"""Where a run's episodes run (``limbo run --executor``)."""
+EXECUTORS: tuple[str, ...] = get_args(Executor)
+
+
+@dataclass
+class RunOptions:
+    out: Path
+    workers: int = 1
+    concurrency: int = 1
+    limit: int | None = None
+    shard: tuple[int, int] | None = None
+    max_cost: float | None = None
+    plugins: list[str] = field(default_factory=list)
+    worlds: list[str] = field(default_factory=list)
+    """World files the cells run in (each worker of a Ray cluster loads them as it does the
+    plugins; forked local workers inherit them)."""
+    episode_timeout: float | None = EPISODE_TIMEOUT_S
+    executor: Executor = "local"
+    """``local`` (this process, or ``workers`` forked ones) or ``ray`` (the connected cluster:
+    :mod:`limbo.run.ray.cluster`)."""
+    ray_address: str | None = None
+    retry: tuple[str, ...] = ()
+    """Terminations whose cells run again (``--retry-errors``): their records are set aside
+    as superseded history first (:func:`limbo.log.moves.supersede`)."""
+
+
+@dataclass
+class RunResult:
+    summary: Summary
+    ran: int
+    skipped: int
+    """Cells of this shard already recorded before this pass."""
+    left: int
+    """Cells of this shard still to run after this pass (``--limit``, the budget, a stop)."""
+    stopped: str | None
+    wall_s: float
+    retried: int = 0
+    """Errored cells of this shard whose records were set aside to run them again."""
+    errored: int = 0
+    """Cells of this shard whose record ended in an error (``infra_error``, ``model_error``)
+    after this pass: the run is not complete until they run again."""
+
+
+class RunDir:
+    """An open run directory: this writer's lock, the records scan, its records file."""
+
+    def __init__(self, out: Path, shard: tuple[int, int] | None) -> None:
+        self.out, self.shard = out, shard
+        self.lock = WriterLock(out, shard)
+        self.records = episodes_file(out, shard)
+        self.manifest = manifest_file(out, shard)
+        self.reserve: Reserve | None = None
+        self.writer: RecordWriter | None = None
+        self.scan = Scan()
+        self.retried = 0
+        """Errored cells whose records :meth:`open` set aside to run them again."""
+
+    def open(self, the_plan: Plan, name: str, notice: Notice,
+             retry: tuple[str, ...] = ()) -> None:
+        _make_dir(self.out)
+        for path in (self.records, self.manifest):
+            if path.exists() and not path.is_file():
+                raise UsageError(f"{path} is not a regular file; move it out of the run directory")
+        _grid_kind(self.out)  # before the lock too: a refused directory gains no lock file
+        self.lock.acquire()
+        try:
+            _same_grid(self.out, the_plan, name)
+            for path in (temp_name(self.records), temp_name(self.manifest)):
+                path.unlink(missing_ok=True)  # left by a writer of this claim that was killed
+            self.scan = scan(self.out, live=self._live)
+            self._repair(notice)
+            self.retried = self._supersede(retry, the_plan.mine)  # before the file is opened
+            self.reserve = Reserve(self.out, self.lock.claim.tag)
+            self.writer = RecordWriter(self.records)
+        except BaseException:
+            self.close()
+            raise
+
+    def _owns(self, path: Path) -> bool:
+        """Whether no other writer can be appending to ``path`` while we hold our claim."""
+        return self.shard is None or path == self.records
+
+    def _live(self, path: Path) -> bool:
+        return not self._owns(path)
+
+    def _repair(self, notice: Notice) -> None:
+        mine = [b for b in self.scan.bad if self._owns(b.path)]
+        quarantine(self.out, mine)
+        told = [_told(b) for b in mine]
+        told += [f"{b.describe()}: not counted as done; the writer of that shard will "
+                 f"quarantine it (see limbo status)" for b in self.scan.bad if not self._owns(b.path)]
+        for text in told[:MAX_NOTICES]:
+            notice(text)
+        if len(told) > MAX_NOTICES:
+            notice(f"... and {len(told) - MAX_NOTICES} more such lines (see quarantine.jsonl "
+                   f"and limbo status)")
+
+    def _supersede(self, terminations: tuple[str, ...], mine: tuple[str, ...]) -> int:
+        """Set aside the records of this shard's cells that ended in ``terminations`` (in the
+        files this writer owns), so that they run again; how many."""
+        if not terminations:
+            return 0
+        ours = set(mine)
+        errored = {i: e for i, e in self.scan.errored.items()
+                   if e.termination in terminations and i in ours and self._owns(e.path)}
+        supersede(self.out, list(errored.values()))
+        for episode in errored:
+            self.scan.ids.discard(episode)
+            del self.scan.errored[episode]
+        return len(errored)
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None
+        if self.reserve is not None:
+            self.reserve.release()
+            self.reserve = None
+        self.lock.release()
+
+
+MAX_NOTICES = 20
+
+
+def _told(bad: BadLine) -> str:
+    if bad.torn:
+        return (f"repaired a torn last line ({len(bad.raw)} bytes) left by an interrupted run "
+                f"in {bad.path.name}; moved to quarantine.jsonl")
+    return f"quarantined {bad.describe()} → quarantine.jsonl; its cell runs again"
+
+
+def _make_dir(out: Path) -> None:
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot create --out {out}: {exc.strerror}") from None
+
+
+def _grid_kind(out: Path) -> None:
+    """``out`` holds no run of another kind (``limbo mcp``'s episodes)."""
+    for file, manifest in manifests(out).items():
+        if kind_of(manifest) != GRID:
+            raise UsageError(f"{out} holds episodes of `{manifest.get('command') or kind_of(manifest)}` "
+                             f"({file}), not a grid's run; choose another --out")
+
+
+def _same_grid(out: Path, the_plan: Plan, name: str) -> None:
+    _grid_kind(out)
+    for file, manifest in manifests(out).items():
+        theirs = manifest.get("fingerprint")
+        if theirs is not None and theirs != the_plan.fingerprint:
+            grid = (manifest.get("grid") or {}).get("name", "?")
+            raise UsageError(
+                f"{out} holds another grid: {grid!r} ({manifest.get('grid_cells', '?')} cells, "
+                f"fingerprint {str(theirs)[:16]}…, from {file}); this run is grid {name!r} "
+                f"({the_plan.total} cells, fingerprint {the_plan.fingerprint[:16]}…). Use "
+                f"another --out, or the same grid and flags as before")
+
+
+def _todo(cells: Iterable[Cell], ids: set[str]) -> Iterator[Cell]:
+    """The cells whose ids are in ``ids``, each once."""
+    for cell in cells:
+        if cell.episode_id in ids:
+            ids.discard(cell.episode_id)
+            yield cell
+
+
+class _Tally:
+    """Writes each record and keeps the counts, the summary and the budget."""
+
+    def __init__(self, writer: RecordWriter, total: int, max_cost: float | None,
+                 on_result: Callable[[int, int, Summary], None] | None) -> None:
+        self.writer, self.total, self.max_cost, self.on_result = writer, total, max_cost, on_result
+        self.summary, self.ran = Summary(), 0
+        self.scrub = scrubber()
+
+    def emit(self, line: bytes, cell: dict[str, Any], outcome: dict[str, Any]) -> None:
+        self.writer.write(line)
+        self.summary.add(cell, outcome)
+        self.ran += 1
+        if self.on_result is not None:
+            self.on_result(self.ran, self.total, self.summary)
+
+    def emit_group(self, items: list[Item]) -> None:
+        """A worker's group of records, written with one ``write``: a failed write is cut back
+        off the file whole (:class:`RecordWriter`), so the file still never ends in part of a
+        record, and none of the group counts as done."""
+        if not items:
+            return
+        self.writer.write(b"".join(item[0] for item in items))
+        for _line, cell, outcome in items:
+            self.summary.add(cell, outcome)
+        self.ran += len(items)
+        if self.on_result is not None:
+            self.on_result(self.ran, self.total, self.summary)
+
+    def sink(self, cell: Cell, record: dict[str, Any]) -> None:
+        self.emit(encoded(record, cell, self.scrub), record["cell"], record["outcome"])
+
+    def may_start(self, running: int) -> bool:
+        """Under ``--max-cost``: start another episode only if, at the mean cost so far, it
+        and those in flight fit in what is left — so a stop never discards a paid episode."""
+        if self.max_cost is None:
+            return True
+        spent = self.summary.total.cost
+        return spent + (running + 1) * spent / max(self.ran, 1) <= self.max_cost
+
+
+def _execute(todo: Iterator[Cell], opts: RunOptions, tally: _Tally, keep_fds: list[int]) -> None:
+    if opts.executor == "ray":
+        from limbo.run.ray.cluster import RayPool
+        from limbo.run.ray.session import connected
+
+        with connected(opts.ray_address):  # already connected from `limbo run`: that session
+            RayPool(opts.concurrency, opts.episode_timeout, opts.plugins, tally.total,
+                    opts.worlds).run(todo, tally.emit)
+        return
+    if opts.workers <= 1 or opts.max_cost is not None:
+        asyncio.run(stream(todo, opts.concurrency, opts.episode_timeout, tally.sink,
+                           tally.may_start))
+        return
+    pool = Pool(opts.workers, opts.concurrency, opts.episode_timeout, keep_fds, tally.scrub)
+    pool.run(todo, tally.emit_group)
+
+
+def run_cells(cells: Iterable[Cell], opts: RunOptions, manifest: dict[str, Any],
+              on_result: Callable[[int, int, Summary], None] | None = None,
+              notice: Notice = lambda text: None, the_plan: Plan | None = None) -> RunResult:
+    """Run every cell of ``cells`` (iterable more than once) not yet recorded in ``opts.out``."""
+    started = stopwatch()
+    the_plan = the_plan or plan(cells, opts.shard)
+    run = RunDir(opts.out, opts.shard)
+    run.open(the_plan, (manifest.get("grid") or {}).get("name", "?"), notice, opts.retry)
+    try:
+        return _run(cells, opts, manifest, the_plan, run, on_result, notice, started)
+    finally:
+        run.close()
+
+
+def _run(cells: Iterable[Cell], opts: RunOptions, manifest: dict[str, Any], the_plan: Plan,
+         run: RunDir, on_result: Callable[[int, int, Summary], None] | None, notice: Notice,
+         started: float) -> RunResult:
+    assert run.writer is not None
+    retried = run.retried
+    pending = [i for i in the_plan.mine if i not in run.scan.ids]
+    todo = pending if opts.limit is None else pending[:opts.limit]
+    skipped = len(the_plan.mine) - len(pending)
+    opts.workers = _workers(opts.workers, len(todo), notice)
+    base = {**_manifest(run, manifest, the_plan, skipped, len(todo)), "retried": retried}
+    write_manifest(run.manifest, base, scrubber())
+    tally = _Tally(run.writer, len(todo), opts.max_cost, on_result)
+    fds = [run.writer.fd, *([run.lock.fd] if run.lock.fd is not None else [])]
+    status, reason = "complete", None
+    try:
+        _execute(_todo(cells, set(todo)), opts, tally, fds)
+    except BaseException as exc:
+        _fail(run, base, tally, exc)
+        raise
+    if tally.ran < len(todo) and opts.max_cost is not None:
+        status, reason = "stopped", f"--max-cost {opts.max_cost} would be exceeded by the next episode"
+    write_manifest(run.manifest, {**base, "status": status, "stop_reason": reason,
+                                  "ended_at": now_iso(), "ran": tally.ran}, scrubber())
+    summary = tally.summary
+    if skipped:  # a resumed run: summarise everything recorded, not this pass
+        summary = Summary.of(iter_records(opts.out))
+    return RunResult(summary, tally.ran, skipped, len(pending) - tally.ran, reason,
+                     stopwatch() - started, retried, _errored_before(run, the_plan)
+                     + tally.summary.errors.count())
+
+
+def _errored_before(run: RunDir, the_plan: Plan) -> int:
+    """This shard's cells whose record, kept from an earlier pass, ended in an error."""
+    if not run.scan.errored:
+        return 0
+    mine = set(the_plan.mine)
+    return sum(1 for episode, e in run.scan.errored.items()
+               if e.termination in ERROR_TERMINATIONS and episode in mine)
+
+
+def _workers(asked: int, todo: int, notice: Notice) -> int:
+    """``--workers`` capped at the cells to run and at four per core."""
+    cap = 4 * (os.cpu_count() or 1)
+    if asked > cap:
+        notice(f"--workers {asked} capped at {cap} (four per core on this machine)")
+        asked = cap
+    if 1 < todo < asked:
+        notice(f"--workers {asked} capped at {todo} (the cells to run)")
+        asked = todo
+    return asked
+
+
+def _manifest(run: RunDir, manifest: dict[str, Any], the_plan: Plan, skipped: int,
+              todo: int) -> dict[str, Any]:
+    first: dict[str, Any] = {}
+    if run.manifest.exists():
+        first = read_manifest(run.manifest)
+    return {"kind": GRID, **manifest, "version": __version__, "fingerprint": the_plan.fingerprint,
+            "grid_cells": the_plan.total, "shard": list(run.shard) if run.shard else None,
+            "started_at": first.get("started_at") or now_iso(),
+            "resumed_at": now_iso() if first.get("started_at") else None, **host_facts(),
+            "cells": len(the_plan.mine), "already_done": skipped, "to_run": todo,
+            "quarantined": len(run.scan.bad), "status": "running", "stop_reason": None,
+            "ended_at": None, "ran": 0}
+
+
+def _fail(run: RunDir, base: dict[str, Any], tally: _Tally, exc: BaseException) -> None:
+    """Say in the manifest how the run ended; on a full disk, first free the reserve."""
+    if run.reserve is not None and isinstance(exc, StoreError):
+        run.reserve.release()
+    status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
+    reason = "interrupted (Ctrl-C)" if status == "interrupted" else f"{type(exc).__name__}: {exc}"
+    with contextlib.suppress(StoreError):
+        write_manifest(run.manifest, {**base, "status": status, "stop_reason": reason,
+                                      "ended_at": now_iso(), "ran": tally.ran}, scrubber())
+

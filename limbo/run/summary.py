@@ -1,0 +1,151 @@
+"""Running tallies of a grid and the summary table printed at the end of ``limbo run``.
+
+Rates are over *rated* episodes (:mod:`limbo.log.rated`: the fault fired, and the episode did not
+end in ``infra_error``, ``model_error`` or ``timeout``); errored episodes are counted in every
+row and excluded from the rates, never dropped silently.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from limbo.base.registry import entries
+from limbo.log.errored import ErrorGroups
+from limbo.log.rated import errored, rated
+
+
+@dataclass
+class Tally:
+    episodes: int = 0
+    fired: int = 0
+    rated: int = 0
+    duplicate: int = 0
+    task_success: int = 0
+    exactly_once: int = 0
+    overclaim: int = 0
+    infra: int = 0
+    model_error: int = 0
+    timeout: int = 0
+    cost: float = 0.0
+    cost_unknown: int = 0
+
+    def add(self, outcome: dict[str, Any]) -> None:
+        self.episodes += 1
+        cost = outcome.get("cost_usd")
+        if cost is None:
+            self.cost_unknown += 1
+        else:
+            self.cost += cost
+        term = outcome["termination"]
+        if errored(term):  # the sandbox, the adapter, the provider or the machine failed
+            self.infra += term == "infra_error"
+            self.model_error += term == "model_error"
+            self.timeout += term == "timeout"
+            return
+        if not rated(outcome["fault_fired"], term):
+            return
+        self.fired += 1
+        self.rated += 1
+        self.duplicate += outcome["duplicate"]
+        self.task_success += outcome["task_success"]
+        self.exactly_once += outcome["exactly_once"]
+        self.overclaim += outcome["overclaim"]
+
+    @property
+    def errors(self) -> int:
+        return self.infra + self.model_error + self.timeout
+
+    def rate(self, name: str) -> float | None:
+        return getattr(self, name) / self.rated if self.rated else None
+
+
+def family_of(fault: str) -> str:
+    cls = entries("fault").get(fault)
+    return str(getattr(cls, "family", "none")) if cls is not None else "unknown"
+
+
+@dataclass
+class Summary:
+    """Tallies overall, by fault family and by model."""
+
+    total: Tally = field(default_factory=Tally)
+    by_family: dict[str, Tally] = field(default_factory=lambda: defaultdict(Tally))
+    by_model: dict[str, Tally] = field(default_factory=lambda: defaultdict(Tally))
+    families: dict[str, str] = field(default_factory=dict)
+    """Family of each fault seen (looked up once per fault, not once per episode)."""
+    errors: ErrorGroups = field(default_factory=ErrorGroups)
+    """The errored and timed-out episodes, grouped by reason."""
+
+    @classmethod
+    def of(cls, records: Any) -> Summary:
+        """The summary of stored records (streamed)."""
+        summary = cls()
+        for record in records:
+            summary.add(record["cell"], record["outcome"])
+        return summary
+
+    def add(self, cell: dict[str, Any], outcome: dict[str, Any]) -> None:
+        self.total.add(outcome)
+        fault = cell["fault"]
+        family = self.families.get(fault)
+        if family is None:
+            family = self.families[fault] = family_of(fault)
+        self.by_family[family].add(outcome)
+        self.by_model[cell["model"]].add(outcome)
+        if errored(outcome["termination"]):
+            self.errors.add(outcome["termination"], outcome.get("termination_reason"),
+                            cell["model"])
+
+
+TALLIED_CELL = ("model", "fault")
+TALLIED_OUTCOME = ("cost_usd", "termination", "fault_fired", "duplicate", "task_success",
+                   "exactly_once", "overclaim", "termination_reason")
+
+
+def tallied(cell: dict[str, Any], outcome: dict[str, Any]) -> tuple[dict[str, Any],
+                                                                     dict[str, Any]]:
+    """The fields of a record's cell and outcome that :meth:`Summary.add` reads: what a worker
+    process sends the writer with each record's line (pickling the whole cell and outcome
+    both ways cost twice as much as the line itself)."""
+    return ({k: cell[k] for k in TALLIED_CELL},
+            {k: outcome[k] for k in TALLIED_OUTCOME if k in outcome})
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.1f}"
+
+
+def rows(tallies: dict[str, Tally]) -> list[list[str]]:
+    out = []
+    for name in sorted(tallies):
+        t = tallies[name]
+        out.append([name, str(t.episodes), str(t.fired), _pct(t.rate("duplicate")),
+                    _pct(t.rate("task_success")), _pct(t.rate("exactly_once")),
+                    _pct(t.rate("overclaim")), str(t.errors)])
+    return out
+
+
+HEADER = ["", "episodes", "rated", "dup %", "TS %", "EOS %", "overclaim %", "errors"]
+"""``rated``: the fault fired and the episode is not errored (:mod:`limbo.log.rated`); the rates
+are over these; ``errors``: errored episodes (``infra_error``, ``model_error``, ``timeout``)."""
+
+
+def render(summary: Summary, console: Any) -> None:
+    """Print the summary tables with rich."""
+    from rich.table import Table
+
+    for title, tallies in (("by fault family", summary.by_family),
+                           ("by model", summary.by_model)):
+        table = Table(title=f"LIMBO summary {title} (rates over rated episodes: fault fired, "
+                            f"not errored)")
+        for i, head in enumerate(HEADER):
+            table.add_column(head, justify="left" if i == 0 else "right")
+        for row in rows(tallies):
+            table.add_row(*row)
+        t = summary.total
+        table.add_row("all", str(t.episodes), str(t.fired), _pct(t.rate("duplicate")),
+                      _pct(t.rate("task_success")), _pct(t.rate("exactly_once")),
+                      _pct(t.rate("overclaim")), str(t.errors), style="bold")
+        console.print(table)

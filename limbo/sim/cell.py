@@ -1,0 +1,113 @@
+"""A cell: the full configuration of one episode, and its id.
+
+The episode id is a digest of the canonical cell, so it is the same when computed from a grid
+before running and when read back from a record afterwards — which is what lets a re-run skip
+finished cells. Settings that do not change what happens (concurrency, workers, output
+directory) are not part of a cell, and neither is how the model is reached (its server's
+address, timeouts, retry budget: :mod:`limbo.sim.transport`), which a cell carries beside its
+fields.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from limbo.base.hashing import digest
+from limbo.base.memo import per_object
+from limbo.services import Contract
+from limbo.sim.config import Limits, Timing
+from limbo.sim.transport import split_transport
+
+CELL_ID_VERSION = 1
+
+
+class CellFields(BaseModel):
+    """The ten fields a record's ``cell`` holds: model, harness, condition, contract, fault,
+    service, template, instance, focal write, seed (the record's schema is built from them)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str = "policy/verify"
+    harness: str = "minimal"
+    condition: str = "vanilla"
+    contract: Contract = Contract.NATIVE
+    fault: str = "none"
+    service: str
+    template: str
+    instance: int = Field(0, ge=0)
+    focal_write: str
+    seed: int = 0
+
+
+class Cell(CellFields):
+    """One episode's configuration: the record's ten cell fields, plus sim-time costs and
+    limits (recorded in the record's header)."""
+
+    timing: Timing = Timing()
+    limits: Limits = Limits()
+    world: str | None = None
+    """A world file's identity (``name@digest``, :mod:`limbo.sim.worldfile.kit`); ``None``: the
+    built-in world. Part of the id when set, so a changed world file makes other cells."""
+    transport: tuple[tuple[str, Any], ...] = ()
+    """The model string's transport parameters (``base_url``, ``timeout``, ...), split off
+    ``model`` as the cell is built: how to reach the model, not part of the cell's id or of
+    its record (the run's manifest records them)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _transport_apart(cls, data: Any) -> Any:
+        model = data.get("model") if isinstance(data, dict) else None
+        if not isinstance(model, str) or "?" not in model:
+            return data
+        identity, transport = split_transport(model)
+        if not transport:
+            return data
+        given = dict(data.get("transport") or ())
+        return {**data, "model": identity, "transport": tuple(sorted({**dict(transport),
+                                                                      **given}.items()))}
+
+    def public(self) -> dict[str, Any]:
+        """The ten cell fields of the episode record."""
+        return {name: getattr(self, name) for name in PUBLIC_FIELDS}
+
+    @cached_property
+    def episode_id(self) -> str:
+        body = self.public()
+        if not _default(self.timing):
+            body["timing"] = self.timing.model_dump(mode="json")
+        if not _default(self.limits):
+            body["limits"] = self.limits.model_dump(mode="json")
+        if self.world is not None:
+            body["world"] = self.world
+        return _id(body)
+
+
+PUBLIC_FIELDS = tuple(CellFields.model_fields)
+_TIMING, _LIMITS = Timing(), Limits()
+
+
+@per_object
+def _default(settings: Timing | Limits) -> bool:
+    """Whether ``settings`` are the defaults: asked once per object, not once per cell (the
+    cells of a grid share its settings)."""
+    return settings == (_TIMING if isinstance(settings, Timing) else _LIMITS)
+
+
+def _id(body: dict[str, Any]) -> str:
+    return f"ep-{digest([CELL_ID_VERSION, body], 20)}"
+
+
+def episode_id(cell: dict[str, Any]) -> str:
+    """Digest of the canonical cell (timing and limits included when they differ from the
+    defaults, so default cells keep short, stable ids; a world file's identity when set)."""
+    body = {k: v for k, v in cell.items() if k not in ("timing", "limits", "world")}
+    if cell.get("world") is not None:
+        body["world"] = cell["world"]
+    for name, default in (("timing", _TIMING), ("limits", _LIMITS)):
+        value = cell.get(name)
+        if value is not None and value != default.model_dump(mode="json"):
+            body[name] = value
+    return _id(body)

@@ -1,0 +1,151 @@
+"""Agent-facing tool definitions, generated from the services' code for one contract.
+
+Each operation becomes a tool named ``<service>_<op>`` whose argument schema is a pydantic model
+built from the method signature (strict, unknown fields forbidden, strings capped), and whose
+description is the docstring plus generated sentences on key support and read lag — so the
+text the agent reads can never drift from what the code does.
+"""
+
+from __future__ import annotations
+
+import inspect
+import types
+import typing
+from dataclasses import dataclass
+from functools import cache, cached_property
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, create_model
+
+from limbo.base.registry import entries
+from limbo.services import Contract, OpSpec, Service
+from limbo.services.base import DAY_S
+
+MAX_STRING = 8000
+KEY_FIELD = "idempotency_key"
+Key = Annotated[str, StringConstraints(min_length=1, max_length=255)]
+BoundedStr = Annotated[str, StringConstraints(max_length=MAX_STRING)]
+
+
+class _Strict(BaseModel):
+    """Base of every tool's argument model. ``allow_inf_nan=False`` reaches floats nested in
+    rows, lists and unions too: NaN and Infinity are not JSON, so a record holding one could
+    not be written or read back as strict JSON."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One tool as the agent sees it, plus the facts the sandbox needs about it."""
+
+    name: str
+    kind: Literal["read", "write", "utility"]
+    description: str
+    model: type[BaseModel]
+    op: OpSpec | None = None
+
+    @cached_property
+    def accepts_key(self) -> bool:
+        """Asked on every call; the model's fields never change (a tool is built once)."""
+        return KEY_FIELD in self.model.model_fields
+
+    def schema(self) -> dict[str, Any]:
+        """JSON schema of the arguments (what providers receive as ``parameters``)."""
+        return _schema(self.model)
+
+
+@cache
+def _schema(model: type[BaseModel]) -> dict[str, Any]:
+    schema = model.model_json_schema()
+    schema.pop("title", None)
+    for prop in schema.get("properties", {}).values():
+        prop.pop("title", None)
+    return schema
+
+
+def _bound(annotation: Any) -> Any:
+    """``annotation`` with every ``str`` inside it capped — nested in rows, lists and unions
+    too, so an oversized string is refused wherever an agent puts it."""
+    if annotation is str:
+        return BoundedStr
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is Annotated:
+        return Annotated[(_bound(args[0]), *annotation.__metadata__)]
+    if origin in (typing.Union, types.UnionType):
+        return typing.Union[tuple(_bound(a) for a in args)]
+    if origin is list:
+        return list[_bound(args[0])]  # type: ignore[misc]
+    if origin is dict:
+        return dict[_bound(args[0]), _bound(args[1])]  # type: ignore[misc]
+    return annotation
+
+
+def _fields(op: OpSpec, contract: Contract) -> dict[str, Any]:
+    hints = typing.get_type_hints(op.func, include_extras=True)
+    fields: dict[str, Any] = {}
+    for name, param in list(inspect.signature(op.func).parameters.items())[2:]:
+        default = ... if param.default is inspect.Parameter.empty else param.default
+        fields[name] = (_bound(hints[name]), default)
+    if op.accepts_key(contract):
+        fields[KEY_FIELD] = (Key | None, None)
+    return fields
+
+
+def _describe(op: OpSpec, contract: Contract) -> str:
+    parts = [" ".join(op.doc.split())]
+    if op.kind == "read":
+        parts.append(op.lag_note or "Strongly consistent: shows a write as soon as it commits.")
+        return " ".join(parts)
+    if contract == Contract.NATIVE and op.key_note:
+        parts.append(op.key_note)
+    elif op.accepts_key(contract):
+        hours = int(DAY_S // 3600)
+        parts.append(f"Accepts an optional idempotency_key: a repeat with the same key and the "
+                     f"same arguments returns the first result instead of acting again (keys "
+                     f"are kept {hours} h; the same key with other arguments returns 422).")
+    elif op.idempotency == "none":
+        parts.append("Not idempotent: every call acts again.")
+    return " ".join(parts)
+
+
+def _service_tool(op: OpSpec, contract: Contract) -> ToolSpec:
+    model = create_model(f"{op.tool}_args", __base__=_Strict, **_fields(op, contract))
+    return ToolSpec(op.tool, op.kind, _describe(op, contract), model, op)
+
+
+class WaitArgs(_Strict):
+    seconds: float = Field(gt=0, le=3600)
+
+
+class FinishArgs(_Strict):
+    status: Literal["completed", "partial", "failed"]
+    summary: BoundedStr
+    uncertain_actions: Annotated[list[BoundedStr], Field(max_length=50)] = []
+
+
+UTILITY_TOOLS = (
+    ToolSpec("wait", "utility", "Wait the given number of seconds (at most 3600) before "
+             "continuing. Use it to let slow systems catch up.", WaitArgs),
+    ToolSpec("finish", "utility", "End the task with a final report: status (completed, "
+             "partial or failed), a short summary, and the actions whose outcome you are not "
+             "sure of.", FinishArgs),
+)
+
+
+def toolset(contract: Contract | str,
+            services: tuple[type[Service], ...] | None = None) -> dict[str, ToolSpec]:
+    """Every tool offered under ``contract``: the tools of ``services`` (default: the
+    registered services, in name order, so the order never depends on which module registered
+    first), then the utilities. A contract that is not one of :class:`Contract` is a
+    :class:`UsageError`. Shared: do not modify."""
+    return _toolset(Contract.parse(contract),
+                    services if services is not None else tuple(entries("service").values()))
+
+
+@cache
+def _toolset(contract: Contract, services: tuple[type[Service], ...]) -> dict[str, ToolSpec]:
+    tools = {op.tool: _service_tool(op, contract) for cls in services for op in cls.ops.values()}
+    for spec in UTILITY_TOOLS:
+        tools[spec.name] = spec
+    return tools

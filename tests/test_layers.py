@@ -1,0 +1,114 @@
+"""The package is a house of floors: each module imports only its own room and the floors below.
+
+The floors, bottom to top, are :data:`FLOORS` (docs/architecture.md draws them and walks one
+cell through them). A room is one or more folders whose modules may import each other freely;
+an import of a room on a higher floor, or of another room on the same floor, is a violation.
+The analysis is narrower still: it reads the log and nothing else (:data:`NARROW`).
+
+Every import a module can execute counts, and so do the ones that never run: an import inside
+a function (a lazy import still ties two floors) and one under ``if TYPE_CHECKING:`` (a type
+that names a higher floor is knowledge of it). What the registry loads by name
+(``importlib.import_module`` of the built-in plugins, :mod:`limbo.base.registry`) is not an
+import: that is how a lower floor reaches code it does not know, and why it may.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from test_import_graph import MAPPED, ROOT, import_graph, modules
+
+FLOORS: list[tuple[str, list[tuple[str, ...]]]] = [
+    ("base", [("limbo", "limbo.base", "limbo.errors", "limbo._build")]),
+    ("sim", [("limbo.sim", "limbo.services", "limbo.faults")]),
+    ("log", [("limbo.log",)]),
+    ("episode", [("limbo.episode", "limbo.adapter")]),
+    ("providers", [("limbo.providers",)]),
+    ("gateway", [("limbo.gateway",)]),
+    ("harnesses", [("limbo.harnesses",)]),
+    ("experiments", [("limbo.experiments",)]),
+    ("run, inspect, proxy", [("limbo.run",), ("limbo.inspect",), ("limbo.proxy",)]),
+    ("analysis", [("limbo.analysis",)]),
+    ("commands", [("limbo.commands",)]),
+    ("cli", [("limbo.cli",)]),
+]
+"""Floors from the ground up; each is a list of rooms, each room a tuple of packages."""
+NARROW = {"limbo.analysis": ("limbo.base", "limbo.log")}
+"""Rooms that may import fewer floors than all those below: the analysis reads only the log
+(and the ground floor); what it once took from today's grids and registries — fault families,
+tool kinds, the built-in grids' design for runs that recorded none — the log layer or the
+command hands it."""
+
+
+def room_of(module: str) -> tuple[int, str]:
+    """(floor number, the room's first package) of ``module``: the longest package that holds
+    it (``limbo`` itself holds only its own ``__init__``)."""
+    best: tuple[int, str, str] | None = None
+    for number, (_, rooms) in enumerate(FLOORS):
+        for room in rooms:
+            for package in room:
+                inside = module == package or (package != "limbo" and
+                                               module.startswith(package + "."))
+                if inside and (best is None or len(package) > len(best[2])):
+                    best = (number, room[0], package)
+    if best is None:
+        raise AssertionError(f"{module} stands in no room of FLOORS: give it one")
+    return best[0], best[1]
+
+
+def violations(graph: dict[str, set[str]]) -> list[str]:
+    """Every import that runs up, sideways into another room, or out of a narrow room."""
+    found = []
+    for module, targets in sorted(graph.items()):
+        floor, room = room_of(module)
+        for target in sorted(targets):
+            to_floor, to_room = room_of(target)
+            if to_room == room:
+                continue
+            allowed = NARROW.get(room)
+            if to_floor >= floor or (allowed is not None and
+                                     to_room not in {room_of(a)[1] for a in allowed}):
+                found.append(f"{module} ({FLOORS[floor][0]}) imports {target} "
+                             f"({FLOORS[to_floor][0]})")
+    return found
+
+
+def test_each_floor_imports_only_the_floors_below_it() -> None:
+    found = modules(ROOT, MAPPED)
+    graph = import_graph(found, type_checking=True)
+    assert len(graph) > 200
+    assert {room_of(m)[0] for m in graph} == set(range(len(FLOORS)))  # every floor is lived in
+    assert violations(graph) == []
+
+
+def test_the_check_fails_on_an_upward_import(tmp_path: Path) -> None:
+    """A copy of the package with three upward imports planted — a plain one, a lazy one in a
+    function, one under TYPE_CHECKING — and one the analysis may not make: each is found."""
+    for folder in MAPPED:
+        shutil.copytree(ROOT / folder, tmp_path / folder,
+                        ignore=shutil.ignore_patterns("__pycache__", "static", "*.txt"))
+    plant = {"limbo/base/hashing.py": "from limbo.commands import run\n",
+             "limbo/sim/results.py": "def _f():\n    from limbo.run import runner\n",
+             "limbo/log/rated.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                   "    from limbo.episode import run_one\n",
+             "analysis/pairing.py": "from limbo.sim import tools\n"}
+    for path, line in plant.items():
+        with (tmp_path / path).open("a", encoding="utf-8") as fh:
+            fh.write("\n" + line)
+    graph = import_graph(modules(tmp_path, MAPPED), type_checking=True)
+    assert violations(graph) == [
+        "limbo.analysis.pairing (analysis) imports limbo.sim.tools (sim)",
+        "limbo.base.hashing (base) imports limbo.commands.run (commands)",
+        "limbo.log.rated (log) imports limbo.episode.run_one (episode)",
+        "limbo.sim.results (sim) imports limbo.run.runner (run, inspect, proxy)",
+    ]
+
+
+def test_a_module_outside_every_room_is_refused() -> None:
+    try:
+        room_of("limbo.attic.box")
+    except AssertionError as exc:
+        assert "stands in no room" in str(exc)
+    else:
+        raise AssertionError("a module outside every room was given one")
