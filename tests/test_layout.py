@@ -1,7 +1,7 @@
 """The package's rooms stay small and its names say one thing each.
 
 * No module is longer than :data:`MAX_LINES` lines: a longer one holds several concepts and is
-  split by concept (the statistics into rates-and-tests and regression models, the guard's
+  split by concept (the statistics into rates, paired tests, equivalence, GEE; the guard's
   steps apart from how its drivers serve them, a Ray session apart from the runs on it).
 * No class name is defined twice anywhere in the package, private ones included: a reader who
   meets ``Request`` or ``KeyStore`` should not have to ask which one (docs/architecture.md).
