@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from limbo.base.errors import UsageError
+from limbo.log.records import EpisodeRecord
 from limbo.sim.transport import TRANSPORT_PARAMS
 
 CELL_FLAGS = ("model", "harness", "condition", "contract", "fault", "template", "focal_write",
@@ -128,7 +129,7 @@ def _recorded_transport(run_dir: Path, model: str) -> dict[str, Any]:
     return found
 
 
-def verdict(args: argparse.Namespace, record: dict[str, Any]) -> str:
+def verdict(args: argparse.Namespace, record: EpisodeRecord) -> str:
     """``reproduced``, or where the new record first differs from the stored one."""
     import json
 
