@@ -57,9 +57,10 @@ from limbo.log.reader import (
     record_of,
 )
 from limbo.log.records import CELL_FIELDS, FLAGS, NUMBERS, EpisodeRecord
+from limbo.log.store import EPISODES_GLOB
 
 T = TypeVar("T")
-RECORD_GLOB = "episodes*.jsonl"
+RECORD_GLOB = EPISODES_GLOB
 INSPECT_GLOB = "*.eval"
 
 
@@ -226,7 +227,9 @@ _COLUMNS = ["episode_id", *CELL_FIELDS, *FLAGS, *NUMBERS, "report_status", "term
 def _read_file(builder: _Builder, path: Path, file_no: int) -> None:
     """Every line of ``path`` through the one reader: a record becomes a row, any other line a
     problem of the reader's kind (``unparseable``, ``invalid record``, ``unknown schema``)."""
-    for line in lines(_open(path, builder.problems)):
+    from limbo.log.inspect_logs import is_inspect_log
+
+    for line in lines(_open(path, builder.problems) if is_inspect_log(path) else path):
         where = f"{path}:{line.number}"
         found = parts(line.raw)
         if isinstance(found, Skip):

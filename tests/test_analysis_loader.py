@@ -11,9 +11,9 @@ import pytest
 from support.cells import cell_for
 
 from limbo.analysis.loader import load, record_files
-from limbo.log.reader import READABLE
 from limbo.base.errors import UsageError
 from limbo.episode.run_one import run_episode
+from limbo.log.reader import READABLE
 from limbo.log.store import dumps
 
 

@@ -28,7 +28,8 @@ import gzip
 import io
 import json
 import re
-from collections.abc import Iterator, Mapping
+import zlib
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, cast
@@ -51,7 +52,14 @@ READABLE: tuple[str, ...] = (SCHEMA,)
 
 UNPARSEABLE, INVALID, UNKNOWN = "unparseable", "invalid record", "unknown schema"
 _ID = re.compile(EPISODE_ID)
-_DECODER = json.JSONDecoder()
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+_DECODER = json.JSONDecoder(parse_constant=_no_constant)
+"""Strict JSON: NaN and Infinity are refused (no other reader of JSON would take them back)."""
 _GZIP = b"\x1f\x8b"
 
 
@@ -95,24 +103,58 @@ def open_bytes(path: Path) -> IO[bytes]:
 
 
 def lines(source: Path | IO[bytes]) -> Iterator[Line]:
-    """Every line of a records file (or of an open stream of records), in order. Compressed
-    data cut short ends in an empty torn line, as a plain file cut by a kill would."""
-    fh = open_bytes(source) if isinstance(source, Path) else source
-    offset = number = 0
-    with fh:
-        try:
-            for number, raw in enumerate(fh, start=1):
-                yield Line(number, offset, raw)
-                offset += len(raw)
-        except (EOFError, gzip.BadGzipFile):
-            yield Line(number + 1, offset, b"")
+    """Every line of a records file (or of an open stream of records), in order. Of a gzip file
+    cut short, every whole line before the cut is read, and what follows it is a torn line."""
+    if isinstance(source, Path):
+        with cast(io.BufferedReader, source.open("rb", buffering=1 << 20)) as fh:
+            if fh.peek(2)[:2] == _GZIP:
+                yield from _split(_inflated(fh))
+                return
+            yield from _numbered(fh)
+        return
+    with source:
+        yield from _numbered(source)
+
+
+def _numbered(fh: Iterable[bytes]) -> Iterator[Line]:
+    offset = 0
+    for number, raw in enumerate(fh, start=1):
+        yield Line(number, offset, raw)
+        offset += len(raw)
+
+
+def _inflated(fh: IO[bytes]) -> Iterator[bytes]:
+    """The decompressed bytes of every gzip member, in chunks; a cut stream ends early."""
+    inflater = zlib.decompressobj(wbits=31)
+    while chunk := fh.read(1 << 20):
+        while chunk:
+            try:
+                yield inflater.decompress(chunk)
+            except zlib.error:
+                return  # corrupt data: what came before it is all there is
+            chunk = inflater.unused_data
+            if inflater.eof:
+                inflater = zlib.decompressobj(wbits=31)
+
+
+def _split(chunks: Iterator[bytes]) -> Iterator[Line]:
+    number, offset, rest = 0, 0, b""
+    for chunk in chunks:
+        parts = (rest + chunk).split(b"\n")
+        rest = parts.pop()
+        for part in parts:
+            number += 1
+            yield Line(number, offset, part + b"\n")
+            offset += len(part) + 1
+    if rest:
+        yield Line(number + 1, offset, rest)
 
 
 # -- one line ---------------------------------------------------------------------------------
 
 
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
+class _NotRecord(ValueError):
+    """JSON that is not a record."""
 
 
 def _text(raw: bytes) -> str | Skip:
@@ -132,12 +174,18 @@ def decode(raw: bytes) -> EpisodeRecord | Skip:
     if isinstance(text, Skip):
         return text
     try:
-        record = json.loads(text, parse_constant=_no_constant)
-    except json.JSONDecodeError as exc:
-        return Skip(UNPARSEABLE, f"not JSON ({exc.msg} at column {exc.colno})")
+        record = _DECODER.decode(text)
     except (ValueError, RecursionError) as exc:
-        return Skip(UNPARSEABLE, f"not strict JSON ({str(exc)[:80]})")
+        return _unparseable(exc)
     return _judged(record)
+
+
+def _unparseable(exc: Exception) -> Skip:
+    if isinstance(exc, json.JSONDecodeError):
+        return Skip(UNPARSEABLE, f"not JSON ({exc.msg} at column {exc.colno})")
+    if isinstance(exc, _NotRecord):
+        return Skip(UNPARSEABLE, str(exc))
+    return Skip(UNPARSEABLE, f"not strict JSON ({str(exc)[:80]})")
 
 
 def _judged(record: Any) -> EpisodeRecord | Skip:
@@ -175,8 +223,8 @@ def parts(raw: bytes) -> Parts | Skip:
         return text
     try:
         found = _fast(text) or _full(text)
-    except ValueError as exc:
-        return Skip(UNPARSEABLE, str(exc)[:120])
+    except (ValueError, RecursionError) as exc:
+        return _unparseable(exc)
     schema, episode_id, _, outcome = found
     version = version_problem(schema)
     if version is not None:
@@ -208,12 +256,12 @@ def _fast(text: str) -> Parts | None:
 
 
 def _full(text: str) -> Parts:
-    record = json.loads(text)
+    record = _DECODER.decode(text)
     if not isinstance(record, dict):
-        raise ValueError(f"a JSON {type(record).__name__}, not a record")
+        raise _NotRecord(f"a JSON {type(record).__name__}, not a record")
     cell, outcome, episode_id = record.get("cell"), record.get("outcome"), record.get("episode_id")
     if not (isinstance(cell, dict) and isinstance(outcome, dict) and isinstance(episode_id, str)):
-        raise ValueError("no episode_id, cell or outcome")
+        raise _NotRecord("no episode_id, cell or outcome")
     return str(record.get("schema")), episode_id, cell, outcome
 
 
@@ -221,17 +269,20 @@ def events(text: str) -> Iterator[dict[str, Any]]:
     """A record line's events one by one, decoded by offset (the list follows ``report``) and
     each checked against the closed set of types as it is decoded, so a reader that stops
     early — the recovery classifier, the first fault event — decodes no more."""
-    for i, event in enumerate(_events(text)):
-        kind = event.get("type") if isinstance(event, dict) else None
-        if kind not in EVENT_TYPES:
-            raise RecordError(f"events[{i}] has unknown type {kind!r:.40}")
-        yield event
+    try:
+        for i, event in enumerate(_events(text)):
+            kind = event.get("type") if isinstance(event, dict) else None
+            if kind not in EVENT_TYPES:
+                raise RecordError(f"events[{i}] has unknown type {kind!r:.40}")
+            yield event
+    except (ValueError, RecursionError) as exc:
+        raise RecordError(f"the event log is {_unparseable(exc).reason}") from None
 
 
 def _events(text: str) -> Iterator[Any]:
     start = text.find('"events": [', text.find('"report": '))
     if start < 0:
-        yield from json.loads(text)["events"]
+        yield from _DECODER.decode(text)["events"]
         return
     i = _skip(text, start + 11)
     while text[i] != "]":
@@ -249,8 +300,12 @@ def _skip(text: str, i: int) -> int:
 
 
 def record_of(text: str) -> EpisodeRecord:
-    """The whole record of a line the analysis loaded (it was judged at load)."""
-    return cast(EpisodeRecord, json.loads(text))
+    """The whole record of a line the analysis loaded (judged at load by its cell and outcome);
+    a :class:`RecordError` if the rest of the line is not strict JSON."""
+    try:
+        return cast(EpisodeRecord, _DECODER.decode(text))
+    except (ValueError, RecursionError) as exc:
+        raise RecordError(f"the record is {_unparseable(exc).reason}") from None
 
 
 # -- versions, closed sets, the whole shape ----------------------------------------------------
