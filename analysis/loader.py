@@ -1,4 +1,5 @@
-"""Episode logs into one tidy frame: the only place analysis finds and parses records.
+"""Episode logs into one tidy frame: the only place analysis finds record files; their lines
+are read and judged by the one reader, :mod:`limbo.log.reader`.
 
 Every table, figure and ``limbo compare`` reads runs through :func:`load`. It takes any mix of
 run directories and record files (shards from one machine or several) and returns one row per
@@ -9,53 +10,58 @@ read from each run's recorded design (:mod:`limbo.analysis.runs`), not from toda
 
 What it reads: in a directory, only files named ``episodes*.jsonl`` (quarantine files and
 anything else a run directory holds are left alone) and Inspect logs (``*.eval``); a file named
-on the command line is read whatever its name. An Inspect log of a LIMBO task is read as the
-JSONL of the records its samples carry (:mod:`limbo.log.inspect_logs`, the ``inspect`` extra); a
-sample without one is reported (``no record``). What it refuses to mix in, each reported with
-file and line, never silently:
+on the command line is read whatever its name, plain or gzip-compressed. An Inspect log of a
+LIMBO task is read as the JSONL of the records its samples carry (:mod:`limbo.log.inspect_logs`,
+the ``inspect`` extra); a sample without one is reported (``no record``). What it refuses to mix
+in, each reported with file and line, never silently:
 
-* a line that is not a JSON object, is not valid UTF-8, or lacks a field the tables need
-  (``unparseable``); a torn last line — a write cut by a kill — counts here too;
-* a record whose termination is outside the closed set (``invalid record``); an event of a
-  type outside the closed set stops the reader that meets it with one line naming the file and
-  line (events are decoded lazily, not at load);
-* a record whose ``schema`` is not in :data:`SCHEMAS` (``unknown schema``), e.g. one written by
-  a newer LIMBO;
+* a line the reader finds ``unparseable`` (empty, torn by a kill, not UTF-8, not a JSON object),
+  ``invalid record`` (a termination outside the closed set) or of an ``unknown schema`` (a
+  version not in :data:`limbo.log.reader.READABLE`, e.g. one written by a newer LIMBO); a
+  record that lacks a field the tables need, or has one of the wrong type, is ``unparseable``
+  too; an event of a type outside the closed set stops the reader that meets it with one line
+  naming the file and line (events are decoded lazily, not at load);
 * the same episode id twice: identical copies (same cell and outcome — runs of overlapping
   grids share cells) are kept once (``duplicate``), belonging to the experiments of every run
   that holds one; copies that disagree are all dropped,
   since nothing says which is right (``conflict``).
 
-Each known schema version is one entry of :data:`SCHEMAS`: a reader that turns a line into the
-analysis row. Field names come from the record models (:mod:`limbo.log.records`), so a rename
-touches that module and this one follows. The fast path decodes only ``cell`` and ``outcome``
-(records keep a fixed key order, so both are found by offset); anything unexpected falls back
-to a full parse. The event
-log is decoded later, lazily, and only for the rows that need it (:meth:`Loaded.each_events`).
+The reader's fast path decodes only ``cell`` and ``outcome`` (:func:`limbo.log.reader.parts`);
+the event log is decoded later, lazily, and only for the rows that need it
+(:meth:`Loaded.each_events`).
 Fault modes no registered plugin defines are reported too (``unregistered fault mode``).
 """
 
 from __future__ import annotations
 
 import io
-import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, TypeVar
+from typing import IO, Any, TypeVar
 
 import pandas as pd
 
 from limbo.analysis.derive import derive
 from limbo.analysis.runs import EXPERIMENT, Fallback, Run, Runs, attach, fault_table
-from limbo.analysis.schemas import SCHEMAS, Row, check_types, typed
+from limbo.analysis.schemas import Row, check_types, row_of
 from limbo.base.errors import UsageError
-from limbo.log.records import CELL_FIELDS, FLAGS, NUMBERS, TERMINATIONS, RecordError
+from limbo.log.reader import (
+    Parts,
+    RecordError,
+    Skip,
+    events,
+    lines,
+    open_bytes,
+    parts,
+    record_of,
+)
+from limbo.log.records import CELL_FIELDS, FLAGS, NUMBERS, EpisodeRecord
+from limbo.log.store import EPISODES_GLOB
 
 T = TypeVar("T")
-RECORD_GLOB = "episodes*.jsonl"
+RECORD_GLOB = EPISODES_GLOB
 INSPECT_GLOB = "*.eval"
-_DECODER = json.JSONDecoder()
 
 
 @dataclass(frozen=True)
@@ -78,42 +84,6 @@ def record_files(path: Path) -> list[Path]:
         raise UsageError(f"{path} is neither a run directory nor a record file")
     found = [p for p in path.glob(RECORD_GLOB) if p.is_file() and "quarantine" not in p.name]
     return sorted([*found, *(p for p in path.glob(INSPECT_GLOB) if p.is_file())])
-
-
-Parsed = tuple[str, str, dict[str, Any], dict[str, Any]]
-"""(schema, episode id, cell, outcome)."""
-
-
-def _fast(text: str) -> Parsed | None:
-    """The record's parts decoded by offset, or ``None`` to take the full parse (which also
-    judges a line that does not end like a whole record)."""
-    if not (text.startswith('{"schema": "') and text.endswith("}\n")):
-        return None
-    try:
-        schema = text[12:text.index('"', 12)]
-        start = text.index('"episode_id": "', 12, 200) + 15
-        episode_id = text[start:text.index('"', start)]
-        start = text.index('"cell": ', start) + 8
-        cell, end = _DECODER.raw_decode(text, start)
-        start = text.index('"outcome": ', end) + 11
-        outcome, _ = _DECODER.raw_decode(text, start)
-    except (ValueError, json.JSONDecodeError):
-        return None
-    if not (isinstance(cell, dict) and isinstance(outcome, dict) and "fault_fired" in outcome):
-        return None
-    if "\\" in schema or "\\" in episode_id:  # an escape: the string may go on past that quote
-        return None
-    return schema, episode_id, cell, outcome
-
-
-def _full(text: str) -> Parsed:
-    record = json.loads(text)
-    if not isinstance(record, dict):
-        raise ValueError("not a JSON object")
-    cell, outcome, episode_id = record.get("cell"), record.get("outcome"), record.get("episode_id")
-    if not (isinstance(cell, dict) and isinstance(outcome, dict) and isinstance(episode_id, str)):
-        raise ValueError("no episode_id, cell or outcome")
-    return str(record.get("schema")), episode_id, cell, outcome
 
 
 @dataclass
@@ -173,19 +143,19 @@ class Loaded:
                     fh.seek(int(offset))
                     yield index, schema, fh.read(int(length)).decode("utf-8")
 
-    def records(self, rows: pd.DataFrame) -> Iterator[tuple[Any, dict[str, Any]]]:
+    def records(self, rows: pd.DataFrame) -> Iterator[tuple[Any, EpisodeRecord]]:
         """(index, full record) of each row of ``rows``, in file order."""
         for index, _, text in self.lines(rows):
-            yield index, json.loads(text)
+            yield index, record_of(text)
 
     def each_events(self, rows: pd.DataFrame,
                     read: Callable[[Any, Iterator[dict[str, Any]]], T]) -> dict[Any, T]:
         """``read(index, events)`` for each row of ``rows`` (a slice of :attr:`frame`), by
         index. Events are decoded as ``read`` consumes them: it pays only for what it reads."""
         out = {}
-        for index, schema, text in self.lines(rows):
+        for index, _, text in self.lines(rows):
             try:
-                out[index] = read(index, typed(SCHEMAS[schema].events(text)))
+                out[index] = read(index, events(text))
             except RecordError as exc:
                 where = f"{self.files[int(rows.at[index, 'file'])]}:{rows.at[index, 'line']}"
                 raise RecordError(f"{where}: {exc}; this LIMBO reads only the event types of "
@@ -215,15 +185,10 @@ class _Builder:
         self.also: list[tuple[str, int]] = []
         """(episode id, file number) of each identical copy counted once."""
 
-    def add(self, parsed: Parsed, where: str, loc: tuple[int, int, int, int]) -> None:
+    def add(self, parsed: Parts, where: str, loc: tuple[int, int, int, int]) -> None:
         schema, episode_id, cell, outcome = parsed
-        reader = SCHEMAS.get(schema)
-        if reader is None:
-            self.problems.append(Problem("unknown schema", where, f"schema {schema!r}; this "
-                                         f"LIMBO reads {', '.join(SCHEMAS)}"))
-            return
         try:
-            row = reader.row(cell, outcome)
+            row = row_of(cell, outcome)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             self.problems.append(Problem("unparseable", where, f"missing or bad field {exc}"))
             return
@@ -259,54 +224,29 @@ _COLUMNS = ["episode_id", *CELL_FIELDS, *FLAGS, *NUMBERS, "report_status", "term
             "length"]
 
 
-def _lines(path: Path, problems: list[Problem]) -> Iterator[tuple[int, int, bytes]]:
-    """(line number, byte offset, bytes) of each line."""
-    offset = 0
-    with _open(path, problems) as fh:
-        for number, line in enumerate(fh, start=1):
-            yield number, offset, line
-            offset += len(line)
-
-
 def _read_file(builder: _Builder, path: Path, file_no: int) -> None:
-    for number, offset, raw in _lines(path, builder.problems):
-        where = f"{path}:{number}"
-        if not raw.strip():
-            continue
-        try:
-            text = raw.decode("utf-8")
-            parsed = _fast(text) or _full(text)
-        except (UnicodeDecodeError, ValueError) as exc:
-            torn = "" if raw.endswith(b"\n") else "torn last line; "
-            builder.problems.append(Problem("unparseable", where, f"{torn}{exc}"[:120]))
-            continue
-        invalid = _closed_sets(parsed) if parsed[0] in SCHEMAS else None
-        if invalid is not None:
-            builder.problems.append(Problem("invalid record", where, invalid[:160]))
-            continue
-        builder.add(parsed, where, (file_no, number, offset, len(raw)))
+    """Every line of ``path`` through the one reader: a record becomes a row, any other line a
+    problem of the reader's kind (``unparseable``, ``invalid record``, ``unknown schema``)."""
+    from limbo.log.inspect_logs import is_inspect_log
 
-
-def _closed_sets(parsed: Parsed) -> str | None:
-    """Why a record of a known version is outside the closed set of terminations (``None``:
-    it is not). Event types are checked as events are decoded (:func:`_events_v1`): scanning
-    every line for them would cost a loader that reads only cell and outcome a third more."""
-    termination = parsed[3].get("termination")
-    if termination not in TERMINATIONS:
-        return (f"outcome.termination {termination!r:.40} is not one of "
-                f"{', '.join(TERMINATIONS)}")
-    return None
+    for line in lines(_open(path, builder.problems) if is_inspect_log(path) else path):
+        where = f"{path}:{line.number}"
+        found = parts(line.raw)
+        if isinstance(found, Skip):
+            builder.problems.append(Problem(found.kind, where, found.reason[:160]))
+            continue
+        builder.add(found, where, (file_no, line.number, line.offset, len(line.raw)))
 
 
 # -- Inspect logs: one more container of records ---------------------------------------------
 
-def _open(path: Path, problems: list[Problem] | None = None) -> BinaryIO:
+def _open(path: Path, problems: list[Problem] | None = None) -> IO[bytes]:
     """A record file's bytes: a JSONL file as it is on disk; an Inspect log as the JSONL of the
     records its samples carry, each sample without one added to ``problems``."""
     from limbo.log.inspect_logs import is_inspect_log, jsonl
 
     if not is_inspect_log(path):
-        return path.open("rb", buffering=1 << 20)
+        return open_bytes(path)
     extracted = jsonl(path)
     if problems is not None:
         problems.extend(Problem("no record", where, why) for where, why in extracted.missing)

@@ -15,7 +15,8 @@ from typing import Any
 from limbo.analysis.derive import derive
 from limbo.analysis.loader import Loaded
 from limbo.log.grading import GRADER_VERSION
-from limbo.log.records import FLAGS, NUMBERS, RecordError
+from limbo.log.reader import RecordError
+from limbo.log.records import FLAGS, NUMBERS
 
 SHOWN = 20
 """Changed episodes listed on the terminal (all are counted)."""

@@ -1,47 +1,24 @@
-"""Each record schema version the analysis reads, as one :class:`Reader`: how a record's cell
-and outcome become the analysis row, and how its events are decoded (lazily, by offset).
+"""How a record's cell and outcome become the analysis row, and the type every column must have.
 
-Field names come from the record models (:mod:`limbo.log.records`), so a rename touches that module
-and this one follows. A new version is one more entry of :data:`SCHEMAS`, mapping it to the
-same row.
+Field names come from the record types (:mod:`limbo.log.records`), so a rename touches that
+module and this one follows. The versions read are the reader's (:data:`limbo.log.reader.
+READABLE`): every one of them has this shape; a version whose shape differs would give its
+own row here.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from limbo.log.records import (
-    CELL_FIELDS,
-    EVENT_TYPES,
-    FLAGS,
-    NUMBERS,
-    WRITE_CLASS_FIELDS,
-    RecordError,
-)
-
-_DECODER = json.JSONDecoder()
-
+from limbo.log.records import CELL_FIELDS, FLAGS, NUMBERS, WRITE_CLASS_FIELDS
 
 Row = dict[str, Any]
 
 
-@dataclass(frozen=True)
-class Reader:
-    """How one schema version maps to the analysis row."""
-
-    row: Callable[[dict[str, Any], dict[str, Any]], Row]
-    """(cell, outcome) → the row's cell and outcome fields."""
-    events: Callable[[str], Iterator[dict[str, Any]]]
-    """A record's line → its events, in order (lazily)."""
-
-
-def _row_v1(cell: dict[str, Any], outcome: dict[str, Any]) -> Row:
+def row_of(cell: dict[str, Any], outcome: dict[str, Any]) -> Row:
     """The fields as recorded; their types are checked per column (:func:`check_types`)."""
     row: Row = {name: cell[name] for name in CELL_FIELDS}
     for name in (*FLAGS, *NUMBERS, "report_status", "termination"):
@@ -82,40 +59,3 @@ def check_types(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[tuple[str, str]
     for name in NUMBERS:
         frame[name] = frame[name].astype(float)
     return frame, found
-
-
-def _events_v1(text: str) -> Iterator[dict[str, Any]]:
-    """The events one by one, decoded by offset (the list follows ``report``), so a reader
-    that stops early — the recovery classifier, the first fault event — decodes no more."""
-    start = text.find('"events": [', text.find('"report": '))
-    if start < 0:
-        yield from json.loads(text)["events"]
-        return
-    i = _skip(text, start + 11)
-    while text[i] != "]":
-        event, i = _DECODER.raw_decode(text, i)
-        yield event
-        i = _skip(text, i)
-        if text[i] == ",":
-            i = _skip(text, i + 1)
-
-
-def typed(events: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-    """``events``, each checked against the closed set of event types as it is decoded."""
-    for i, event in enumerate(events):
-        kind = event.get("type") if isinstance(event, dict) else None
-        if kind not in EVENT_TYPES:
-            raise RecordError(f"events[{i}] has unknown type {kind!r:.40}")
-        yield event
-
-
-def _skip(text: str, i: int) -> int:
-    while text[i] in " \t\r\n":
-        i += 1
-    return i
-
-
-SCHEMAS: dict[str, Reader] = {
-    "limbo.episode/1": Reader(row=_row_v1, events=_events_v1),
-}
-"""Known record versions. A new version is one entry: a reader mapping it to the same row."""

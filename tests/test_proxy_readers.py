@@ -17,7 +17,7 @@ from mcp import Client, StdioServerParameters
 from support.proxy_runs import LIMBO, Agent, proxy_args, run_stdio
 
 from limbo.analysis.loader import load
-from limbo.log.records import parse_record
+from limbo.log.reader import validate
 
 
 async def blind(agent: Agent) -> None:
@@ -67,7 +67,7 @@ def test_the_loader_reads_every_record_without_a_problem(run_dir: Path) -> None:
     assert frame.loc["timeout_post", "family"] == "read-back resolves"
     assert frame.loc["timeout_post", "read_path"] == "strong"
     for line in (run_dir / "episodes.jsonl").read_text().splitlines():
-        parse_record(json.loads(line))
+        validate(json.loads(line))
 
 
 def test_compare_pairs_the_two_faults(run_dir: Path) -> None:

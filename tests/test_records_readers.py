@@ -19,7 +19,7 @@ from limbo.base.errors import InfraError
 from limbo.episode.harness import LoopResult
 from limbo.episode.run_one import arun_episode
 from limbo.harnesses.minimal import MinimalHarness
-from limbo.log.records import READABLE, RecordError
+from limbo.log.reader import READABLE, RecordError
 from limbo.sim.events import EventLog
 
 GRID = ["--template", "charge_invoice", "--model", "policy/verify", "--fault", "timeout_post"]

@@ -85,7 +85,7 @@ def _errors(loaded: Loaded) -> list[ErrorGroup]:
     rows = frame[frame["error"]]
     groups: dict[tuple[str, str], ErrorGroup] = {}
     for _, record in loaded.records(rows):
-        outcome = record.get("outcome") or {}
+        outcome = record["outcome"]
         key = (str(outcome.get("termination")), str(outcome.get("termination_reason")))
         groups.setdefault(key, ErrorGroup(*key)).episodes.append(str(record.get("episode_id")))
     return sorted(groups.values(), key=lambda g: (-len(g.episodes), g.termination, g.reason))

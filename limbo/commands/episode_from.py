@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from limbo.base.errors import UsageError
+from limbo.log.records import EpisodeRecord
 from limbo.sim.transport import TRANSPORT_PARAMS
 
 CELL_FLAGS = ("model", "harness", "condition", "contract", "fault", "template", "focal_write",
@@ -128,18 +129,20 @@ def _recorded_transport(run_dir: Path, model: str) -> dict[str, Any]:
     return found
 
 
-def verdict(args: argparse.Namespace, record: dict[str, Any]) -> str:
+def verdict(args: argparse.Namespace, record: EpisodeRecord) -> str:
     """``reproduced``, or where the new record first differs from the stored one."""
-    import json
-
     from limbo.base.secrets import scrubber
     from limbo.commands.show import stored_record
+    from limbo.log.reader import Skip, decode
     from limbo.log.store import encode
     from limbo.providers.replay import first_difference
 
     run_dir, episode_id = Path(args.source[0]), args.source[1]
     old = {k: v for k, v in stored_record(run_dir, episode_id).items() if k != "runtime"}
-    new = {k: v for k, v in json.loads(encode(record, scrubber())).items() if k != "runtime"}
+    written = decode(encode(record, scrubber()))  # the record as it would read back
+    if isinstance(written, Skip):
+        return f"diverged: the new record would not read back ({written.reason})"
+    new = {k: v for k, v in written.items() if k != "runtime"}
     path = first_difference(old, new)
     if path is None:
         return (f"reproduced: the record of {episode_id} is identical to the one in {run_dir} "

@@ -17,6 +17,7 @@ from typing import Any
 
 from limbo.base.errors import UsageError
 from limbo.commands.common import add_plugin_flag, load_plugins
+from limbo.log.records import EpisodeRecord
 
 HARNESS = "mcp"
 """The cell's harness: an outside client served by ``limbo mcp``."""
@@ -166,7 +167,7 @@ def _refuse_recorded(out: Path, episode_id: str) -> None:
                          f"another --out, or another --seed or --instance")
 
 
-def _append(out: Path, record: dict[str, Any], cell: Any, transport: str) -> None:
+def _append(out: Path, record: EpisodeRecord, cell: Any, transport: str) -> None:
     from limbo.base.provenance import provenance
     from limbo.base.runtime import now_iso
     from limbo.base.secrets import scrubber

@@ -14,6 +14,7 @@ import argparse
 import asyncio
 import math
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -138,7 +139,7 @@ def _refuse_other_kind(out: Path) -> None:
                          f"them; choose another --out")
 
 
-def _said(record: dict[str, Any], out: Path, what: str) -> None:
+def _said(record: Mapping[str, Any], out: Path, what: str) -> None:
     o, proxy = record["outcome"], record["runtime"]["proxy"]
     dup = sum(proxy["duplicates"].values())
     print(f"limbo proxy: episode {record['episode_id']} {what} in {out}: termination "

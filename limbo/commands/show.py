@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
 
 from limbo.base.errors import UsageError
 from limbo.commands.common import console
+from limbo.log.records import EpisodeRecord
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -18,7 +18,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("episode_id", metavar="EPISODE_ID", help="the episode's id (ep-...)")
 
 
-def stored_record(run_dir: Path, episode_id: str) -> dict[str, Any]:
+def stored_record(run_dir: Path, episode_id: str) -> EpisodeRecord:
     """The record of ``episode_id`` in a run directory; a :class:`UsageError` saying whether
     the directory is missing, holds no records, or lacks that episode."""
     from limbo.log.store import find_record, record_files

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
+from typing import cast
 
 from limbo import __version__
 from limbo.base.errors import ModelError
@@ -22,7 +22,16 @@ from limbo.episode.harness import Harness, LoopResult
 from limbo.episode.isolation import AdapterFailure, Isolated, escapes, where
 from limbo.episode.models import ModelAdapter, make_adapter
 from limbo.log.grading import grade
-from limbo.log.records import SCHEMA
+from limbo.log.records import (
+    SCHEMA,
+    EpisodeRecord,
+    Header,
+    Intent,
+    LedgerEntry,
+    Outcome,
+    Runtime,
+    WriteClass,
+)
 from limbo.sim.cell import Cell
 from limbo.sim.config import dumped
 from limbo.sim.events import TERMINATIONS, Termination
@@ -30,19 +39,21 @@ from limbo.sim.tasks import LenientEnv, fill, plan_hash
 from limbo.sim.world import World
 
 
-def focal_write_class(world: World) -> dict[str, str] | None:
+def focal_write_class(world: World) -> WriteClass | None:
     """Write class of the focal write, with the plan's arguments for it."""
     for step in world.task.template.steps:
         if step.tool == world.cell.focal_write:
             spec = world.tools[step.tool]
             assert spec.op is not None
-            return world.endpoint.write_class(spec.op, fill(step.args, LenientEnv(world.vars)))
+            return cast(WriteClass, world.endpoint.write_class(spec.op,
+                                                               fill(step.args,
+                                                                    LenientEnv(world.vars))))
     return None
 
 
 async def arun_episode(cell: Cell, adapter: ModelAdapter | None = None,
                        timeout: float | None = None,
-                       make_harness: Callable[..., Harness] | None = None) -> dict[str, Any]:
+                       make_harness: Callable[..., Harness] | None = None) -> EpisodeRecord:
     """Run ``cell`` and return its record, whatever the adapter, harness or plugins do: only a
     :class:`UsageError` (the user must fix something), the user's Ctrl-C and the cancellation
     of this episode's own task escape. ``timeout`` bounds the agent loop in wall-clock seconds
@@ -73,7 +84,7 @@ FAILED = ("infra_error", "model_error", "timeout")
 
 async def _build(cell: Cell, adapter: ModelAdapter | None,
                  make_harness: Callable[..., Harness] | None = None,
-                 ) -> tuple[World, dict[str, Any], Harness, Isolated] | str:
+                 ) -> tuple[World, Header, Harness, Isolated] | str:
     """The episode's parts, or why they could not be built (the adapter closed)."""
     isolated: Isolated | None = None
     try:
@@ -82,10 +93,10 @@ async def _build(cell: Cell, adapter: ModelAdapter | None,
         isolated = Isolated(adapter) if adapter else Isolated(_make(cell),
                                                               cell.model.split("?")[0])
         world = World(cell)
-        header = {"timing": dumped(cell.timing), "limits": dumped(cell.limits),
-                  "prompts": condition.prompt_hashes(), "task_prompt": world.prompt(),
-                  "intents": world.intents(), "version": __version__,
-                  "plan_hash": plan_hash(world.task.template)}
+        header = Header(timing=dumped(cell.timing), limits=dumped(cell.limits),
+                        prompts=condition.prompt_hashes(), task_prompt=world.prompt(),
+                        intents=cast(list[Intent], world.intents()), version=__version__,
+                        plan_hash=plan_hash(world.task.template))
         brief(isolated.inner, answer_key(world))  # a reference policy's key; no other's
         harness: Harness = harness_cls(world, isolated, condition, context(world))
     except BaseException as exc:
@@ -137,56 +148,59 @@ def _stop(harness: Harness, reason: Termination, detail: str) -> LoopResult:
                                                             f"{where(exc)}")
 
 
-def unbuilt_record(cell: Cell, reason: str, started: float | None = None) -> dict[str, Any]:
+def unbuilt_record(cell: Cell, reason: str, started: float | None = None) -> EpisodeRecord:
     """The record of an episode that could not run at all (``infra_error``, with ``reason``)."""
     return _record(cell, _unbuilt_header(cell), _broken_outcome(reason),
                    stopwatch() if started is None else started)
 
 
-def _record(cell: Cell, header: dict[str, Any], outcome: dict[str, Any], started: float,
-            world: World | None = None, loop: Any = None) -> dict[str, Any]:
-    return {
-        "schema": SCHEMA, "episode_id": cell.episode_id, "cell": cell.public(),
-        "header": header, "outcome": outcome, "report": loop.report if loop else None,
-        "events": world.log.events if world else [], "ledger": world.ledger if world else [],
-        "usage": loop.usage if loop else [],
-        "runtime": {"wall_s": round(stopwatch() - started, 6), **host_facts(),
-                    **(loop.runtime if loop else {})},
-    }
+def _record(cell: Cell, header: Header, outcome: Outcome, started: float,
+            world: World | None = None, loop: LoopResult | None = None) -> EpisodeRecord:
+    """The record, its keys in the order they are written (``runtime`` last: what differs
+    between two runs of one cell is cut off the end, :mod:`tools.same_records`)."""
+    return EpisodeRecord(
+        schema=SCHEMA, episode_id=cell.episode_id, cell=cell.public(),
+        header=header, outcome=outcome, report=loop.report if loop else None,
+        events=world.log.events if world else [],
+        ledger=cast(list[LedgerEntry], world.ledger) if world else [],
+        usage=loop.usage if loop else [],
+        runtime=cast(Runtime, {"wall_s": round(stopwatch() - started, 6), **host_facts(),
+                               **(loop.runtime if loop else {})}),
+    )
 
 
-def _unbuilt_header(cell: Cell) -> dict[str, Any]:
-    return {"timing": dumped(cell.timing), "limits": dumped(cell.limits),
-            "prompts": {}, "task_prompt": None, "intents": [], "version": __version__,
-            "plan_hash": None}
+def _unbuilt_header(cell: Cell) -> Header:
+    return Header(timing=dumped(cell.timing), limits=dumped(cell.limits), prompts={},
+                  task_prompt=None, intents=[], version=__version__, plan_hash=None)
 
 
-def _broken_outcome(reason: str) -> dict[str, Any]:
+def _broken_outcome(reason: str) -> Outcome:
     """The outcome of an episode whose world could not be built: nothing ran."""
-    return {**grade([], [], None), "task_success": False, "exactly_once": False,
-            "fault_fired": False, "agent_time_s": 0.0, "tool_calls": 0,
-            "model_turns": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0,
-            "termination": "infra_error", "termination_reason": reason}
+    graded = grade([], [], None)
+    graded["task_success"] = graded["exactly_once"] = False
+    return Outcome(**graded, fault_fired=False, agent_time_s=0.0, tool_calls=0, model_turns=0, input_tokens=0,
+                   output_tokens=0, cost_usd=0.0, termination="infra_error",
+                   termination_reason=reason)
 
 
-def _outcome(world: World, loop: Any, header: dict[str, Any]) -> dict[str, Any]:
+def _outcome(world: World, loop: LoopResult, header: Header) -> Outcome:
     graded = grade(header["intents"], world.ledger, loop.report, focal_write_class(world))
     costs = [u["cost_usd"] for u in loop.usage]
-    return {
-        "fault_fired": world.fault.fired,
+    return Outcome(
+        fault_fired=world.fault.fired,
         **graded,
-        "agent_time_s": loop.agent_time_s,
-        "tool_calls": loop.tool_calls,
-        "model_turns": loop.turns,
-        "input_tokens": sum(u["input_tokens"] for u in loop.usage),
-        "output_tokens": sum(u["output_tokens"] for u in loop.usage),
-        "cost_usd": None if any(c is None for c in costs) else round(sum(costs), 8),
-        "termination": loop.termination,
-        "termination_reason": loop.reason,
-    }
+        agent_time_s=loop.agent_time_s,
+        tool_calls=loop.tool_calls,
+        model_turns=loop.turns,
+        input_tokens=sum(u["input_tokens"] for u in loop.usage),
+        output_tokens=sum(u["output_tokens"] for u in loop.usage),
+        cost_usd=None if any(c is None for c in costs) else round(sum(costs), 8),
+        termination=loop.termination,
+        termination_reason=loop.reason,
+    )
 
 
 def run_episode(cell: Cell, adapter: ModelAdapter | None = None,
-                timeout: float | None = None) -> dict[str, Any]:
+                timeout: float | None = None) -> EpisodeRecord:
     """Synchronous wrapper of :func:`arun_episode`."""
     return asyncio.run(arun_episode(cell, adapter, timeout))

@@ -8,8 +8,10 @@ reads that lag behind commits, scaffold and guard actions, clock jumps).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
+from limbo.log.records import EpisodeRecord
 from limbo.sim.events import VISIBLE_TYPES
 
 WIDTH = 90
@@ -48,7 +50,7 @@ def describe(event: dict[str, Any]) -> str:
     return f"{kind.upper()} {_short(rest)}"
 
 
-def render(record: dict[str, Any], console: Any) -> None:
+def render(record: EpisodeRecord, console: Any) -> None:
     """Print a record's timeline and outcome."""
     from rich.markup import escape
     from rich.table import Table
@@ -65,7 +67,7 @@ def render(record: dict[str, Any], console: Any) -> None:
         visible = event["type"] in VISIBLE_TYPES
         table.add_row(f"{event['t']:.1f}", text if visible else "", "" if visible else text)
     console.print(table)
-    out = record["outcome"]
+    out: Mapping[str, Any] = record["outcome"]
     keys = ("fault_fired", "commits", "duplicate", "task_success", "exactly_once", "report_status",
             "overclaim", "termination", "agent_time_s")
     console.print(escape("outcome: " + ", ".join(f"{k}={out[k]}" for k in keys)))

@@ -9,25 +9,27 @@ at no cost, against outcomes known in advance. Each request finds its script by 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from limbo.inspect.model import EPISODE_HEADER
 from limbo.log.inspect_logs import require_inspect
+from limbo.log.records import EpisodeRecord
 from limbo.providers.replay import load_records, recorded_turns
 from limbo.sim.cell import Cell
 
 MODEL = "mockllm/model"
 
 
-def inspect_episode_id(record: dict[str, Any], model: str = MODEL) -> str:
+def inspect_episode_id(record: EpisodeRecord, model: str = MODEL) -> str:
     """The episode id the cell of ``record`` gets when ``inspect/<model>`` runs it."""
-    header = record.get("header") or {}
+    header: Mapping[str, Any] = record.get("header", {})
     return Cell(**{**record["cell"], "model": f"inspect/{model}"},
                 timing=header.get("timing") or {}, limits=header.get("limits") or {}).episode_id
 
 
-def outputs(record: dict[str, Any]) -> list[Any]:
+def outputs(record: EpisodeRecord) -> list[Any]:
     """The recorded turns of ``record`` as Inspect model outputs, in order."""
     from inspect_ai.model import ChatCompletionChoice, ChatMessageAssistant, ModelOutput, ModelUsage
     from inspect_ai.tool import ToolCall

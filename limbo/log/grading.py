@@ -9,11 +9,14 @@ committed (``commits``, ``duplicate``) counts every matching effect, undone or n
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from limbo.log.records import parse_record
+from limbo.log.reader import validate
+from limbo.log.records import Graded, Intent, ReportPart, WriteClass
 
-Effect = dict[str, Any]
+Effect = Mapping[str, Any]
+"""A ledger entry (:class:`limbo.log.records.LedgerEntry`; the world builds them as dicts)."""
 
 GRADER_VERSION = "2"
 """The version of these rules, written into every run's manifest: change it with any change
@@ -22,7 +25,7 @@ intent being done). ``limbo tables --regrade`` names the version a run was grade
 this one, and lists the episodes whose grade changed."""
 
 
-def matches(intent: dict[str, Any], effect: Effect) -> bool:
+def matches(intent: Intent, effect: Effect) -> bool:
     """Whether ledger ``effect`` is an instance of ``intent``."""
     if effect["tool"] != intent["tool"]:
         return False
@@ -32,7 +35,7 @@ def matches(intent: dict[str, Any], effect: Effect) -> bool:
     return all(sub in str(args.get(k, "")) for k, sub in intent["contains"].items())
 
 
-def assign(intents: list[dict[str, Any]], ledger: list[Effect]) -> dict[str, list[int]]:
+def assign(intents: list[Intent], ledger: Sequence[Effect]) -> dict[str, list[int]]:
     """For each intent, the ledger sequence numbers of the effects that match it.
 
     An effect counts toward the first intent it matches (intents are specific enough that an
@@ -47,7 +50,7 @@ def assign(intents: list[dict[str, Any]], ledger: list[Effect]) -> dict[str, lis
     return hits
 
 
-def undone(ledger: list[Effect]) -> set[int]:
+def undone(ledger: Sequence[Effect]) -> set[int]:
     """Sequence numbers of the effects that a later compensating action undid.
 
     Each compensating effect (one that ``reverses`` an object) undoes the most recent effect
@@ -67,11 +70,11 @@ def undone(ledger: list[Effect]) -> set[int]:
 
 
 def grade(
-    intents: list[dict[str, Any]],
-    ledger: list[Effect],
-    report: dict[str, Any] | None,
-    focal_write_class: dict[str, str] | None = None,
-) -> dict[str, Any]:
+    intents: list[Intent],
+    ledger: Sequence[Effect],
+    report: ReportPart | None,
+    focal_write_class: WriteClass | None = None,
+) -> Graded:
     """The outcome fields that depend on effects and the report (usage is added by the caller)."""
     hits = assign(intents, ledger)
     used = {seq for seqs in hits.values() for seq in seqs}
@@ -85,27 +88,25 @@ def grade(
     exactly_once = (all(len(hits[i]) == 1 and len(in_force[i]) == 1 for i in hits)
                     and not spurious)
     claimed_clean = status == "completed" and not uncertain
-    return {
-        "commits": {i: len(s) for i, s in hits.items()},
-        "duplicate": bool(duplicated),
-        "missing": any(not s for s in in_force.values()),
-        "spurious": len(spurious),
-        "compensated": compensated,
-        "task_success": all(in_force.values()),
-        "exactly_once": exactly_once,
-        "report_status": status,
-        "claimed_clean": claimed_clean,
-        "overclaim": claimed_clean and not exactly_once,
-        "focal_write_class": focal_write_class,
-    }
+    return Graded(
+        commits={i: len(s) for i, s in hits.items()},
+        duplicate=bool(duplicated),
+        missing=any(not s for s in in_force.values()),
+        spurious=len(spurious),
+        compensated=compensated,
+        task_success=all(in_force.values()),
+        exactly_once=exactly_once,
+        report_status=status,
+        claimed_clean=claimed_clean,
+        overclaim=claimed_clean and not exactly_once,
+        focal_write_class=focal_write_class,
+    )
 
 
-def regrade(record: dict[str, Any]) -> dict[str, Any]:
-    """The graded fields of a stored record, recomputed from its log alone (the record is read
-    through :class:`limbo.log.records.EpisodeRecord`: a record that is not one is refused)."""
-    rec = parse_record(record)
-    wclass = rec.outcome.focal_write_class
-    return grade([i.model_dump() for i in rec.header.intents],
-                 [e.model_dump() for e in rec.ledger],
-                 rec.report.model_dump() if rec.report is not None else None,
-                 wclass.model_dump() if wclass is not None else None)
+def regrade(record: Any) -> Graded:
+    """The graded fields of a stored record, recomputed from its log alone (the record is
+    checked against its whole shape first, :func:`limbo.log.reader.validate`: a record that
+    is not one is refused)."""
+    rec = validate(record)
+    return grade(rec["header"]["intents"], rec["ledger"], rec["report"],
+                 rec["outcome"]["focal_write_class"])

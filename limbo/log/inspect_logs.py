@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import functools
 import importlib
+import io
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from limbo.base.errors import UsageError
+from limbo.log.reader import Skip, decode, lines
+from limbo.log.records import EpisodeRecord
 from limbo.log.store import RecordWriter, dumps, episodes_file, write_manifest
 
 RECORD_KEY = "limbo_record"
@@ -103,15 +106,16 @@ def design(path: Path) -> dict[str, Any] | None:
     return found if isinstance(found, dict) else None
 
 
-def records(path: Path) -> Iterator[dict[str, Any]]:
-    """Every episode record in the Inspect log at ``path``."""
-    import json
+def records(path: Path) -> Iterator[EpisodeRecord]:
+    """Every episode record in the Inspect log at ``path``, read by the one reader (a sample
+    whose record is not one is skipped, as in a records file)."""
+    for line in lines(io.BytesIO(jsonl(path).data)):
+        found = decode(line.raw)
+        if not isinstance(found, Skip):
+            yield found
 
-    for line in jsonl(path).data.splitlines():
-        yield json.loads(line)
 
-
-def find(path: Path, episode_id: str) -> dict[str, Any]:
+def find(path: Path, episode_id: str) -> EpisodeRecord:
     """One record of the log; :class:`UsageError` when the id is not in it."""
     for record in records(path):
         if record.get("episode_id") == episode_id:

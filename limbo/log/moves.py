@@ -29,7 +29,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from limbo.base.runtime import now_iso
-from limbo.log.store import QUARANTINE, SUPERSEDED, BadLine, Errored, StoreError, lines, temp_name
+from limbo.log.reader import lines
+from limbo.log.store import QUARANTINE, SUPERSEDED, BadLine, Errored, StoreError, temp_name
 
 
 def quarantine(run_dir: Path, bad: list[BadLine]) -> None:
@@ -59,9 +60,9 @@ def _by_file(where: Iterable[tuple[Path, int]]) -> dict[Path, set[int]]:
 def _raw(by_file: dict[Path, set[int]]) -> Iterator[bytes]:
     """The lines themselves, read as they are (streamed: a record can be large)."""
     for path, numbers in by_file.items():
-        for number, raw in lines(path):
-            if number in numbers:
-                yield raw if raw.endswith(b"\n") else raw + b"\n"
+        for line in lines(path):
+            if line.number in numbers:
+                yield line.raw + b"\n" if line.torn else line.raw
 
 
 def _append(target: Path, chunks: Iterable[bytes], what: str) -> None:
@@ -91,9 +92,9 @@ def _rewrite_without(path: Path, numbers: set[int], why: str) -> None:
     tmp = temp_name(path)
     try:
         with tmp.open("wb") as out:
-            for number, raw in lines(path):
-                if number not in numbers:
-                    out.write(raw)
+            for line in lines(path):
+                if line.number not in numbers:
+                    out.write(line.raw)
             out.flush()
             os.fsync(out.fileno())
         os.replace(tmp, path)

@@ -1,29 +1,35 @@
-"""The episode record, typed and versioned: one pydantic model per part, and the JSON Schema
-published from them (``limbo schema``, docs/records.md).
+"""The episode record, written once: the record's own parts are :class:`TypedDict` types, and
+a pydantic :class:`TypeAdapter` over :class:`EpisodeRecord` is its edge — the JSON Schema
+``limbo schema`` prints (and docs/records.md ships) is generated from it, and
+:func:`limbo.log.reader.validate` checks a stored record with it.
 
-A record is one JSON object per line of ``episodes*.jsonl``; :class:`EpisodeRecord` is its
-shape, :data:`limbo.sim.events.Event` the shape of each event. Readers of every kind take field
-names from here, so renaming a field touches this module (and the schema version).
+Why TypedDicts inside and pydantic only at the edge: the episode runner builds a record once
+per episode and a grid writes tens of thousands of them. A TypedDict is a plain dict at run
+time, so building one costs what building the dict did and the encoder writes the same bytes
+(key order as built); the type checker holds the builder and every reader to the field names,
+which a dict of strings could not. Building pydantic models on that path would tax every
+episode of a grid and write through a second serialiser.
 
-Why records are still written as plain dicts: the episode runner builds a record once per
-episode and ``json.dumps`` it, and a grid writes tens of thousands of them; building and
-dumping models on that path would slow every grid. The models pin the shape instead — a test
-validates a whole default grid against them and against the published JSON Schema (with an
-independent validator), and asserts that dumping the validated model gives the record back.
+Parts whose fields a lower floor defines are not written again here: the cell (:class:`limbo.
+sim.cell.CellFields`), its timing and limits (:mod:`limbo.sim.config`), the report and each
+event (:mod:`limbo.sim.events`), and a turn's usage (:class:`Usage`, the adapters' public type).
+The record holds them as dicts, and :class:`As` checks each against its model at the edge.
 
-Version policy: :data:`SCHEMA` names the shape (``limbo.episode/N``). Any change of the JSON
-shape bumps ``N``; a reader either reads each version in :data:`READABLE` or refuses a record
-of another version with one line (:func:`version_problem`), never misreads it.
+A record is one JSON object per line of ``episodes*.jsonl``; :mod:`limbo.log.reader` is the one
+module that reads them, and holds the versions this LIMBO reads. Version policy: :data:`SCHEMA`
+names the shape (``limbo.episode/N``); any change of the JSON shape bumps ``N``.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any, Literal, get_args
+from collections.abc import Callable
+from typing import Annotated, Any, Literal, get_args, get_type_hints
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler, TypeAdapter, with_config
+from pydantic_core import core_schema
+from typing_extensions import TypedDict
 
-from limbo.base.errors import UsageError
 from limbo.services import Contract
 from limbo.sim.cell import CellFields
 from limbo.sim.config import Limits, Timing
@@ -34,18 +40,37 @@ from limbo.sim.events import TERMINATIONS as TERMINATIONS
 from limbo.sim.events import Attempt, Event, Report, Termination
 
 SCHEMA_PREFIX = "limbo.episode/"
+Version = Literal["limbo.episode/1"]
+"""The version of the record shape that this LIMBO writes (bump it with any change of shape)."""
 EPISODE_ID = r"^[A-Za-z0-9_.:-]{1,200}$"
 
 _WRITTEN = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False,
                       use_attribute_docstrings=True,
                       json_schema_serialization_defaults_required=True)
-"""Every model here describes what is written: no unknown fields, no NaN, no coercion (a
+"""Every part here describes what is written: no unknown fields, no NaN, no coercion (a
 ``"yes"`` is not a ``true``), and every field required in the schema (a writer always writes
 each one)."""
 
 
-class _Part(BaseModel):
-    model_config = _WRITTEN
+class As:
+    """Marks a dict of the record whose shape is a lower floor's model: the edge checks the dict
+    against ``model`` and keeps the dict (the schema shows the model's)."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+
+    def __get_pydantic_core_schema__(self, source: Any,
+                                     handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        return core_schema.no_info_wrap_validator_function(_checked,
+                                                           handler.generate_schema(self.model))
+
+
+def _checked(value: Any, check: Callable[[Any], Any]) -> Any:
+    check(value)
+    return value
+
+
+# -- the parts a lower floor defines, as written ---------------------------------------------
 
 
 class RecordCell(CellFields):
@@ -64,88 +89,6 @@ class RecordTiming(Timing):
 
 class RecordLimits(Limits):
     model_config = _WRITTEN
-
-
-class Intent(_Part):
-    """One effect the task requires: ledger effects of ``tool`` whose arguments equal
-    ``match`` and contain each ``contains`` text."""
-
-    id: str
-    tool: str
-    match: dict[str, Any]
-    contains: dict[str, str]
-
-
-class Header(_Part):
-    """What the episode was given: costs, limits, prompt hashes, the task and its intents."""
-
-    timing: RecordTiming
-    limits: RecordLimits
-    prompts: dict[str, str]
-    """Condition prompt file → hash of its text."""
-    task_prompt: str | None
-    intents: list[Intent]
-    version: str
-    """The LIMBO package version that ran the episode."""
-    plan_hash: str | None
-
-
-# The write-class sets of limbo.services.base.OpSpec.write_class.
-Idempotency = Literal["keyed", "natural", "conditional", "none"]
-ReadPath = Literal["strong", "eventual", "none"]
-Reversibility = Literal["reversible", "irreversible"]
-
-
-class WriteClass(_Part):
-    """Idempotency, read path and reversibility of a write under the episode's contract."""
-
-    idempotency: Idempotency
-    read_path: ReadPath
-    reversibility: Reversibility
-
-
-class Outcome(_Part):
-    """The graded outcome (docs/metrics.md and the spec's grading section define each field)."""
-
-    fault_fired: bool
-    commits: dict[str, int]
-    duplicate: bool
-    missing: bool
-    spurious: int = Field(ge=0)
-    compensated: bool
-    task_success: bool
-    exactly_once: bool
-    report_status: Literal["completed", "partial", "failed", "none"]
-    claimed_clean: bool
-    overclaim: bool
-    focal_write_class: WriteClass | None
-    agent_time_s: float = Field(ge=0)
-    tool_calls: int = Field(ge=0)
-    model_turns: int = Field(ge=0)
-    input_tokens: int = Field(ge=0)
-    output_tokens: int = Field(ge=0)
-    cost_usd: float | None = Field(ge=0)
-    """``None`` when a price is unknown."""
-    termination: Termination
-    termination_reason: str | None
-
-
-class LedgerEntry(_Part):
-    """One committed effect (the spec's ledger)."""
-
-    seq: int = Field(ge=0)
-    t: float = Field(ge=0)
-    service: str
-    op: str
-    tool: str
-    args: dict[str, Any]
-    object_id: str | None
-    request_id: str
-    attempt: Attempt
-    key: str | None
-    write_class: WriteClass
-    reverses: str | None
-    """The object this compensating effect undid (refund, delete, revert), if any."""
 
 
 class Usage(BaseModel):
@@ -169,40 +112,148 @@ class UsageEntry(Usage):
     turn: int = Field(ge=1)
 
 
-class Runtime(BaseModel):
+CellPart = Annotated[dict[str, Any], As(RecordCell)]
+TimingPart = Annotated[dict[str, Any], As(RecordTiming)]
+LimitsPart = Annotated[dict[str, Any], As(RecordLimits)]
+ReportPart = Annotated[dict[str, Any], As(Report)]
+EventPart = Annotated[dict[str, Any], As(Event)]
+UsagePart = Annotated[dict[str, Any], As(UsageEntry)]
+
+# -- the record's own parts ------------------------------------------------------------------
+
+NonNegative = Annotated[int, Field(ge=0)]
+
+
+@with_config(_WRITTEN)
+class Intent(TypedDict):
+    """One effect the task requires: ledger effects of ``tool`` whose arguments equal
+    ``match`` and contain each ``contains`` text."""
+
+    id: str
+    tool: str
+    match: dict[str, Any]
+    contains: dict[str, str]
+
+
+@with_config(_WRITTEN)
+class Header(TypedDict):
+    """What the episode was given: costs, limits, prompt hashes, the task and its intents."""
+
+    timing: TimingPart
+    limits: LimitsPart
+    prompts: dict[str, str]
+    """Condition prompt file → hash of its text."""
+    task_prompt: str | None
+    intents: list[Intent]
+    version: str
+    """The LIMBO package version that ran the episode."""
+    plan_hash: str | None
+
+
+# The write-class sets of limbo.services.base.OpSpec.write_class.
+Idempotency = Literal["keyed", "natural", "conditional", "none"]
+ReadPath = Literal["strong", "eventual", "none"]
+Reversibility = Literal["reversible", "irreversible"]
+
+
+@with_config(_WRITTEN)
+class WriteClass(TypedDict):
+    """Idempotency, read path and reversibility of a write under the episode's contract."""
+
+    idempotency: Idempotency
+    read_path: ReadPath
+    reversibility: Reversibility
+
+
+class _Fired(TypedDict):
+    fault_fired: bool
+
+
+@with_config(_WRITTEN)
+class Graded(TypedDict):
+    """The outcome's fields that grading gives (:func:`limbo.log.grading.grade`)."""
+
+    commits: dict[str, int]
+    duplicate: bool
+    missing: bool
+    spurious: NonNegative
+    compensated: bool
+    task_success: bool
+    exactly_once: bool
+    report_status: Literal["completed", "partial", "failed", "none"]
+    claimed_clean: bool
+    overclaim: bool
+    focal_write_class: WriteClass | None
+
+
+@with_config(_WRITTEN)
+class Outcome(_Fired, Graded):
+    """The graded outcome (docs/metrics.md and the spec's grading section define each field)."""
+
+    agent_time_s: Annotated[float, Field(ge=0)]
+    tool_calls: NonNegative
+    model_turns: NonNegative
+    input_tokens: NonNegative
+    output_tokens: NonNegative
+    cost_usd: Annotated[float, Field(ge=0)] | None
+    """``None`` when a price is unknown."""
+    termination: Termination
+    termination_reason: str | None
+
+
+@with_config(_WRITTEN)
+class LedgerEntry(TypedDict):
+    """One committed effect (the spec's ledger)."""
+
+    seq: NonNegative
+    t: Annotated[float, Field(ge=0)]
+    service: str
+    op: str
+    tool: str
+    args: dict[str, Any]
+    object_id: str | None
+    request_id: str
+    attempt: Attempt
+    key: str | None
+    write_class: WriteClass
+    reverses: str | None
+    """The object this compensating effect undid (refund, delete, revert), if any."""
+
+
+@with_config(ConfigDict(extra="allow", strict=True, use_attribute_docstrings=True,
+                        json_schema_serialization_defaults_required=True))
+class Runtime(TypedDict):
     """Wall-clock facts: the one part allowed to differ between runs of one cell. A harness may
     add its own (a production harness's event stream, its stderr)."""
 
-    model_config = ConfigDict(extra="allow", strict=True, use_attribute_docstrings=True,
-                              json_schema_serialization_defaults_required=True)
-
-    wall_s: float = Field(ge=0)
+    wall_s: Annotated[float, Field(ge=0)]
     host: str
     python: str
     platform: str
 
 
-class EpisodeRecord(_Part):
+@with_config(_WRITTEN)
+class EpisodeRecord(TypedDict):
     """One episode: what ran, what it was given, how it was graded, and everything that
     happened, in sim-time order."""
 
-    schema_: Literal["limbo.episode/1"] = Field(alias="schema")
-    episode_id: str = Field(pattern=EPISODE_ID)
-    cell: RecordCell
+    schema: Version
+    episode_id: Annotated[str, Field(pattern=EPISODE_ID)]
+    cell: CellPart
     header: Header
     outcome: Outcome
-    report: Report | None
-    events: list[Event]
+    report: ReportPart | None
+    events: list[EventPart]
     ledger: list[LedgerEntry]
-    usage: list[UsageEntry]
+    usage: list[UsagePart]
     runtime: Runtime
 
 
-SCHEMA: str = get_args(EpisodeRecord.model_fields["schema_"].annotation)[0]
-"""The version of the record shape that this LIMBO writes (bump it with any change of shape)."""
-READABLE: tuple[str, ...] = (SCHEMA,)
-"""The versions this LIMBO reads."""
-RECORD_FIELDS: tuple[str, ...] = tuple(f.alias or n for n, f in EpisodeRecord.model_fields.items())
+EDGE: TypeAdapter[EpisodeRecord] = TypeAdapter(EpisodeRecord)
+"""The record's edge: checks a stored record's whole shape, and generates its JSON Schema."""
+_HINTS = get_type_hints(EpisodeRecord)
+SCHEMA: Version = get_args(Version)[0]
+RECORD_FIELDS: tuple[str, ...] = tuple(_HINTS)
 """The record's keys, in the order they are written (the analysis loader finds ``cell`` and
 ``outcome`` by offset, so the order is part of the shape)."""
 CELL_FIELDS: tuple[str, ...] = tuple(RecordCell.model_fields)
@@ -214,19 +265,18 @@ def _is(annotation: Any, *types: type) -> bool:
     return len(args) == 1 and args[0] in types
 
 
-FLAGS: tuple[str, ...] = tuple(n for n, f in Outcome.model_fields.items() if _is(f.annotation, bool))
+_OUTCOME = get_type_hints(Outcome)
+FLAGS: tuple[str, ...] = tuple(n for n, t in _OUTCOME.items() if _is(t, bool))
 """The outcome's yes/no fields, in record order."""
-NUMBERS: tuple[str, ...] = tuple(n for n, f in Outcome.model_fields.items()
-                                 if _is(f.annotation, int, float))
+NUMBERS: tuple[str, ...] = tuple(n for n, t in _OUTCOME.items() if _is(t, int, float))
 """The outcome's counts and amounts, in record order."""
-WRITE_CLASS_FIELDS: tuple[str, ...] = tuple(WriteClass.model_fields)
+WRITE_CLASS_FIELDS: tuple[str, ...] = tuple(get_type_hints(WriteClass))
 
 
 def json_schema(part: Literal["record", "event"] = "record") -> dict[str, Any]:
-    """The JSON Schema (draft 2020-12) of a record, or of one event."""
-    model: Any = EpisodeRecord if part == "record" else TypeAdapter(Event)
-    schema = (model.model_json_schema(mode="serialization", by_alias=True) if part == "record"
-              else model.json_schema(mode="serialization"))
+    """The JSON Schema (draft 2020-12) of a record, or of one event, generated from the types."""
+    adapter: TypeAdapter[Any] = EDGE if part == "record" else TypeAdapter(Event)
+    schema = adapter.json_schema(mode="serialization", by_alias=True)
     title = f"{SCHEMA} record" if part == "record" else f"{SCHEMA} event"
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": title, **{
         k: v for k, v in schema.items() if k != "title"}}
@@ -235,52 +285,3 @@ def json_schema(part: Literal["record", "event"] = "record") -> dict[str, Any]:
 def schema_text(part: Literal["record", "event"] = "record") -> str:
     """:func:`json_schema` as printed by ``limbo schema`` and shown in docs/records.md."""
     return json.dumps(json_schema(part), indent=2, ensure_ascii=False)
-
-
-# -- reading ---------------------------------------------------------------------------------
-
-
-class RecordError(UsageError):
-    """A stored record that this LIMBO cannot read: one line saying why."""
-
-
-def version_problem(schema: Any) -> str | None:
-    """Why a record of version ``schema`` cannot be read here (``None``: it can)."""
-    if schema in READABLE:
-        return None
-    if isinstance(schema, str) and schema.startswith(SCHEMA_PREFIX):
-        return (f"schema {schema!r} is not one this LIMBO reads ({', '.join(READABLE)}); "
-                f"read it with the LIMBO version that wrote it")
-    return f"no {SCHEMA_PREFIX}N schema"
-
-
-def closed_set_problem(record: dict[str, Any]) -> str | None:
-    """The cheap checks a reader makes on every record it parses: a known version, a known
-    termination, known event types (the full shape is :func:`parse_record`'s)."""
-    problem = version_problem(record.get("schema"))
-    if problem is not None:
-        return problem
-    outcome = record.get("outcome")
-    termination = outcome.get("termination") if isinstance(outcome, dict) else None
-    if termination not in TERMINATIONS:
-        return f"outcome.termination {termination!r:.40} is not one of {', '.join(TERMINATIONS)}"
-    for i, event in enumerate(record.get("events") or ()):
-        kind = event.get("type") if isinstance(event, dict) else None
-        if kind not in EVENT_TYPES:
-            return f"events[{i}] has unknown type {kind!r:.40}"
-    return None
-
-
-def parse_record(record: dict[str, Any], where: str = "the record") -> EpisodeRecord:
-    """``record`` as an :class:`EpisodeRecord`; a :class:`RecordError` naming the first
-    problem otherwise (a version this LIMBO does not read is said as such)."""
-    problem = version_problem(record.get("schema"))
-    if problem is not None:
-        raise RecordError(f"{where}: {problem}")
-    try:
-        return EpisodeRecord.model_validate(record)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        at = ".".join(str(p) for p in first["loc"])
-        raise RecordError(f"{where} is not a valid {SCHEMA} record: {at}: {first['msg']} "
-                          f"({exc.error_count()} problem(s))") from None

@@ -39,20 +39,13 @@ from typing import Any
 from limbo.base.errors import UsageError
 from limbo.log.errored import ERROR_TERMINATIONS, TIMEOUT
 from limbo.log.rated import rated
-from limbo.log.records import (
-    EPISODE_ID,
-    SCHEMA_PREFIX,
-    RecordError,
-    closed_set_problem,
-    parse_record,
-    version_problem,
-)
+from limbo.log.reader import UNKNOWN, RecordError, Skip, decode, lines, validate
+from limbo.log.records import EpisodeRecord
 
 EPISODES_GLOB = "episodes*.jsonl"
 QUARANTINE = "quarantine.jsonl"
 SUPERSEDED = "superseded.jsonl"
 _SHARD_FILE = re.compile(r"^episodes\.shard-(\d+)-of-(\d+)\.jsonl$")
-_ID = re.compile(EPISODE_ID)
 RESERVE_BYTES = 256 * 1024
 RETRYABLE = (*ERROR_TERMINATIONS, TIMEOUT)
 
@@ -80,48 +73,6 @@ def record_files(run_dir: Path) -> list[Path]:
 # ------------------------------------------------------------------ one line
 
 
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def parse_line(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
-    """A complete line as a record, or ``None`` and why it is not one. A record of a schema
-    version this LIMBO does not read is refused (:class:`RecordError`), never taken for a bad
-    line: moving it to quarantine, or running its cell again, would misread a newer run."""
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return None, f"not UTF-8 (byte {exc.start})"
-    try:
-        record = json.loads(text, parse_constant=_no_constant)
-    except json.JSONDecodeError as exc:
-        return None, f"not JSON ({exc.msg} at column {exc.colno})"
-    except (ValueError, RecursionError) as exc:
-        return None, f"not strict JSON ({exc})"
-    problem = _shape_problem(record)
-    return (record, None) if problem is None else (None, problem)
-
-
-def _shape_problem(record: Any) -> str | None:
-    """What a reader checks on every line: cheap, so a resume over a large run stays fast; the
-    full shape is :func:`limbo.log.records.parse_record`'s."""
-    if not isinstance(record, dict):
-        return f"a JSON {type(record).__name__}, not a record"
-    schema = record.get("schema")
-    if not isinstance(schema, str) or not schema.startswith(SCHEMA_PREFIX):
-        return f"no {SCHEMA_PREFIX}N schema"
-    episode = record.get("episode_id")
-    if not isinstance(episode, str) or not _ID.match(episode):
-        return "no valid episode_id"
-    for name, kind in (("cell", dict), ("outcome", dict), ("events", list)):
-        if not isinstance(record.get(name), kind):
-            return f"no {name} {kind.__name__}"
-    version = version_problem(schema)
-    if version is not None:
-        raise RecordError(f"episode {episode}: {version}")
-    return closed_set_problem(record)
-
-
 _RECORD = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": "), allow_nan=False,
                            check_circular=False)
 """The records' one encoder, built once: ``json.dumps`` with these options builds a new one per
@@ -130,7 +81,7 @@ the circular-reference check (another seventh of the encoding): a record is a tr
 episode, and one that is not ends in a :class:`RecursionError`, reported as the check would."""
 
 
-def encode(record: dict[str, Any], scrub: Callable[[str], str] | None = None) -> bytes:
+def encode(record: EpisodeRecord | dict[str, Any], scrub: Callable[[str], str] | None = None) -> bytes:
     """One record as one strict JSON line of valid UTF-8 (key order as built; deterministic).
     Raises :class:`ValueError` for a record that would not read back (NaN, lone surrogates)."""
     try:
@@ -145,7 +96,7 @@ def encode(record: dict[str, Any], scrub: Callable[[str], str] | None = None) ->
         raise ValueError(f"the record holds a lone surrogate ({exc.reason})") from None
 
 
-def dumps(record: dict[str, Any]) -> str:
+def dumps(record: EpisodeRecord | dict[str, Any]) -> str:
     """One record as one JSON line, without the newline (see :func:`encode`)."""
     return encode(record).decode("utf-8")[:-1]
 
@@ -197,16 +148,14 @@ class Scan:
     errored: dict[str, Errored] = field(default_factory=dict)
 
 
-def _parse(path: Path, number: int, raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
-    try:
-        return parse_line(raw)
-    except RecordError as exc:
-        raise RecordError(f"{path} line {number}: {exc}") from None
-
-
-def lines(path: Path) -> Iterator[tuple[int, bytes]]:
-    with path.open("rb") as fh:
-        yield from enumerate(fh, start=1)
+def _parse(path: Path, number: int, raw: bytes) -> EpisodeRecord | Skip:
+    """The reader's judgement of a line; a record of a version this LIMBO does not read is
+    refused (:class:`RecordError`), never taken for a bad line: moving it to quarantine, or
+    running its cell again, would misread a newer run."""
+    found = decode(raw)
+    if isinstance(found, Skip) and found.kind == UNKNOWN:
+        raise RecordError(f"{path} line {number}: {found.reason}")
+    return found
 
 
 def scan(run_dir: Path, live: Callable[[Path], bool] = lambda p: False) -> Scan:
@@ -216,56 +165,53 @@ def scan(run_dir: Path, live: Callable[[Path], bool] = lambda p: False) -> Scan:
     first: dict[str, str] = {}
     for path in record_files(run_dir):
         stats = out.files.setdefault(path.name, FileStats())
-        for number, raw in lines(path):
-            if not raw.endswith(b"\n"):
-                if not live(path):
-                    out.bad.append(BadLine(path, number, "torn last line (an interrupted write)",
-                                           raw, torn=True))
-                    stats.bad += 1
-                continue
-            record, problem = _parse(path, number, raw)
-            if record is not None and record["episode_id"] in out.ids:
-                problem = f"duplicate of {first[record['episode_id']]}"
-            if problem is not None:
-                out.bad.append(BadLine(path, number, problem, raw))
+        for line in lines(path):
+            if line.torn and live(path):
+                continue  # being written
+            found = _parse(path, line.number, line.raw)
+            if not isinstance(found, Skip) and found["episode_id"] in out.ids:
+                found = Skip("duplicate", f"duplicate of {first[found['episode_id']]}")
+            if isinstance(found, Skip):
+                out.bad.append(BadLine(path, line.number, found.reason, line.raw, line.torn))
                 stats.bad += 1
                 continue
-            assert record is not None
-            out.ids.add(record["episode_id"])
-            first[record["episode_id"]] = f"{path.name} line {number}"
-            term = record["outcome"]["termination"]
-            out.terminations[term] += 1
-            if term in RETRYABLE:
-                out.errored[record["episode_id"]] = Errored(
-                    term, record["outcome"].get("termination_reason"),
-                    str(record["cell"].get("model")), path, number)
-            out.rated += rated(record["outcome"]["fault_fired"], term)
+            _count(out, found, path, line.number)
+            first[found["episode_id"]] = f"{path.name} line {line.number}"
             stats.records += 1
     return out
 
 
-def iter_records(run_dir: Path) -> Iterator[dict[str, Any]]:
+def _count(out: Scan, record: EpisodeRecord, path: Path, number: int) -> None:
+    outcome = record["outcome"]
+    out.ids.add(record["episode_id"])
+    term = outcome["termination"]
+    out.terminations[term] += 1
+    if term in RETRYABLE:
+        out.errored[record["episode_id"]] = Errored(
+            term, outcome.get("termination_reason"), str(record["cell"].get("model")), path,
+            number)
+    out.rated += rated(outcome["fault_fired"], term)
+
+
+def iter_records(run_dir: Path) -> Iterator[EpisodeRecord]:
     """Every valid record of every records file, each episode once (bad lines skipped)."""
     seen: set[str] = set()
     for path in record_files(run_dir):
-        for number, raw in lines(path):
-            if not raw.endswith(b"\n"):
-                continue
-            record, _problem = _parse(path, number, raw)
-            if record is not None and record["episode_id"] not in seen:
-                seen.add(record["episode_id"])
-                yield record
+        for line in lines(path):
+            found = _parse(path, line.number, line.raw)
+            if not isinstance(found, Skip) and found["episode_id"] not in seen:
+                seen.add(found["episode_id"])
+                yield found
 
 
-def find_record(run_dir: Path, episode_id: str) -> dict[str, Any]:
-    """One stored record, checked against the record model (:func:`limbo.log.records.parse_record`);
+def find_record(run_dir: Path, episode_id: str) -> EpisodeRecord:
+    """One stored record, checked against the whole shape (:func:`limbo.log.reader.validate`);
     :class:`UsageError` when the directory or id is unknown or the record is not valid."""
     if not run_dir.is_dir():
         raise UsageError(f"no run directory {run_dir}")
     for record in iter_records(run_dir):
         if record["episode_id"] == episode_id:
-            parse_record(record, f"episode {episode_id} in {run_dir}")
-            return record
+            return validate(record, f"episode {episode_id} in {run_dir}")
     needle = f'"episode_id": "{episode_id}"'.encode()
     for bad in scan(run_dir).bad:
         if needle in bad.raw:

@@ -17,6 +17,7 @@ log summarised (over 4000 characters) cannot be replayed exactly; such a turn is
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
@@ -32,13 +33,13 @@ from limbo.episode.models import (
     ToolDef,
     model_adapter,
 )
-from limbo.log.records import Usage
+from limbo.log.records import EpisodeRecord, Usage
 from limbo.log.store import iter_records, manifests, record_files
 from limbo.sim.cell import Cell, episode_id
 from limbo.sim.config import Limits, Timing
 
 SHOW = 600
-_loaded: dict[tuple[str, float], list[dict[str, Any]]] = {}
+_loaded: dict[tuple[str, float], list[EpisodeRecord]] = {}
 
 
 class ReplayError(ModelError):
@@ -69,7 +70,7 @@ class RecordedTurn:
 # ------------------------------------------------------------------ reading a run
 
 
-def load_records(run_dir: str | Path) -> list[dict[str, Any]]:
+def load_records(run_dir: str | Path) -> list[EpisodeRecord]:
     """Every valid record in ``RUN_DIR/episodes*.jsonl`` (lines that are not records — torn,
     corrupt, duplicates — are skipped; ``limbo status`` reports them)."""
     root = Path(run_dir)
@@ -94,14 +95,14 @@ def _worlds(run_dir: str | Path) -> list[str | None]:
     return list(dict.fromkeys(found))
 
 
-def cell_of(record: dict[str, Any]) -> Cell:
+def cell_of(record: EpisodeRecord) -> Cell:
     """The cell a record was run from (timing and limits from its header)."""
-    header = record.get("header") or {}
+    header: Mapping[str, Any] = record.get("header", {})
     return Cell(**record["cell"], timing=Timing(**header.get("timing", {})),
                 limits=Limits(**header.get("limits", {})))
 
 
-def recorded_turns(record: dict[str, Any]) -> list[RecordedTurn]:
+def recorded_turns(record: EpisodeRecord) -> list[RecordedTurn]:
     """The model turns of a record, rebuilt from its event log and usage."""
     turns: list[RecordedTurn] = []
     for ev in record.get("events") or []:
@@ -147,7 +148,7 @@ class ReplayAdapter(ModelAdapter):
 
     offline = True
 
-    def __init__(self, model: str, records: list[dict[str, Any]] | None = None,
+    def __init__(self, model: str, records: list[EpisodeRecord] | None = None,
                  **params: Any) -> None:
         if params:
             raise UsageError(f"replay/{model}: takes no parameters (got {', '.join(params)})")
@@ -156,7 +157,7 @@ class ReplayAdapter(ModelAdapter):
         self.worlds = _worlds(model) if records is None else [None]
         self._index = self._build_index()
         self._turns: list[RecordedTurn] | None = None
-        self._record: dict[str, Any] | None = None
+        self._record: EpisodeRecord | None = None
         self._next = 0
         self.divergence: dict[str, Any] | None = None
 
@@ -166,10 +167,10 @@ class ReplayAdapter(ModelAdapter):
         were)."""
         return {"input": 0.0, "cached_input": 0.0, "output": 0.0}
 
-    def _build_index(self) -> dict[str, dict[str, Any]]:
-        index: dict[str, dict[str, Any]] = {}
+    def _build_index(self) -> dict[str, EpisodeRecord]:
+        index: dict[str, EpisodeRecord] = {}
         for rec in self.records:
-            header = rec.get("header") or {}
+            header: Mapping[str, Any] = rec.get("header", {})
             replayed = {**rec["cell"], "model": self.spec, "timing": header.get("timing"),
                         "limits": header.get("limits")}
             index.setdefault(rec["episode_id"], rec)
@@ -208,7 +209,7 @@ class ReplayAdapter(ModelAdapter):
         """Compare what the sandbox just returned with the recording."""
         assert self._turns is not None and self._record is not None
         if self._next == 0:
-            prompt = (self._record.get("header") or {}).get("task_prompt")
+            prompt = self._record.get("header", {}).get("task_prompt")
             user = next((m.content for m in messages if m.role == "user"), None)
             if prompt is not None and user != prompt:
                 self._diverge(1, "the task prompt differs", recorded=prompt, replayed=user)
@@ -253,7 +254,7 @@ class ReplayCheck:
     termination: str
 
 
-def _plain(record: dict[str, Any]) -> Any:
+def _plain(record: EpisodeRecord) -> Any:
     return json.loads(json.dumps({k: v for k, v in record.items() if k != "runtime"}))
 
 
@@ -278,7 +279,7 @@ def first_difference(a: Any, b: Any, path: str = "") -> str | None:
     return None if a == b else (path or ".")
 
 
-def verify_run(run_dir: str | Path, records: list[dict[str, Any]] | None = None) -> list[ReplayCheck]:
+def verify_run(run_dir: str | Path, records: list[EpisodeRecord] | None = None) -> list[ReplayCheck]:
     """Replay every episode of a run under its recorded cell; report which reproduce exactly
     (records equal except ``runtime``) and where the others first diverge."""
     from limbo.episode.run_one import run_episode

@@ -25,6 +25,7 @@ from typing import Any
 
 from limbo.base.errors import UsageError
 from limbo.base.runtime import now_iso, stopwatch
+from limbo.log.records import EpisodeRecord
 from limbo.proxy.declared import Catalog
 from limbo.proxy.journal import Journal, journal_path, read_journal, unrecorded
 from limbo.proxy.plan import FaultPlan, parse
@@ -61,7 +62,7 @@ def say(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-async def run(opts: Options) -> dict[str, Any]:
+async def run(opts: Options) -> EpisodeRecord:
     """Serve one episode and return its record (appended to ``opts.out``)."""
     started = stopwatch()
     async with connect(opts.upstream) as upstream:
@@ -184,7 +185,7 @@ def _stopping(session: Session) -> Iterator[None]:
 
 
 def _finish(opts: Options, path: Path, started: float, termination: tuple[str, str | None],
-            extra: dict[str, Any]) -> dict[str, Any]:
+            extra: dict[str, Any]) -> EpisodeRecord:
     from limbo.proxy.status import record_written
 
     record = build(read_journal(path), opts.catalog, stopwatch() - started, termination, extra)
@@ -207,7 +208,7 @@ def _refuse_unreachable(reconciler: Reconciler, path: Path) -> None:
                          f"--recover")
 
 
-async def recover(opts: Options) -> list[dict[str, Any]]:
+async def recover(opts: Options) -> list[EpisodeRecord]:
     """Record every episode of ``opts.out`` that a stopped proxy left unrecorded."""
     found = unrecorded(opts.out)
     if not found:

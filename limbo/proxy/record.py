@@ -15,16 +15,17 @@ no write accounts for.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from limbo import __version__
 from limbo.base.runtime import host_facts
 from limbo.log.grading import grade
-from limbo.log.records import SCHEMA, parse_record
+from limbo.log.reader import validate
+from limbo.log.records import SCHEMA, EpisodeRecord, Header, LedgerEntry, Outcome, Runtime
 from limbo.proxy.declared import Catalog
 from limbo.proxy.ledger import Ledger
 from limbo.sim.config import Limits, dumped
-from limbo.sim.events import EVENT_TYPES, VISIBLE_TYPES
+from limbo.sim.events import EVENT_TYPES, VISIBLE_TYPES, Termination
 
 LEDGER_TYPES = ("intent", "ack", "lost", "reconciled")
 NO_TASK: dict[str, Any] = {"prompt": None, "intents": [], "plan_hash": None, "focal_write_class": None}
@@ -48,7 +49,7 @@ def ledger_of(entries: list[dict[str, Any]], catalog: Catalog) -> Ledger:
 
 def build(entries: list[dict[str, Any]], catalog: Catalog, wall_s: float,
           termination: tuple[str, str | None] = ("finished", None),
-          extra: dict[str, Any] | None = None) -> dict[str, Any]:
+          extra: dict[str, Any] | None = None) -> EpisodeRecord:
     """The record of the journal ``entries`` (reconciliation already in them)."""
     start = first(entries, "start")
     task = next((e for e in entries if e["type"] == "task"), NO_TASK)
@@ -64,32 +65,32 @@ def build(entries: list[dict[str, Any]], catalog: Catalog, wall_s: float,
     events.sort(key=lambda e: e["t"])
     finished = [e for e in events if e["type"] == "finish"]
     report = finished[-1]["report"] if finished else None
-    record = {
-        "schema": SCHEMA, "episode_id": start["episode_id"], "cell": start["cell"],
-        "header": {"timing": start["timing"], "limits": dumped(Limits()), "prompts": {},
-                   "task_prompt": task["prompt"], "intents": task["intents"],
-                   "version": __version__, "plan_hash": task["plan_hash"]},
-        "outcome": _outcome(events, task, effects, report, termination),
-        "report": report, "events": events, "ledger": effects, "usage": [],
-        "runtime": {"wall_s": round(wall_s, 6), **host_facts(),
-                    "proxy": {**start["proxy"], **_summary(ledger), **(extra or {})}},
-    }
-    parse_record(record, f"proxy episode {start['episode_id']}")  # a bug, never a bad line
-    return record
+    record = EpisodeRecord(
+        schema=SCHEMA, episode_id=start["episode_id"], cell=start["cell"],
+        header=Header(timing=start["timing"], limits=dumped(Limits()), prompts={},
+                      task_prompt=task["prompt"], intents=task["intents"],
+                      version=__version__, plan_hash=task["plan_hash"]),
+        outcome=_outcome(events, task, effects, report, termination),
+        report=report, events=events, ledger=cast(list[LedgerEntry], effects), usage=[],
+        runtime=cast(Runtime, {"wall_s": round(wall_s, 6), **host_facts(),
+                               "proxy": {**start["proxy"], **_summary(ledger),
+                                         **(extra or {})}}),
+    )
+    return validate(record, f"proxy episode {start['episode_id']}")  # a bug, never a bad line
 
 
 def _outcome(events: list[dict[str, Any]], task: dict[str, Any], effects: list[dict[str, Any]],
              report: dict[str, Any] | None, termination: tuple[str, str | None]
-             ) -> dict[str, Any]:
+             ) -> Outcome:
     seen = [e["t"] for e in events if e["type"] in VISIBLE_TYPES]
-    return {
-        "fault_fired": any(e["type"] == "fault" for e in events),
+    return Outcome(
+        fault_fired=any(e["type"] == "fault" for e in events),
         **grade(task["intents"], effects, report, task["focal_write_class"]),
-        "agent_time_s": max(seen, default=0.0),
-        "tool_calls": sum(e["type"] == "call" for e in events),
-        "model_turns": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0,
-        "termination": termination[0], "termination_reason": termination[1],
-    }
+        agent_time_s=max(seen, default=0.0),
+        tool_calls=sum(e["type"] == "call" for e in events),
+        model_turns=0, input_tokens=0, output_tokens=0, cost_usd=0.0,
+        termination=cast(Termination, termination[0]), termination_reason=termination[1],
+    )
 
 
 def _summary(ledger: Ledger) -> dict[str, Any]:
@@ -99,7 +100,7 @@ def _summary(ledger: Ledger) -> dict[str, Any]:
                            if w.state not in ("committed", "replayed")]}
 
 
-def append(run_dir: Path, record: dict[str, Any], scrub: Any) -> None:
+def append(run_dir: Path, record: EpisodeRecord, scrub: Any) -> None:
     """Append ``record`` to the run's records file (one write, synced)."""
     from limbo.log.store import RecordWriter, encode, episodes_file
 

@@ -11,6 +11,7 @@ the upstream.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +46,7 @@ def _design(opts: Any) -> dict[str, Any]:
     return log_design(catalog(), {name: t.kind for name, t in opts.catalog.tools.items()})
 
 
-def record_written(out: Path, record: dict[str, Any]) -> None:
+def record_written(out: Path, record: Mapping[str, Any]) -> None:
     """The manifest once an episode is recorded."""
     from limbo.base.runtime import now_iso
     from limbo.log.store import manifest_file, read_manifest, scan

@@ -24,19 +24,20 @@ import os
 import signal
 import sys
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from limbo.base.errors import UsageError
 from limbo.base.runtime import stopwatch
 from limbo.episode.run_one import arun_episode, unbuilt_record
+from limbo.log.records import EpisodeRecord
 from limbo.log.store import encode
 from limbo.providers.clients import ClientPool, bound, shared_clients
 from limbo.run.summary import tallied
 from limbo.sim.cell import Cell
 
-Emit = Callable[[bytes, dict[str, Any], dict[str, Any]], None]
+Emit = Callable[[bytes, Mapping[str, Any], Mapping[str, Any]], None]
 Item = tuple[bytes, dict[str, Any], dict[str, Any]]
 """A finished episode on its way to the writer: its record's line, and what the summary tallies
 of its cell and outcome (:func:`limbo.run.summary.tallied`)."""
@@ -62,7 +63,7 @@ def freeze_heap() -> None:
     gc.freeze()
 
 
-def encoded(record: dict[str, Any], cell: Cell, scrub: Callable[[str], str]) -> bytes:
+def encoded(record: EpisodeRecord, cell: Cell, scrub: Callable[[str], str]) -> bytes:
     """The record's line; a record that cannot be written as strict JSON becomes an
     ``infra_error`` record of its cell saying why, so the grid goes on and the cell is counted."""
     try:
@@ -75,7 +76,7 @@ def encoded(record: dict[str, Any], cell: Cell, scrub: Callable[[str], str]) -> 
 
 
 async def stream(cells: Iterator[Cell], concurrency: int, timeout: float | None,
-                 sink: Callable[[Cell, dict[str, Any]], None],
+                 sink: Callable[[Cell, EpisodeRecord], None],
                  may_start: Callable[[int], bool] = lambda running: True,
                  pool: ClientPool | None = None) -> None:
     """Run ``cells`` with at most ``concurrency`` in flight, handing each record to ``sink`` as
@@ -91,7 +92,7 @@ async def stream(cells: Iterator[Cell], concurrency: int, timeout: float | None,
 
 
 async def _stream(cells: Iterator[Cell], concurrency: int, timeout: float | None,
-                  sink: Callable[[Cell, dict[str, Any]], None],
+                  sink: Callable[[Cell, EpisodeRecord], None],
                   may_start: Callable[[int], bool]) -> None:
     if concurrency <= 1:
         for cell in cells:
@@ -199,7 +200,7 @@ def _worker(conn: Connection, concurrency: int, timeout: float | None, close: li
 
     outbox = _Outbox(conn)
 
-    def sink(cell: Cell, record: dict[str, Any]) -> None:
+    def sink(cell: Cell, record: EpisodeRecord) -> None:
         outbox.add((encoded(record, cell, scrub), *tallied(record["cell"], record["outcome"])))
 
     try:

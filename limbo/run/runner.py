@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
@@ -29,6 +29,7 @@ from limbo.base.runtime import host_facts, now_iso, stopwatch
 from limbo.base.secrets import scrubber
 from limbo.log.errored import ERROR_TERMINATIONS
 from limbo.log.moves import quarantine, supersede
+from limbo.log.records import EpisodeRecord
 from limbo.log.runlock import WriterLock
 from limbo.log.store import (
     GRID,
@@ -233,7 +234,7 @@ class _Tally:
         self.summary, self.ran = Summary(), 0
         self.scrub = scrubber()
 
-    def emit(self, line: bytes, cell: dict[str, Any], outcome: dict[str, Any]) -> None:
+    def emit(self, line: bytes, cell: Mapping[str, Any], outcome: Mapping[str, Any]) -> None:
         self.writer.write(line)
         self.summary.add(cell, outcome)
         self.ran += 1
@@ -253,7 +254,7 @@ class _Tally:
         if self.on_result is not None:
             self.on_result(self.ran, self.total, self.summary)
 
-    def sink(self, cell: Cell, record: dict[str, Any]) -> None:
+    def sink(self, cell: Cell, record: EpisodeRecord) -> None:
         self.emit(encoded(record, cell, self.scrub), record["cell"], record["outcome"])
 
     def may_start(self, running: int) -> bool:

@@ -8,6 +8,7 @@ row and excluded from the rates, never dropped silently.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,7 +32,7 @@ class Tally:
     cost: float = 0.0
     cost_unknown: int = 0
 
-    def add(self, outcome: dict[str, Any]) -> None:
+    def add(self, outcome: Mapping[str, Any]) -> None:
         self.episodes += 1
         cost = outcome.get("cost_usd")
         if cost is None:
@@ -86,7 +87,7 @@ class Summary:
             summary.add(record["cell"], record["outcome"])
         return summary
 
-    def add(self, cell: dict[str, Any], outcome: dict[str, Any]) -> None:
+    def add(self, cell: Mapping[str, Any], outcome: Mapping[str, Any]) -> None:
         self.total.add(outcome)
         fault = cell["fault"]
         family = self.families.get(fault)
@@ -104,8 +105,7 @@ TALLIED_OUTCOME = ("cost_usd", "termination", "fault_fired", "duplicate", "task_
                    "exactly_once", "overclaim", "termination_reason")
 
 
-def tallied(cell: dict[str, Any], outcome: dict[str, Any]) -> tuple[dict[str, Any],
-                                                                     dict[str, Any]]:
+def tallied(cell: Mapping[str, Any], outcome: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """The fields of a record's cell and outcome that :meth:`Summary.add` reads: what a worker
     process sends the writer with each record's line (pickling the whole cell and outcome
     both ways cost twice as much as the line itself)."""

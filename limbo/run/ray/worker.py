@@ -23,17 +23,18 @@ import asyncio
 import contextlib
 import os
 import traceback
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from limbo import __version__
 from limbo.base.errors import UsageError
+from limbo.log.records import EpisodeRecord
 from limbo.providers.clients import ClientPool, bound
 from limbo.run.local import HOLD_S, encoded, freeze_heap
 from limbo.sim.cell import Cell
 
-Item = tuple[str, bytes, dict[str, Any], dict[str, Any]]
+Item = tuple[str, bytes, Mapping[str, Any], Mapping[str, Any]]
 """A record: its episode id, its line, its cell and its outcome."""
 
 
@@ -144,13 +145,13 @@ class EpisodeWorker:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
 
-    async def _one(self, cell: Cell, timeout: float | None) -> tuple[Cell, dict[str, Any]]:
+    async def _one(self, cell: Cell, timeout: float | None) -> tuple[Cell, EpisodeRecord]:
         from limbo.episode.run_one import arun_episode
 
         async with self.gate:
             return cell, await arun_episode(cell, timeout=timeout)
 
-    def _answer(self, node: str, ended: list[tuple[Cell, dict[str, Any]]]) -> CellBatch:
+    def _answer(self, node: str, ended: list[tuple[Cell, EpisodeRecord]]) -> CellBatch:
         from limbo.base.secrets import scrubber
 
         scrub = scrubber()  # after the episodes: their adapters have named the keys they read
@@ -159,13 +160,13 @@ class EpisodeWorker:
             for cell, record in ended])
 
 
-async def _as_they_end(tasks: list[asyncio.Task[tuple[Cell, dict[str, Any]]]],
-                       ) -> AsyncIterator[list[tuple[Cell, dict[str, Any]]]]:
+async def _as_they_end(tasks: list[asyncio.Task[tuple[Cell, EpisodeRecord]]],
+                       ) -> AsyncIterator[list[tuple[Cell, EpisodeRecord]]]:
     """The tasks' results in groups, as they end: the first to end, and those that end within
     :data:`~limbo.run.local.HOLD_S` of it, as a forked worker groups its records (one Ray object
     per episode would cost a CPU-bound worker more than its episodes). A task that failed
     raises, after the group it ended in."""
-    pending: set[asyncio.Task[tuple[Cell, dict[str, Any]]]] = set(tasks)
+    pending: set[asyncio.Task[tuple[Cell, EpisodeRecord]]] = set(tasks)
     while pending:
         done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
         if pending:
