@@ -61,7 +61,8 @@ class Forked:
         if self.host is None:
             self.host = LimiterHost()
         given = _Given(ctx.settings, budget, self.host.path, "", sink.keep_fds)
-        Pool(ctx.workers, given, sink.scrub).run(cells, sink.emit_group)
+        size = max(1, min(CHUNK, sink.total // (2 * ctx.workers)))
+        Pool(ctx.workers, given, sink.scrub).run(chunks(cells, size), sink.emit_group)
 
     def limits(self) -> dict[str, dict[str, int]] | None:
         """The shared limiter's :meth:`~limbo.run.leases.SlotKeeper.report` (``None``: no
@@ -75,6 +76,9 @@ class Forked:
 
 
 def chunks(cells: Iterator[Cell], size: int) -> Iterator[list[Cell]]:
+    """``cells`` in lists of ``size``: :data:`~limbo.run.local.CHUNK`, or fewer when the pass
+    is small, so that every worker gets a share (a worker asks for its next chunk as soon as
+    its first arrives: with chunks of 32, a pass of 64 model episodes ran on one worker)."""
     chunk: list[Cell] = []
     for cell in cells:
         chunk.append(cell)
@@ -205,10 +209,9 @@ class Pool:
             child.close()
             self.procs[parent] = proc
 
-    def run(self, cells: Iterator[Cell], emit: EmitGroup) -> None:
-        """Run ``cells``, handing each group of records a worker sends to ``emit`` (the
-        writer writes a group at once: one system call, not one per record)."""
-        todo = chunks(cells, CHUNK)
+    def run(self, todo: Iterator[list[Cell]], emit: EmitGroup) -> None:
+        """Run the chunks of cells ``todo``, handing each group of records a worker sends to
+        ``emit`` (the writer writes a group at once: one system call, not one per record)."""
         live = dict(self.procs)
         try:
             while live:

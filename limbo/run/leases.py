@@ -66,6 +66,8 @@ class _Slots:
         """Calls whose outcome the keeper heard of."""
         self.refused = 0
         """Of those, refused as overloaded (``429``, ``503``, ``529``)."""
+        self.lessees: set[str] = set()
+        """Every worker that was ever leased a slot."""
 
     def heard(self, status: int | None) -> None:
         self.calls += 1
@@ -85,6 +87,7 @@ class _Slots:
             self.state.started()
             n += 1
         self.leased[lessee] = self.leased.get(lessee, 0) + n
+        self.lessees.add(lessee)
         return n
 
     def dispatch(self) -> None:
@@ -167,10 +170,10 @@ class SlotKeeper:
         return {k: v for k, v in self._slots(key).leased.items() if v}
 
     async def report(self) -> dict[str, dict[str, int]]:
-        """Per key: its limit now, the calls the keeper heard of and how many were refused
-        (what the run's manifest records of the shared limiter)."""
-        return {key: {"limit": s.state.view()[1], "calls": s.calls, "refused": s.refused}
-                for key, s in sorted(self.slots.items())}
+        """Per key: its limit now, the calls the keeper heard of, how many were refused, and
+        how many workers shared it (what the run's manifest records of the shared limiter)."""
+        return {key: {"limit": s.state.view()[1], "calls": s.calls, "refused": s.refused,
+                      "workers": len(s.lessees)} for key, s in sorted(self.slots.items())}
 
 
 class SlotHost(Protocol):
