@@ -68,6 +68,8 @@ class _Slots:
         """Of those, refused as overloaded (``429``, ``503``, ``529``)."""
         self.lessees: set[str] = set()
         """Every worker that was ever leased a slot."""
+        self.lowest = int(self.state.limit)
+        """The lowest the limit went."""
 
     def heard(self, status: int | None) -> None:
         self.calls += 1
@@ -116,6 +118,7 @@ class _Slots:
         for status, retry_after_s in returned:
             self.state.finished(status, retry_after_s, now)
         self.leased[lessee] = held - len(returned)
+        self.lowest = min(self.lowest, int(self.state.limit))
         self.dispatch()
 
     def forget(self, lessee: str) -> None:
@@ -170,10 +173,12 @@ class SlotKeeper:
         return {k: v for k, v in self._slots(key).leased.items() if v}
 
     async def report(self) -> dict[str, dict[str, int]]:
-        """Per key: its limit now, the calls the keeper heard of, how many were refused, and
-        how many workers shared it (what the run's manifest records of the shared limiter)."""
-        return {key: {"limit": s.state.view()[1], "calls": s.calls, "refused": s.refused,
-                      "workers": len(s.lessees)} for key, s in sorted(self.slots.items())}
+        """Per key: its limit now and the lowest it went, the calls the keeper heard of, how
+        many were refused, and how many workers shared it (what the run's manifest records of
+        the shared limiter)."""
+        return {key: {"limit": s.state.view()[1], "lowest": s.lowest, "calls": s.calls,
+                      "refused": s.refused, "workers": len(s.lessees)}
+                for key, s in sorted(self.slots.items())}
 
 
 class SlotHost(Protocol):
