@@ -174,7 +174,7 @@ def test_a_lost_limiter_stops_the_calls_waiting_on_it_as_the_run_stops(cluster: 
     until(lambda: ray.get(b.pool.remote()) == (0, 0, 2), "b waits")
     ray.kill(actor)
     until(lambda: len(ray.get(b.failures.remote())) == 2, "b's waits fail")
-    assert all(f.startswith("UsageError: the cluster's call limiter is gone")
+    assert all(f.startswith("UsageError: the run's shared call limiter is gone")
                for f in ray.get(b.failures.remote()))
     ray.get(b.ask.remote(1))  # and so does a call that asks afterwards
     until(lambda: len(ray.get(b.failures.remote())) == 3, "a later wait fails too")
