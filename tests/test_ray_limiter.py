@@ -1,5 +1,5 @@
 """The cluster's one call limiter (limbo/run/ray/leases.py) on a real two-node Ray cluster: a
-:class:`LimiterActor` on the head, and worker processes — one per node — each holding the
+:class:`~limbo.run.leases.SlotKeeper` actor on the head, and worker processes — one per node — each holding the
 :class:`RayLimiter` a worker's episodes use, driven here through a small actor of this module.
 
 The slots leased over both workers never pass the limit; a ``429`` seen by one worker stops
