@@ -15,7 +15,8 @@ import time
 from pathlib import Path
 
 from limbo.experiments.grid import expand, load_grid
-from limbo.run.runner import RunOptions, run_cells
+from limbo.run.context import RunContext
+from limbo.run.runner import run_cells
 
 PAPER_EPISODES = 25_930
 
@@ -30,7 +31,7 @@ def cells_for(grid_name: str, episodes: int) -> list:
 def timed(cells: list, workers: int) -> float:
     with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()
-        result = run_cells(cells, RunOptions(out=Path(tmp), workers=workers), {"bench": True})
+        result = run_cells(cells, RunContext(out=Path(tmp), workers=workers), {"bench": True})
         wall = time.perf_counter() - start
         assert result.ran == len(cells)
     return wall

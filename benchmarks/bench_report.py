@@ -23,7 +23,8 @@ from bench_grid import PAPER_EPISODES, cells_for
 
 from limbo.analysis.report.site import build
 from limbo.analysis.report.write import write_site
-from limbo.run.runner import RunOptions, run_cells
+from limbo.run.context import RunContext
+from limbo.run.runner import run_cells
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from support import browser
@@ -35,7 +36,7 @@ RENDER_LIMIT_MS = 2000
 def ensure_run(run_dir: Path, episodes: int) -> Path:
     if not run_dir.exists() or not any(run_dir.glob("episodes*.jsonl")):
         print(f"running E1's first {episodes} episodes into {run_dir} ...", flush=True)
-        run_cells(cells_for("e1", episodes), RunOptions(out=run_dir, workers=2),
+        run_cells(cells_for("e1", episodes), RunContext(out=run_dir, workers=2),
                   {"bench": "report"})
     return run_dir
 

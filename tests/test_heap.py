@@ -8,7 +8,8 @@ import gc
 from pathlib import Path
 
 from limbo.cli import main
-from limbo.run.runner import RunOptions, run_cells
+from limbo.run.context import RunContext
+from limbo.run.runner import run_cells
 
 
 def walked(obj: object) -> bool:
@@ -31,7 +32,7 @@ def test_what_a_limbo_run_starts_with_is_no_longer_walked_by_the_collector(tmp_p
 def test_a_library_run_leaves_its_callers_heap_to_the_collector(tmp_path: Path, make_cell):
     gc.unfreeze()
     held = [["the caller's"]]
-    result = run_cells([make_cell("charge_invoice")], RunOptions(out=tmp_path / "run"), {})
+    result = run_cells([make_cell("charge_invoice")], RunContext(out=tmp_path / "run"), {})
     assert result.ran == 1
     assert walked(held)
     assert gc.get_freeze_count() == 0

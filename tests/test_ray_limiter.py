@@ -1,5 +1,5 @@
 """The cluster's one call limiter (limbo/run/ray/leases.py) on a real two-node Ray cluster: a
-:class:`LimiterActor` on the head, and worker processes — one per node — each holding the
+:class:`~limbo.run.leases.SlotKeeper` actor on the head, and worker processes — one per node — each holding the
 :class:`RayLimiter` a worker's episodes use, driven here through a small actor of this module.
 
 The slots leased over both workers never pass the limit; a ``429`` seen by one worker stops
@@ -174,7 +174,7 @@ def test_a_lost_limiter_stops_the_calls_waiting_on_it_as_the_run_stops(cluster: 
     until(lambda: ray.get(b.pool.remote()) == (0, 0, 2), "b waits")
     ray.kill(actor)
     until(lambda: len(ray.get(b.failures.remote())) == 2, "b's waits fail")
-    assert all(f.startswith("UsageError: the cluster's call limiter is gone")
+    assert all(f.startswith("UsageError: the run's shared call limiter is gone")
                for f in ray.get(b.failures.remote()))
     ray.get(b.ask.remote(1))  # and so does a call that asks afterwards
     until(lambda: len(ray.get(b.failures.remote())) == 3, "a later wait fails too")

@@ -15,6 +15,7 @@ from support.ray_cluster import Cluster
 ray = pytest.importorskip("ray")
 
 from limbo.providers.loopback import Pace, serve_in_thread  # noqa: E402
+from limbo.run.context import Settings  # noqa: E402
 from limbo.run.ray.worker import EpisodeWorker, Setup  # noqa: E402
 
 
@@ -37,7 +38,7 @@ def test_a_batch_answers_each_episode_as_it_ends_not_when_the_batch_ends(connect
     with serve_in_thread(Pace(latency_s=0.5)) as server:
         model = f"openai/paced?api=chat&base_url={server.url}/v1"
         cells = [cell_for("charge_invoice", model=model, seed=seed) for seed in range(3)]
-        setup = Setup(run="streamed", concurrency=1, timeout=None)
+        setup = Setup(run="streamed", settings=Settings(episode_timeout=None))
         answers = worker.run_batch.options(num_returns="streaming").remote(cells, setup)
         got = []
         for ref in answers:
@@ -59,7 +60,7 @@ def test_a_batch_stopped_by_a_rejected_key_answers_what_ended_and_then_why(conne
         cells = [cell_for("charge_invoice", model=f"openai/m?api=chat&base_url={server.url}",
                           seed=seed) for seed in range(3)]
         answers = worker.run_batch.options(num_returns="streaming").remote(
-            cells, Setup(run="rejected", concurrency=1, timeout=None))
+            cells, Setup(run="rejected", settings=Settings(episode_timeout=None)))
         batches = [ray.get(ref) for ref in answers]
     assert [[item[0] for item in b.items] for b in batches] == [[cells[0].episode_id], []]
     assert batches[0].usage is None

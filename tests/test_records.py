@@ -20,7 +20,8 @@ from support.hostile import LIMBO, cli, spawn
 from limbo.episode.run_one import run_episode
 from limbo.experiments.grid import expand, load_grid
 from limbo.log.records import EDGE, RECORD_FIELDS
-from limbo.run.runner import RunOptions, run_cells
+from limbo.run.context import RunContext
+from limbo.run.runner import run_cells
 from limbo.sim.config import Limits
 from limbo.sim.events import EVENT_TYPES
 
@@ -51,7 +52,7 @@ def default_grid(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     """The record lines of the whole default grid (3,850 episodes, two workers)."""
     out = tmp_path_factory.mktemp("default")
     cells = expand(load_grid("default")).cells
-    result = run_cells(cells, RunOptions(out=out, workers=2), {"grid": {"name": "default"}})
+    result = run_cells(cells, RunContext(out=out, workers=2), {"grid": {"name": "default"}})
     assert result.ran == len(cells) == 3850
     return (out / "episodes.jsonl").read_text(encoding="utf-8").splitlines()
 

@@ -22,6 +22,8 @@ import re
 from collections.abc import Callable
 from urllib.parse import quote, quote_plus
 
+from limbo.base.environ import bound_values
+
 MASK = "***"
 MIN_LEN = 8
 _NAMES = re.compile(r"(API_KEY|TOKEN|SECRET|PASSWORD)", re.IGNORECASE)
@@ -46,11 +48,13 @@ def known_secrets() -> list[str]:
     asks, and decoding and matching the whole environment each time cost more than the rest
     of building the adapter."""
     raw = getattr(os.environ, "_data", None)
-    state = (tuple(raw.items()) if isinstance(raw, dict) else None, frozenset(_extra_vars))
+    extra = bound_values()
+    state = (tuple(raw.items()) if isinstance(raw, dict) else None, frozenset(_extra_vars),
+             tuple(sorted(extra.items())))
     global _memo
     if state[0] is not None and _memo is not None and _memo[0] == state:
         return list(_memo[1])
-    values = {v for k, v in os.environ.items()
+    values = {v for k, v in [*os.environ.items(), *extra.items()]
               if (k in _extra_vars or _NAMES.search(k)) and len(v) >= MIN_LEN}
     forms = {form for value in values for form in variants(value)}
     found = sorted(forms, key=len, reverse=True)

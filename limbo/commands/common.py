@@ -61,25 +61,25 @@ def add_provider_flags(p: argparse.ArgumentParser) -> None:
                    help="a TOML price file that extends the shipped table (repeatable)")
 
 
-def apply_providers(args: argparse.Namespace) -> None:
-    """Apply the cache and price options, here and (through the environment) in workers."""
+def apply_providers(args: argparse.Namespace) -> tuple[str | None, tuple[str, ...]]:
+    """Apply the cache and price options in this process (forked workers inherit them); the
+    cache directory (``None``: no cache) and the price files, by absolute path, for a run's
+    :class:`~limbo.run.context.Settings` (how a Ray worker gets them). Read once, here:
+    nothing is written to the environment."""
     from limbo.commands.paths import check_output
     from limbo.providers import cache, pricing
 
-    if args.no_cache:
-        cache.configure(None)
-        os.environ.pop(cache.ENV, None)
-    else:
+    root: Path | None = None
+    if not args.no_cache:
         root = args.cache_dir or Path(os.environ.get(cache.ENV) or
                                       Path.home() / ".cache" / "limbo" / "responses")
         if args.cache_dir is not None:
             check_output(root, "--cache-dir")
-        cache.configure(root)
-        os.environ[cache.ENV] = str(root)
+    cache.configure(root)
     for path in args.prices:
         pricing.add_price_file(path)
-        os.environ[pricing.ENV] = os.pathsep.join(
-            p for p in (os.environ.get(pricing.ENV), str(path)) if p)
+    return (None if root is None else str(Path(root).resolve()),
+            tuple(str(Path(p).resolve()) for p in args.prices))
 
 
 def console() -> Any:

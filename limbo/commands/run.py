@@ -13,6 +13,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 from collections import Counter
+from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -50,9 +52,10 @@ from limbo.experiments.grid import (
 from limbo.log.errored import retried
 from limbo.log.rerun import where
 from limbo.log.store import scan
+from limbo.run.context import Executor, RunContext, Settings
 from limbo.run.local import freeze_heap
 from limbo.run.plan import Plan, plan
-from limbo.run.runner import EXECUTORS, RunOptions, run_cells
+from limbo.run.runner import EXECUTORS, local_executor, run_cells
 from limbo.sim.config import EPISODE_TIMEOUT_S
 from limbo.sim.transport import transports
 
@@ -123,40 +126,55 @@ def _add_real_model_flags(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     load_plugins(args)
-    apply_providers(args)
-    return run_grids(args, console())
+    cache_root, prices = apply_providers(args)
+    settings = Settings(concurrency=args.concurrency, episode_timeout=args.episode_timeout,
+                        plugins=tuple(args.plugin), cache_root=cache_root, price_files=prices)
+    return run_grids(args, console(), settings)
 
 
-def run_grids(args: argparse.Namespace, console: Any) -> int:
-    """Validate everything, then run (or, with ``--dry-run``, count) each grid."""
+def run_grids(args: argparse.Namespace, console: Any, settings: Settings) -> int:
+    """Validate everything, then run (or, with ``--dry-run``, count) each grid, all on one
+    executor made here (the command's edge: every setting is read by now)."""
     shard = parse_shard(args.shard) if args.shard else None
     check_numbers(args)
     check_executor(args)
     outs: list[Path] = []
     errored = 0
     grids = load(args)
-    with _executor(args, grids):  # a cluster's workers start while the grids are checked
+    with _executor(args, grids) as executor:  # a cluster's workers start while grids are checked
         for text in validate(grids, args):
             say(console, f"note: {text}")
         gate = check.gate_options(args)
         _warm(args)
         freeze_heap()
         for grid in grids:
-            errored += _one_grid(grid, shard, args, console, outs)
+            ctx = RunContext(out=Path(), settings=replace(settings, worlds=tuple(world_paths(grid))),
+                             workers=args.workers, limit=args.limit, shard=shard,
+                             max_cost=args.max_cost, retry=retried(args.retry_errors),
+                             executor=executor)
+            errored += _one_grid(grid, ctx, args, console, outs)
     code = check.gate_runs(outs, gate, args.junit, console.file) if gate and outs else 0
     return max(code, 1 if errored else 0)
 
 
-def _executor(args: argparse.Namespace,
-              grids: list[Grid]) -> contextlib.AbstractContextManager[None]:
-    """Connected to the Ray cluster for the whole command (``--executor ray``, not a dry run):
-    a cluster that cannot be reached is one line before any run directory is touched. The
-    grids' models tell the workers which SDKs to import as they start."""
+@contextlib.contextmanager
+def _executor(args: argparse.Namespace, grids: list[Grid]) -> Iterator[Executor]:
+    """The command's one executor, closed when it ends. With ``--executor ray`` (not a dry
+    run), connected to the cluster for the whole command: a cluster that cannot be reached is
+    one line before any run directory is touched, and the grids' models tell the workers which
+    SDKs to import as they start."""
     if args.executor != "ray" or args.dry_run:
-        return contextlib.nullcontext()
+        executor = local_executor(args.workers)
+        try:
+            yield executor
+        finally:
+            executor.close()
+        return
+    from limbo.run.ray.executor import RayExecutor
     from limbo.run.ray.session import connected
 
-    return connected(args.ray_address, [m for grid in grids for m in grid.models])
+    with connected(args.ray_address, [m for grid in grids for m in grid.models]):
+        yield RayExecutor()
 
 
 def _warm(args: argparse.Namespace) -> None:
@@ -166,24 +184,24 @@ def _warm(args: argparse.Namespace) -> None:
         warm()
 
 
-def _one_grid(grid: Grid, shard: tuple[int, int] | None, args: argparse.Namespace,
-              console: Any, outs: list[Path]) -> int:
+def _one_grid(grid: Grid, ctx: RunContext, args: argparse.Namespace, console: Any,
+              outs: list[Path]) -> int:
     """Run (or count) one grid; the errored episodes its run directory holds."""
     for text in grid.notices:
         say(console, f"note: {text}")
     if args.dry_run:
         from limbo.commands.run_plan import dry_run
 
-        dry_run(grid, shard, args, console)
+        dry_run(grid, ctx.shard, args, console)
         return 0
     out = args.out or Path("runs") / grid.name
     check_output(out, "--out", run=True)
     outs.append(out)
-    return _run_grid(grid, out, shard, args, console)
+    return _run_grid(grid, replace(ctx, out=out), args, console)
 
 
-def _run_grid(grid: Grid, out: Path, shard: tuple[int, int] | None, args: argparse.Namespace,
-              console: Any) -> int:
+def _run_grid(grid: Grid, ctx: RunContext, args: argparse.Namespace, console: Any) -> int:
+    out, shard = ctx.out, ctx.shard
     source = CellSource(grid)
     the_plan = plan(source, shard)
     _dropped(grid.name, source.dropped, the_plan, console)
@@ -193,12 +211,6 @@ def _run_grid(grid: Grid, out: Path, shard: tuple[int, int] | None, args: argpar
                      f"of {len(the_plan.mine)} episodes are left to run in {out}")
         return 0
     _plan_line(grid, source, the_plan, shard, out, args, console)
-    opts = RunOptions(out=out, workers=args.workers, concurrency=args.concurrency,
-                      limit=args.limit, shard=shard, max_cost=args.max_cost,
-                      plugins=list(args.plugin), worlds=world_paths(grid),
-                      episode_timeout=args.episode_timeout,
-                      executor=args.executor, ray_address=args.ray_address,
-                      retry=retried(args.retry_errors))
     argv = [scrub(a) for a in argv_of(args)]
     manifest = {"grid": grid.model_dump(mode="json"), "levels": resolved(grid),
                 "design": design(grid), "dropped": dict(source.dropped), **world_facts(grid), **provenance(),
@@ -208,7 +220,7 @@ def _run_grid(grid: Grid, out: Path, shard: tuple[int, int] | None, args: argpar
                 "prices": [str(p.resolve()) for p in args.prices]}
     progress = Progress(console, len(the_plan.mine), args.quiet)
     try:
-        result = run_cells(source, opts, manifest, progress, lambda text: say(console, text),
+        result = run_cells(source, ctx, manifest, progress, lambda text: say(console, text),
                            the_plan)
     finally:
         progress.close()

@@ -95,9 +95,6 @@ def check_executor(args: argparse.Namespace) -> None:
     from limbo.run.ray.session import require
 
     require()
-    if args.max_cost is not None:
-        raise UsageError("--max-cost runs its episodes in this process, one budget check per "
-                         "start; drop --executor ray for a budgeted run")
 
 
 def load(args: argparse.Namespace) -> list[Grid]:

@@ -16,10 +16,10 @@ import contextlib
 import functools
 import importlib
 import importlib.util
-import os
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
+from limbo.base.environ import getenv
 from limbo.base.errors import ModelError, UsageError
 from limbo.base.rng import Rng, generator
 from limbo.base.secrets import MASK, MIN_LEN, scrub, watch
@@ -161,7 +161,7 @@ class ProviderAdapter(ModelAdapter):
     def _resolve_key(self) -> str:
         env = str(self.params.get("api_key_env", self.key_env))
         watch(env)
-        key = os.environ.get(env)
+        key = getenv(env)
         if key:
             return key
         if self.params.get("base_url"):

@@ -24,6 +24,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from limbo.base.environ import getenv
 from limbo.base.hashing import canonical_json, digest
 from limbo.base.secrets import scrub
 from limbo.episode.models import Message, ModelTurn, ToolDef
@@ -98,7 +99,7 @@ def default_cache() -> ResponseCache | None:
     """The configured cache, else one at ``$LIMBO_CACHE_DIR``, else none."""
     if _configured:
         return _configured[0]
-    root = os.environ.get(ENV)
+    root = getenv(ENV)
     return ResponseCache(root) if root else None
 
 

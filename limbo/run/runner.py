@@ -15,13 +15,12 @@ The manifest's ``status`` says how the last pass ended: ``running`` (or a writer
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any
 
 from limbo import __version__
 from limbo.base.errors import UsageError
@@ -29,7 +28,6 @@ from limbo.base.runtime import host_facts, now_iso, stopwatch
 from limbo.base.secrets import scrubber
 from limbo.log.errored import ERROR_TERMINATIONS
 from limbo.log.moves import quarantine, supersede
-from limbo.log.records import EpisodeRecord
 from limbo.log.runlock import WriterLock
 from limbo.log.store import (
     GRID,
@@ -48,40 +46,16 @@ from limbo.log.store import (
     temp_name,
     write_manifest,
 )
-from limbo.run.local import Item, Pool, encoded, stream
+from limbo.run.context import Executor, Item, RunContext
 from limbo.run.plan import Plan, plan
 from limbo.run.summary import Summary
 from limbo.sim.cell import Cell
-from limbo.sim.config import EPISODE_TIMEOUT_S
 
 Notice = Callable[[str], None]
 
 
-Executor = Literal["local", "ray"]
+EXECUTORS = ("local", "ray")
 """Where a run's episodes run (``limbo run --executor``)."""
-EXECUTORS: tuple[str, ...] = get_args(Executor)
-
-
-@dataclass
-class RunOptions:
-    out: Path
-    workers: int = 1
-    concurrency: int = 1
-    limit: int | None = None
-    shard: tuple[int, int] | None = None
-    max_cost: float | None = None
-    plugins: list[str] = field(default_factory=list)
-    worlds: list[str] = field(default_factory=list)
-    """World files the cells run in (each worker of a Ray cluster loads them as it does the
-    plugins; forked local workers inherit them)."""
-    episode_timeout: float | None = EPISODE_TIMEOUT_S
-    executor: Executor = "local"
-    """``local`` (this process, or ``workers`` forked ones) or ``ray`` (the connected cluster:
-    :mod:`limbo.run.ray.cluster`)."""
-    ray_address: str | None = None
-    retry: tuple[str, ...] = ()
-    """Terminations whose cells run again (``--retry-errors``): their records are set aside
-    as superseded history first (:func:`limbo.log.moves.supersede`)."""
 
 
 @dataclass
@@ -226,11 +200,14 @@ def _todo(cells: Iterable[Cell], ids: set[str]) -> Iterator[Cell]:
 
 
 class _Tally:
-    """Writes each record and keeps the counts, the summary and the budget."""
+    """Writes each record and keeps the counts and the summary (the executor's
+    :class:`~limbo.run.context.Sink`)."""
 
-    def __init__(self, writer: RecordWriter, total: int, max_cost: float | None,
+    def __init__(self, writer: RecordWriter, total: int, keep_fds: list[int],
                  on_result: Callable[[int, int, Summary], None] | None) -> None:
-        self.writer, self.total, self.max_cost, self.on_result = writer, total, max_cost, on_result
+        self.writer, self.total, self.on_result = writer, total, on_result
+        self.keep_fds = keep_fds
+        """The run's lock and records file: a forked worker closes them."""
         self.summary, self.ran = Summary(), 0
         self.scrub = scrubber()
 
@@ -254,75 +231,63 @@ class _Tally:
         if self.on_result is not None:
             self.on_result(self.ran, self.total, self.summary)
 
-    def sink(self, cell: Cell, record: EpisodeRecord) -> None:
-        self.emit(encoded(record, cell, self.scrub), record["cell"], record["outcome"])
 
-    def may_start(self, running: int) -> bool:
-        """Under ``--max-cost``: start another episode only if, at the mean cost so far, it
-        and those in flight fit in what is left — so a stop never discards a paid episode."""
-        if self.max_cost is None:
-            return True
-        spent = self.summary.total.cost
-        return spent + (running + 1) * spent / max(self.ran, 1) <= self.max_cost
+def local_executor(workers: int) -> Executor:
+    """The executor of ``--workers``: this process, or forked ones."""
+    from limbo.run.forked import Forked
+    from limbo.run.local import InProcess
+
+    return Forked() if workers > 1 else InProcess()
 
 
-def _execute(todo: Iterator[Cell], opts: RunOptions, tally: _Tally, keep_fds: list[int]) -> None:
-    if opts.executor == "ray":
-        from limbo.run.ray.cluster import RayPool
-        from limbo.run.ray.session import connected
-
-        with connected(opts.ray_address):  # already connected from `limbo run`: that session
-            RayPool(opts.concurrency, opts.episode_timeout, opts.plugins, tally.total,
-                    opts.worlds).run(todo, tally.emit)
-        return
-    if opts.workers <= 1 or opts.max_cost is not None:
-        asyncio.run(stream(todo, opts.concurrency, opts.episode_timeout, tally.sink,
-                           tally.may_start))
-        return
-    pool = Pool(opts.workers, opts.concurrency, opts.episode_timeout, keep_fds, tally.scrub)
-    pool.run(todo, tally.emit_group)
-
-
-def run_cells(cells: Iterable[Cell], opts: RunOptions, manifest: dict[str, Any],
+def run_cells(cells: Iterable[Cell], ctx: RunContext, manifest: dict[str, Any],
               on_result: Callable[[int, int, Summary], None] | None = None,
               notice: Notice = lambda text: None, the_plan: Plan | None = None) -> RunResult:
-    """Run every cell of ``cells`` (iterable more than once) not yet recorded in ``opts.out``."""
+    """Run every cell of ``cells`` (iterable more than once) not yet recorded in ``ctx.out``,
+    on ``ctx.executor`` (made here, and closed, when the context names none)."""
     started = stopwatch()
-    the_plan = the_plan or plan(cells, opts.shard)
-    run = RunDir(opts.out, opts.shard)
-    run.open(the_plan, (manifest.get("grid") or {}).get("name", "?"), notice, opts.retry)
+    the_plan = the_plan or plan(cells, ctx.shard)
+    run = RunDir(ctx.out, ctx.shard)
+    run.open(the_plan, (manifest.get("grid") or {}).get("name", "?"), notice, ctx.retry)
+    own = ctx.executor is None
+    executor = ctx.executor or local_executor(ctx.workers)
     try:
-        return _run(cells, opts, manifest, the_plan, run, on_result, notice, started)
+        return _run(cells, ctx, executor, manifest, the_plan, run, on_result, notice, started)
     finally:
         run.close()
+        if own:
+            executor.close()
 
 
-def _run(cells: Iterable[Cell], opts: RunOptions, manifest: dict[str, Any], the_plan: Plan,
-         run: RunDir, on_result: Callable[[int, int, Summary], None] | None, notice: Notice,
-         started: float) -> RunResult:
+def _run(cells: Iterable[Cell], ctx: RunContext, executor: Executor, manifest: dict[str, Any],
+         the_plan: Plan, run: RunDir, on_result: Callable[[int, int, Summary], None] | None,
+         notice: Notice, started: float) -> RunResult:
     assert run.writer is not None
     retried = run.retried
     pending = [i for i in the_plan.mine if i not in run.scan.ids]
-    todo = pending if opts.limit is None else pending[:opts.limit]
+    todo = pending if ctx.limit is None else pending[:ctx.limit]
     skipped = len(the_plan.mine) - len(pending)
-    opts.workers = _workers(opts.workers, len(todo), notice)
+    ctx = replace(ctx, workers=_workers(ctx.workers, len(todo), notice))
     base = {**_manifest(run, manifest, the_plan, skipped, len(todo)), "retried": retried}
     write_manifest(run.manifest, base, scrubber())
-    tally = _Tally(run.writer, len(todo), opts.max_cost, on_result)
     fds = [run.writer.fd, *([run.lock.fd] if run.lock.fd is not None else [])]
+    tally = _Tally(run.writer, len(todo), fds, on_result)
+    budget = None if ctx.max_cost is None else executor.budget(ctx.max_cost)
     status, reason = "complete", None
     try:
-        _execute(_todo(cells, set(todo)), opts, tally, fds)
+        executor.run(_todo(cells, set(todo)), ctx, budget, tally)
     except BaseException as exc:
         _fail(run, base, tally, exc)
         raise
-    if tally.ran < len(todo) and opts.max_cost is not None:
-        status, reason = "stopped", f"--max-cost {opts.max_cost} would be exceeded by the next episode"
+    if tally.ran < len(todo) and ctx.max_cost is not None:
+        status, reason = "stopped", f"--max-cost {ctx.max_cost} would be exceeded by the next episode"
+    limits = executor.limits()
     write_manifest(run.manifest, {**base, "status": status, "stop_reason": reason,
-                                  "ended_at": now_iso(), "ran": tally.ran}, scrubber())
+                                  "ended_at": now_iso(), "ran": tally.ran,
+                                  **({"limiter": limits} if limits else {})}, scrubber())
     summary = tally.summary
     if skipped:  # a resumed run: summarise everything recorded, not this pass
-        summary = Summary.of(iter_records(opts.out))
+        summary = Summary.of(iter_records(ctx.out))
     return RunResult(summary, tally.ran, skipped, len(pending) - tally.ran, reason,
                      stopwatch() - started, retried, _errored_before(run, the_plan)
                      + tally.summary.errors.count())

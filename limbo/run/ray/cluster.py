@@ -31,7 +31,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from limbo import __version__
 from limbo.base.errors import UsageError
@@ -49,6 +49,10 @@ from limbo.run.ray.session import (
 from limbo.run.ray.worker import CellBatch, Setup
 from limbo.sim.cell import Cell
 
+if TYPE_CHECKING:
+    from limbo.run.budget import Budget
+    from limbo.run.context import Settings
+
 MAX_RETRIES = 5
 """Times a batch may be lost with its worker (its node dying) before the run stops."""
 PER_SLOT = 2
@@ -58,13 +62,15 @@ PER_SLOT = 2
 class RayPool:
     """The cells of one pass, in batches of :func:`batch_size` cells, on the cluster's workers."""
 
-    def __init__(self, concurrency: int, timeout: float | None, plugins: list[str],
-                 total: int, worlds: list[str] | None = None) -> None:
+    def __init__(self, settings: Settings, total: int, budget: Budget | None = None) -> None:
         import ray
 
         self.ray = ray
-        self.setup = _setup(concurrency, timeout, plugins, worlds or [])
+        self.setup = _setup(settings, budget)
+        self.concurrency = settings.concurrency
         self.total = total
+        self.refused = False
+        """The budget refused a cell: no more are handed out."""
         self.workers = workers
         self.out: dict[Any, tuple[Any, list[Cell], int, set[str]]] = {}
         """Each batch out: its answers (a streaming generator) -> (its worker, its cells,
@@ -85,8 +91,8 @@ class RayPool:
         limiter = shared["limiter"]
         self.view.limiter = limiter
         setup = self.ray.put(replace(self.setup, limiter=limiter))
-        size = batch_size(self.setup.concurrency, self.total, self.view.slots())
-        self.held = held(self.setup.concurrency, size)
+        size = batch_size(self.concurrency, self.total, self.view.slots())
+        self.held = held(self.concurrency, size)
         batches = guided(cells, size, self.total, self.view)
         try:
             self._grow()
@@ -98,7 +104,7 @@ class RayPool:
                 self._grow()
                 self._fill(batches, setup)
                 self._say()
-            if self.again or next(batches, None) is not None:
+            if not self.refused and (self.again or next(batches, None) is not None):
                 raise RunAborted("no worker is left on the Ray cluster; the episodes that "
                                  "finished are recorded, re-run to resume")
         finally:
@@ -121,7 +127,8 @@ class RayPool:
         :func:`held` cells: a worker holding only what it runs at once would leave a slot idle
         from the end of its episode until the driver hears of it and sends the next cell."""
         for worker in self.workers:
-            while self.load[worker][0] < PER_SLOT or self.load[worker][1] < self._keep():
+            while not self.refused and (self.load[worker][0] < PER_SLOT
+                                        or self.load[worker][1] < self._keep()):
                 cells, tries = self.again.pop() if self.again else (next(batches, None), 0)
                 if cells is None:
                     return
@@ -136,8 +143,8 @@ class RayPool:
         cells wait for whichever worker frees a slot first instead of queueing behind one
         worker's running episodes while another's slots are idle (a whole episode more of wall
         time at the end of a model run)."""
-        if self.total - self.sent <= self.setup.concurrency * len(self.workers):
-            return self.setup.concurrency
+        if self.total - self.sent <= self.concurrency * len(self.workers):
+            return self.concurrency
         return self.held
 
     def _count(self, worker: Any, batches: int, cells: int) -> None:
@@ -164,7 +171,8 @@ class RayPool:
                              f"re-run to resume") from None
         self.answered.add(worker)
         got.update(item[0] for item in batch.items)
-        self._count(worker, 0, -len(batch.items))
+        self._count(worker, 0, -len(batch.items))  # refused cells: at the batch's end
+        self.refused = self.refused or batch.refused > 0
         self._write(batch, emit)
 
     def _end(self, answers: Any, unanswered: int) -> None:
@@ -245,20 +253,18 @@ def guided(cells: Iterator[Cell], size: int, total: int, view: ClusterView) -> I
         yield batch
 
 
-def _setup(concurrency: int, timeout: float | None, plugins: list[str],
-           worlds: list[str]) -> Setup:
+def _setup(settings: Settings, budget: Budget | None) -> Setup:
+    """The driver's context as each worker gets it: files by absolute path (a worker's
+    directory is not the driver's), the variables its episodes read keys from."""
     import ray
 
     from limbo.base.secrets import watched
-    from limbo.providers import cache
 
-    found = cache.default_cache()
+    settings = replace(settings, plugins=tuple(_absolute(p) for p in settings.plugins),
+                       worlds=tuple(str(Path(w).resolve()) for w in settings.worlds))
     return Setup(run=f"{ray.get_runtime_context().get_job_id()}/{next(_runs)}",
-                 concurrency=concurrency,
-                 timeout=timeout, plugins=tuple(_absolute(p) for p in plugins),
-                 worlds=tuple(str(Path(w).resolve()) for w in worlds),
-                 cache_root=str(found.root) if found is not None else None,
-                 watched=tuple(watched()), env=tuple(sorted(forwarded().items())))
+                 settings=settings, watched=tuple(watched()),
+                 env=tuple(sorted(forwarded().items())), budget=budget)
 
 
 def _absolute(plugin: str) -> str:

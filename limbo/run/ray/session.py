@@ -134,7 +134,7 @@ workers: list[Any] = []
 """The connected session's :class:`~limbo.run.ray.worker.EpisodeWorker` actors (alive or not yet
 known dead), shared by the runs of one command."""
 shared: dict[str, Any] = {}
-"""The connected session's :class:`~limbo.run.ray.leases.LimiterActor` (``"limiter"``), shared by
+"""The connected session's :class:`~limbo.run.leases.SlotKeeper` actor (``"limiter"``), shared by
 the runs of one command, as one process's limiters are."""
 
 

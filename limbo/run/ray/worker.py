@@ -21,41 +21,44 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import traceback
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from limbo import __version__
+from limbo.base import environ
 from limbo.base.errors import UsageError
 from limbo.log.records import EpisodeRecord
 from limbo.providers.clients import ClientPool, bound
+from limbo.run.budget import Budget, cost_of
+from limbo.run.context import Settings
 from limbo.run.local import HOLD_S, encoded, freeze_heap
 from limbo.sim.cell import Cell
 
 Item = tuple[str, bytes, Mapping[str, Any], Mapping[str, Any]]
 """A record: its episode id, its line, its cell and its outcome."""
+Ended = tuple[Cell, EpisodeRecord | None]
+"""A cell and its record (``None``: the budget refused to start it)."""
 
 
 @dataclass(frozen=True)
 class Setup:
-    """What every batch of a run needs besides its cells; applied once per worker."""
+    """What every batch of a run needs besides its cells: the run's context, as the driver
+    read it; applied once per worker and run."""
 
     run: str
     """The run's token: a new run, a new setup."""
-    concurrency: int
-    timeout: float | None
-    plugins: tuple[str, ...] = ()
-    worlds: tuple[str, ...] = ()
-    """World files (absolute paths) the cells run in."""
-    cache_root: str | None = None
+    settings: Settings
     watched: tuple[str, ...] = ()
     """Environment variables the driver's adapters read keys from: secrets to scrub here too."""
     env: tuple[tuple[str, str], ...] = ()
-    """The driver's variables a worker needs (:func:`limbo.run.ray.session.forwarded`)."""
+    """The driver's variables the episodes need (:func:`limbo.run.ray.session.forwarded`),
+    bound around them (:func:`limbo.base.environ.bound`), never written to ``os.environ``."""
     limiter: Any = None
-    """The run's :class:`~limbo.run.ray.leases.LimiterActor` handle."""
+    """The session's :class:`~limbo.run.leases.SlotKeeper` actor."""
+    budget: Budget | None = None
+    """The pass's budget (``--max-cost``): asked before each episode starts."""
 
 
 @dataclass
@@ -65,6 +68,8 @@ class CellBatch:
     node: str
     version: str
     items: list[Item] = field(default_factory=list)
+    refused: int = 0
+    """Cells not run because the budget refused them: the driver hands out no more."""
     usage: str | None = None
     """A :class:`UsageError` that stopped the batch (a rejected key): the run stops."""
     crash: str | None = None
@@ -83,7 +88,8 @@ class EpisodeWorker:
         self.pool = ClientPool()
         self.run: str | None = None
         self.gate = asyncio.Semaphore(1)
-        self.plugins: set[str] = set()
+        self.applied: set[str] = set()
+        """Plugins and price files this process has loaded (each once)."""
         freeze_heap()  # what it imported lives as long as it does
 
     def warm(self, preload: tuple[str, ...]) -> None:
@@ -98,26 +104,35 @@ class EpisodeWorker:
         if self.run == setup.run:
             return
         from limbo.base import secrets
-        from limbo.base.registry import load_plugin
-        from limbo.providers import cache, limiter
+        from limbo.providers import limiter
         from limbo.run.ray.leases import RayLimiter
-        from limbo.sim.worldfile.kit import load_world
 
-        for plugin in setup.plugins:
-            if plugin not in self.plugins:
-                load_plugin(plugin)
-                self.plugins.add(plugin)
-        for path in setup.worlds:
-            load_world(path)  # once per file and version: a loaded world is kept
-        os.environ.update(setup.env)
-        cache.configure(setup.cache_root)
+        self._apply(setup.settings)
         for var in setup.watched:
             secrets.watch(var)
         actor = setup.limiter
         limiter.set_limiter_factory(
             None if actor is None else (lambda key: RayLimiter(key, actor, self.name)))
-        self.gate = asyncio.Semaphore(setup.concurrency)
+        self.gate = asyncio.Semaphore(setup.settings.concurrency)
         self.run = setup.run
+
+    def _apply(self, settings: Settings) -> None:
+        """Run episodes as the driver's settings say: plugins, worlds, cache, prices."""
+        from limbo.base.registry import load_plugin
+        from limbo.providers import cache, pricing
+        from limbo.sim.worldfile.kit import load_world
+
+        for plugin in settings.plugins:
+            if plugin not in self.applied:
+                load_plugin(plugin)
+                self.applied.add(plugin)
+        for path in settings.worlds:
+            load_world(path)  # once per file and version: a loaded world is kept
+        cache.configure(settings.cache_root)
+        for path in settings.price_files:
+            if path not in self.applied:
+                pricing.add_price_file(path)
+                self.applied.add(path)
 
     async def run_batch(self, cells: list[Cell], setup: Setup) -> AsyncIterator[CellBatch]:
         """Run ``cells``, at most ``setup.concurrency`` episodes of this worker at a time (over
@@ -130,8 +145,9 @@ class EpisodeWorker:
         node = ray.get_runtime_context().get_node_id()
         try:
             self._prepare(setup)
-            with bound(self.pool):  # the episodes' tasks keep the binding they started with
-                tasks = [asyncio.ensure_future(self._one(cell, setup.timeout)) for cell in cells]
+            # the episodes' tasks keep the clients and variables bound when they started
+            with bound(self.pool), environ.bound(dict(setup.env)):
+                tasks = [asyncio.ensure_future(self._one(cell, setup)) for cell in cells]
         except Exception as exc:  # noqa: BLE001 - a rejected plugin, a bug: the run stops
             yield _stopped(node, exc)
             return
@@ -145,28 +161,40 @@ class EpisodeWorker:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
 
-    async def _one(self, cell: Cell, timeout: float | None) -> tuple[Cell, EpisodeRecord]:
+    async def _one(self, cell: Cell, setup: Setup) -> Ended:
+        """Run ``cell`` once the gate and the budget let it start; ``None``: refused."""
         from limbo.episode.run_one import arun_episode
 
+        budget = setup.budget
         async with self.gate:
-            return cell, await arun_episode(cell, timeout=timeout)
+            if budget is not None and not await budget.admit():
+                return cell, None
+            try:
+                record = await arun_episode(cell, timeout=setup.settings.episode_timeout)
+            except BaseException:
+                if budget is not None:
+                    await budget.abandon()
+                raise
+            if budget is not None:
+                await budget.settle(cost_of(record))
+            return cell, record
 
-    def _answer(self, node: str, ended: list[tuple[Cell, EpisodeRecord]]) -> CellBatch:
+    def _answer(self, node: str, ended: list[Ended]) -> CellBatch:
         from limbo.base.secrets import scrubber
 
         scrub = scrubber()  # after the episodes: their adapters have named the keys they read
         return CellBatch(node=node, version=__version__, items=[
             (cell.episode_id, encoded(record, cell, scrub), record["cell"], record["outcome"])
-            for cell, record in ended])
+            for cell, record in ended if record is not None],
+            refused=sum(1 for _, record in ended if record is None))
 
 
-async def _as_they_end(tasks: list[asyncio.Task[tuple[Cell, EpisodeRecord]]],
-                       ) -> AsyncIterator[list[tuple[Cell, EpisodeRecord]]]:
+async def _as_they_end(tasks: list[asyncio.Task[Ended]]) -> AsyncIterator[list[Ended]]:
     """The tasks' results in groups, as they end: the first to end, and those that end within
     :data:`~limbo.run.local.HOLD_S` of it, as a forked worker groups its records (one Ray object
     per episode would cost a CPU-bound worker more than its episodes). A task that failed
     raises, after the group it ended in."""
-    pending: set[asyncio.Task[tuple[Cell, EpisodeRecord]]] = set(tasks)
+    pending: set[asyncio.Task[Ended]] = set(tasks)
     while pending:
         done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
         if pending:
