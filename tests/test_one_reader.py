@@ -187,6 +187,7 @@ DECODES_OTHER_JSON = {
     "limbo/providers/scripted.py": "a script of model turns",
     "limbo/providers/wire.py": "provider wire formats",
     "limbo/proxy/journal.py": "the proxy's journal",
+    "limbo/run/limiter_host.py": "the shared limiter's calls between processes",
     "limbo/proxy/shapes.py": "an upstream API's responses",
     "limbo/proxy/wire.py": "MCP messages",
     "limbo/sim/boundary.py": "tool-call arguments",
