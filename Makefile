@@ -44,13 +44,15 @@ harnesses: $(BIN)/limbo-test-ready
 # The fast loop, before a commit: lint, the type check (mypy's incremental cache in .mypy_cache makes
 # a warm run a few seconds) and the tests marked none of slow, harness, ray, browser
 # (tests/support/marks.py). It prints the fast set's slowest tests: a test that grew slow shows
-# there, and goes into the table. `make test` is the whole suite, what CI runs.
+# there, and goes into the table. `make test` is the whole suite, what CI runs. Python's bytecode
+# cache is kept even where the environment turns it off (PYTHONDONTWRITEBYTECODE): without it every
+# run compiles, and pytest rewrites, each test module again (a third of a warm run).
 FAST := not slow and not harness and not ray and not browser
 
 check: $(BIN)/limbo-test-ready
 	$(BIN)/ruff check .
 	$(BIN)/python tools/typecheck.py
-	$(BIN)/pytest -m "$(FAST)" --durations=5
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest -m "$(FAST)" --durations=5
 
 test: harnesses chromium
 	$(BIN)/ruff check .

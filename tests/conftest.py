@@ -7,7 +7,7 @@ import gc
 
 import pytest
 from support.cells import cell_for
-from support.marks import marks_of
+from support.marks import marks_of, skipped_whole
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -15,6 +15,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         for name in marks_of(item.nodeid):
             item.add_marker(name)
+
+
+def pytest_ignore_collect(collection_path, config: pytest.Config) -> bool | None:
+    """A file the fast loop's ``-m`` deselects whole is not imported at all."""
+    expr = config.getoption("markexpr")
+    return True if expr and skipped_whole(collection_path.name, expr) else None
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ import re
 import tomllib
 from pathlib import Path
 
-from support.marks import MARKERS, MARKS, marks_of
+from support.marks import MARKERS, MARKS, marks_of, skipped_whole
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
@@ -98,6 +98,15 @@ def test_a_key_marks_its_file_or_its_one_test() -> None:
     scale = "tests/test_scale_docs.py::test_the_ray_commands_use_flags_that_exist"
     assert marks_of(scale) == ("ray",) and marks_of(scale + "[p]") == ("ray",)
     assert marks_of("tests/test_scale_docs.py::test_other") == ()
+
+
+def test_only_a_file_deselected_whole_is_left_unimported() -> None:
+    fast = "not slow and not harness and not ray and not browser"
+    assert skipped_whole("test_ray_stream.py", fast)
+    assert not skipped_whole("test_scale_docs.py", fast)  # one test of it is ray, not the file
+    assert not skipped_whole("test_marks.py", fast)
+    assert not skipped_whole("test_ray_stream.py", "not slow")
+    assert not skipped_whole("test_ray_stream.py", "ray or not slow")  # not the fast form
 
 
 def test_make_check_deselects_the_markers_and_make_test_runs_everything() -> None:

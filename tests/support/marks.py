@@ -10,6 +10,8 @@ in one ``pytest --durations=0`` run on the 2-core development machine, under loa
 
 from __future__ import annotations
 
+import re
+
 MARKS: dict[str, tuple[str, ...]] = {
     # production harness CLIs (LIMBO_HARNESS_DIR)
     "test_harnesses_failures.py": ("harness",),
@@ -42,3 +44,14 @@ def marks_of(nodeid: str) -> tuple[str, ...]:
     file = path.rsplit("/", 1)[-1]
     function = name.split("[", 1)[0]
     return (*MARKS.get(file, ()), *MARKS.get(f"{file}::{function}", ()))
+
+
+def skipped_whole(file: str, markexpr: str) -> bool:
+    """Whether ``-m markexpr`` deselects every test of ``file``, read from the table alone, so
+    that the fast loop need not even import it (its imports are a good part of a fast run).
+    Only the fast loop's form, ``not a and not b ...``, is read; any other expression says
+    no, and pytest's own selection decides test by test."""
+    if not re.fullmatch(r"not \w+( and not \w+)*", markexpr.strip()):
+        return False
+    excluded = set(re.findall(r"not (\w+)", markexpr))
+    return bool(excluded & set(MARKS.get(file, ())))
