@@ -14,7 +14,7 @@ import re
 import tomllib
 from pathlib import Path
 
-from support.marks import MARKERS, MARKS, marks_of, skipped_whole
+from support.marks import MARKERS, MARKS, SLOW, marks_of, skipped_whole
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
@@ -63,7 +63,7 @@ def needs(file: str) -> dict[str, set[str]]:
 
 
 def test_every_entry_names_a_test_that_exists() -> None:
-    for key in MARKS:
+    for key in [*MARKS, *SLOW]:
         file, _, function = key.partition("::")
         assert (TESTS / file).is_file(), f"{key}: no such test file"
         if function:
@@ -98,6 +98,8 @@ def test_a_key_marks_its_file_or_its_one_test() -> None:
     scale = "tests/test_scale_docs.py::test_the_ray_commands_use_flags_that_exist"
     assert marks_of(scale) == ("ray",) and marks_of(scale + "[p]") == ("ray",)
     assert marks_of("tests/test_scale_docs.py::test_other") == ()
+    assert marks_of("tests/test_readme.py::test_x") == ("slow",)
+    assert marks_of("tests/test_harnesses_guard.py::test_x[a]") == ("harness", "slow")
 
 
 def test_only_a_file_deselected_whole_is_left_unimported() -> None:
