@@ -10,6 +10,7 @@ check`` prints the fast set's slowest tests so that one that grew slow is seen a
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import tomllib
 from pathlib import Path
@@ -20,6 +21,7 @@ TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
 
 
+@functools.cache
 def _tree(file: str) -> ast.Module:
     return ast.parse((TESTS / file).read_text(encoding="utf-8"))
 
