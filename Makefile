@@ -1,4 +1,4 @@
-# The two commands of the README. Each bootstraps .venv on first use.
+# The commands of the README. Each bootstraps .venv on first use.
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 HARNESSES := $(CURDIR)/.harnesses
 export LIMBO_HARNESS_DIR ?= $(HARNESSES)
 
-.PHONY: run test harnesses lint bench clean chromium
+.PHONY: run check test harnesses lint bench clean chromium
 
 # `limbo run` needs the core dependencies only (simpy, pydantic, rich): no extra. The tables,
 # figures and report need the `analysis` extra, which `make test` installs.
@@ -40,6 +40,19 @@ chromium:
 # own venv) into .harnesses/; quick when they are already there.
 harnesses: $(BIN)/limbo-test-ready
 	$(BIN)/python -m limbo.harnesses.production
+
+# The fast loop, before a commit: lint, the type check (mypy's incremental cache in .mypy_cache makes
+# a warm run a few seconds) and the tests marked none of slow, harness, ray, browser
+# (tests/support/marks.py). It prints the fast set's slowest tests: a test that grew slow shows
+# there, and goes into the table. `make test` is the whole suite, what CI runs. Python's bytecode
+# cache is kept even where the environment turns it off (PYTHONDONTWRITEBYTECODE): without it every
+# run compiles, and pytest rewrites, each test module again (a third of a warm run).
+FAST := not slow and not harness and not ray and not browser
+
+check: $(BIN)/limbo-test-ready
+	$(BIN)/ruff check .
+	$(BIN)/python tools/typecheck.py
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest -m "$(FAST)" --durations=5
 
 test: harnesses chromium
 	$(BIN)/ruff check .

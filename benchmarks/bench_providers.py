@@ -1,5 +1,5 @@
 """Real-model grids bounded by the provider, not by our client: ``limbo run`` against a paced
-loopback endpoint (:mod:`limbo.providers.loopback`, in its own process) that answers every
+loopback endpoint (``tests/support/paced.py``, in its own process) that answers every
 request after ``--latency`` seconds, through the real SDK adapters.
 
     python benchmarks/bench_providers.py [--episodes 512] [--latency 0.5]
@@ -30,6 +30,7 @@ import json
 import logging
 import multiprocessing
 import re
+import sys
 import tempfile
 import time
 import urllib.request
@@ -39,7 +40,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from limbo.providers.loopback import Pace, PacedServer
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # the paced endpoint
+
+from support.paced import Pace, PacedServer
 
 SPECS = {"responses": "openai/paced?base_url={url}/v1",
          "chat": "openai/paced?api=chat&base_url={url}/v1",

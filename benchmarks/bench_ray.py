@@ -9,7 +9,7 @@ head and one extra node, one CPU each: the same two slots as ``--workers 2``).
    per-cell overhead of Ray: the extra worker time per cell, ``2 * (ray wall - local wall) /
    episodes`` (both have two slots).
 2. Real-model-shaped episodes: ``--model-episodes`` episodes through the OpenAI SDK against a
-   paced loopback endpoint (``limbo.providers.loopback``, in its own process) that answers
+   paced loopback endpoint (``tests/support/paced.py``, in its own process) that answers
    every call after ``--latency`` seconds (two calls an episode), ``--concurrency`` episodes in
    flight per worker or per Ray task; the wall time of each executor.
 
@@ -36,9 +36,8 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent / "tests")]  # the paced endpoint, the test cluster
 
 from bench_providers import endpoint  # noqa: E402
+from support.paced import Pace  # noqa: E402
 from support.ray_cluster import Cluster  # noqa: E402
-
-from limbo.providers.loopback import Pace  # noqa: E402
 
 LIMBO = str(Path(sys.executable).parent / "limbo")
 PER_INSTANCE = 3850

@@ -7,14 +7,29 @@ import gc
 
 import pytest
 from support.cells import cell_for
+from support.marks import marks_of, skipped_whole
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test from the one table of what leaves the fast loop (support/marks.py)."""
+    for item in items:
+        for name in marks_of(item.nodeid):
+            item.add_marker(name)
+
+
+def pytest_ignore_collect(collection_path, config: pytest.Config) -> bool | None:
+    """A file the fast loop's ``-m`` deselects whole is not imported at all."""
+    expr = config.getoption("markexpr")
+    return True if expr and skipped_whole(collection_path.name, expr) else None
 
 
 @pytest.fixture(scope="module")
 def gw():
-    """A model gateway on 127.0.0.1, shared by a module's provider tests."""
-    from limbo.gateway import ThreadedGateway
+    """A model gateway on 127.0.0.1, shared by a module's provider tests, that can stage
+    provider failures (support/staged.py)."""
+    from support.staged import StagedThreadedGateway
 
-    with ThreadedGateway() as gateway:
+    with StagedThreadedGateway() as gateway:
         yield gateway
 
 

@@ -182,7 +182,6 @@ DECODES_OTHER_JSON = {
     "limbo/log/runlock.py": "a lock file's note",
     "limbo/log/store.py": "manifests",
     "limbo/providers/cache.py": "cached model responses",
-    "limbo/providers/loopback.py": "a loopback request body",
     "limbo/providers/replay.py": "recorded tool results and a deep copy of a record in memory",
     "limbo/providers/scripted.py": "a script of model turns",
     "limbo/providers/wire.py": "provider wire formats",

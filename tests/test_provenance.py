@@ -72,7 +72,7 @@ def _package_copy(into: Path) -> None:
 def test_a_checkout_is_clean_then_dirty_and_untracked_files_count(tmp_path: Path) -> None:
     tree = tmp_path / "checkout"
     _package_copy(tree)
-    (tree / ".gitignore").write_text("runs/\n")
+    (tree / ".gitignore").write_text("runs/\n__pycache__/\n")  # as the repository ignores them
     commit = new_repo(tree)
     assert probe(tree) == {"git_commit": commit, "git_dirty": False, "git_source": "checkout"}
     (tree / "runs").mkdir()

@@ -13,11 +13,11 @@ import json
 from pathlib import Path
 
 import pytest
+from support.paced import Pace, serve_in_thread
 
 from limbo.episode.models import make_adapter
 from limbo.providers import clients, limiter
 from limbo.providers.limiter import AimdState, LocalLimiter, limiter_for, set_limiter_factory
-from limbo.providers.loopback import Pace, serve_in_thread
 
 SPECS = {"responses": "openai/paced?base_url={url}/v1",
          "chat": "openai/paced?api=chat&base_url={url}/v1",

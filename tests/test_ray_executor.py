@@ -118,7 +118,7 @@ def test_a_model_run_on_the_cluster_shares_one_call_limiter(tmp_path: Path,
     """512 real-model-shaped episodes (two calls each, 0.5 s latency, through the OpenAI SDK)
     on both nodes; the progress line reads the cluster's one limiter actor, which counts the
     calls of both nodes' episodes: more than one task's worth in flight at once."""
-    from limbo.providers.loopback import Pace, serve_in_thread
+    from support.paced import Pace, serve_in_thread
 
     with serve_in_thread(Pace(latency_s=0.5)) as server:
         spec = f"openai/paced?api=chat&base_url={server.url}/v1"

@@ -68,7 +68,7 @@ def test_max_cost_on_the_cluster_is_one_budget_and_resumes(tmp_path: Path,
 
 def test_a_429_storm_on_the_cluster_reaches_its_one_limiter(tmp_path: Path,
                                                              cluster: Cluster) -> None:
-    from limbo.providers.loopback import Pace, serve_in_thread
+    from support.paced import Pace, serve_in_thread
 
     out = tmp_path / "run"
     with serve_in_thread(Pace(latency_s=0.05, max_in_flight=3, retry_after_s=0.1)) as server:

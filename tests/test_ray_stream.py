@@ -14,7 +14,8 @@ from support.ray_cluster import Cluster
 
 ray = pytest.importorskip("ray")
 
-from limbo.providers.loopback import Pace, serve_in_thread  # noqa: E402
+from support.paced import Pace, serve_in_thread  # noqa: E402
+
 from limbo.run.context import Settings  # noqa: E402
 from limbo.run.ray.worker import EpisodeWorker, Setup  # noqa: E402
 

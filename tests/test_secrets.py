@@ -18,11 +18,11 @@ from support.model_servers import (
     VARIANTS,
     Bridge,
 )
+from support.staged import HttpError, StagedThreadedGateway
 
 from limbo.base.errors import UsageError
 from limbo.episode.models import make_adapter
 from limbo.episode.run_one import run_episode
-from limbo.gateway import HttpError, ThreadedGateway
 from limbo.providers.cache import ResponseCache
 
 CELL = cell_for("charge_invoice", "billing_create_charge", fault="timeout_post")
@@ -37,7 +37,7 @@ def keys(monkeypatch):
 def test_no_key_in_records_cache_logs_or_output(tmp_path, caplog, capsys) -> None:
     caplog.set_level(logging.DEBUG)
     seen_headers: list[dict[str, str]] = []
-    threaded = ThreadedGateway()
+    threaded = StagedThreadedGateway()
     inner = threaded.gateway.handle
 
     async def spy(req, out):

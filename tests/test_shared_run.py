@@ -125,7 +125,7 @@ def test_a_429_storm_slows_both_workers_through_one_limiter(tmp_path: Path) -> N
     """Two workers of eight episodes in flight each against an endpoint that takes three calls
     at a time: every refusal either worker saw reached the one limiter, which both used, and
     its limit came down to what the endpoint accepts; no episode ran out of attempts."""
-    from limbo.providers.loopback import Pace, serve_in_thread
+    from support.paced import Pace, serve_in_thread
 
     out = tmp_path / "run"
     with serve_in_thread(Pace(latency_s=0.05, max_in_flight=3, retry_after_s=0.1)) as server:

@@ -6,19 +6,19 @@ reports at ``api/version`` goes up. The pages poll that address when they are se
 from ``file://``) and refresh their data in place.
 
 Only the loopback address is bound, and a request whose ``Host`` is not this server's is
-refused, so a web page elsewhere cannot read the report through DNS rebinding.
+refused, so a web page elsewhere cannot read the report through DNS rebinding. The site is a
+starlette app served by uvicorn (the ``analysis`` extra brings both).
 """
 
 from __future__ import annotations
 
 import json
+import socket
 import sys
 import threading
 from collections.abc import Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlsplit
 
 from limbo.analysis.loader import record_files
 from limbo.analysis.report.site import Site, build, waiting
@@ -104,60 +104,74 @@ class Live:
         return site.files.get(name)
 
 
-def _handler(live: Live, allowed_hosts: set[str]) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            if self.headers.get("Host", "") not in allowed_hosts:
-                self._send(403, b"unknown Host\n", "text/plain; charset=utf-8")
-                return
-            name = unquote(urlsplit(self.path).path).lstrip("/") or "index.html"
+PLAIN = "text/plain; charset=utf-8"
+
+
+def app(live: Live, allowed_hosts: set[str]) -> Any:
+    """The site as a starlette app: every GET is one file of ``live``'s current site."""
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import Route
+
+    def send(status: int, data: bytes, kind: str) -> Response:
+        return Response(data, status, {"Cache-Control": "no-store",
+                                       "X-Content-Type-Options": "nosniff"}, kind)
+
+    def page(request: Request) -> Response:  # sync: starlette runs it on a worker thread
+        if request.headers.get("host", "") not in allowed_hosts:
+            return send(403, b"unknown Host\n", PLAIN)
+        name = request.path_params["name"] or "index.html"
+        try:
             data = live.get(name)
-            if data is None:
-                self._send(404, b"not found\n", "text/plain; charset=utf-8")
-                return
-            self._send(200, data, TYPES.get(name.rsplit(".", 1)[-1], TYPES["json"]))
+        except Exception as exc:  # noqa: BLE001 - one line for the user, never a traceback
+            client = request.client.host if request.client else "?"
+            print(f"limbo view: a request from {client} failed ({type(exc).__name__}: {exc})",
+                  file=sys.stderr, flush=True)
+            return send(500, b"internal error\n", PLAIN)
+        if data is None:
+            return send(404, b"not found\n", PLAIN)
+        return send(200, data, TYPES.get(name.rsplit(".", 1)[-1], TYPES["json"]))
 
-        def _send(self, status: int, data: bytes, kind: str) -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", kind)
-            self.send_header("Content-Length", str(len(data)))
-            self.send_header("Cache-Control", "no-store")
-            self.send_header("X-Content-Type-Options", "nosniff")
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    return Handler
+    return Starlette(routes=[Route("/{name:path}", page, methods=["GET"])])
 
 
-class _Server(ThreadingHTTPServer):
-    """A client that resets its connection, or goes away mid-answer, is the client's business:
-    nothing to print. Any other failure of one request is one line, never a traceback."""
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        exc = sys.exc_info()[1]
-        if isinstance(exc, ConnectionError | TimeoutError):
-            return
-        print(f"limbo view: a request from {client_address[0]} failed "
-              f"({type(exc).__name__}: {exc})", file=sys.stderr, flush=True)
+def _listen(port: int) -> socket.socket:
+    """The listening socket on 127.0.0.1, bound before anything is built so that a busy port is
+    said at once."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(("127.0.0.1", port))
+    except OSError as exc:
+        sock.close()
+        raise UsageError(f"--port {port}: cannot listen on 127.0.0.1 ({exc.strerror})") from None
+    sock.listen(128)
+    return sock
 
 
 def serve(paths: Sequence[Path], weighting: str, port: int, announce: Any = print,
           fallback: Fallback | None = None) -> None:
-    """Serve until interrupted; ``announce`` gets the address once the socket is bound."""
-    try:  # bind before building, so a busy port is said at once
-        server = _Server(("127.0.0.1", port), BaseHTTPRequestHandler)
-    except OSError as exc:
-        raise UsageError(f"--port {port}: cannot listen on 127.0.0.1 ({exc.strerror})") from None
+    """Serve until interrupted; ``announce`` gets the address once the socket is bound.
+
+    uvicorn serves the starlette app through its public ``Config`` and ``Server.run``; a client
+    that resets its connection is uvicorn's business and prints nothing. Ctrl-C stops it
+    (uvicorn takes SIGINT while it serves, shuts down, and hands the signal back)."""
+    try:
+        import uvicorn
+    except ImportError:
+        raise UsageError("limbo view needs uvicorn and starlette: "
+                         "pip install 'limbo-bench[analysis]'") from None
+    sock = _listen(port)
     try:
         live = Live(paths, weighting, fallback)
     except BaseException:
-        server.server_close()
+        sock.close()
         raise
-    bound = server.server_address[1]
-    server.RequestHandlerClass = _handler(live, {f"127.0.0.1:{bound}", f"localhost:{bound}"})
+    bound = sock.getsockname()[1]
+    site = app(live, {f"127.0.0.1:{bound}", f"localhost:{bound}"})
+    config = uvicorn.Config(site, lifespan="off", log_level="critical", access_log=False,
+                            server_header=False, timeout_graceful_shutdown=1)
     stop = threading.Event()
     watcher = threading.Thread(target=live.watch, args=(stop,), daemon=True)
     watcher.start()
@@ -165,9 +179,9 @@ def serve(paths: Sequence[Path], weighting: str, port: int, announce: Any = prin
              f"{', '.join(map(str, paths))}; new episodes appear as they are written; Ctrl-C "
              f"stops)")
     try:
-        server.serve_forever(poll_interval=0.2)
+        uvicorn.Server(config).run(sockets=[sock])
     except KeyboardInterrupt:
         pass
     finally:
         stop.set()
-        server.server_close()
+        sock.close()

@@ -2,9 +2,7 @@
 and Anthropic Messages, backed by any model adapter — how production harnesses reach reference
 policies (offline), recorded episodes (replay) or a real provider, per episode."""
 
-from limbo.gateway.inject import Drop, HttpError, StreamError, Truncate
 from limbo.gateway.server import Gateway, ThreadedGateway
 from limbo.gateway.session import GatewayError, GatewaySession
 
-__all__ = ["Drop", "Gateway", "GatewayError", "GatewaySession", "HttpError", "StreamError",
-           "ThreadedGateway", "Truncate"]
+__all__ = ["Gateway", "GatewayError", "GatewaySession", "ThreadedGateway"]

@@ -3,16 +3,12 @@
 The gateway and the MCP server share one uvicorn server per host (a runner's episode, a test,
 ``limbo mcp``), inside the event loop of whoever owns it, so that every request touching an
 episode's world runs on that loop's thread. Startup and shutdown are awaited directly (no
-polling main loop, no signal handlers taken over from the caller).
-
-Misbehaving on purpose needs one thing ASGI cannot say: "hang up now without answering". The
-uvicorn protocol used here is its h11 protocol with an ``abort`` callable added to each request's
-scope extensions (:data:`ABORT`); :func:`hang_up` uses it.
+polling main loop, no signal handlers taken over from the caller), through uvicorn's public
+``Config`` and ``Server``.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import socket
@@ -29,7 +25,6 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
-ABORT = "limbo.abort"
 MAX_BODY = 64 * 1024 * 1024
 log = logging.getLogger("limbo.gateway")
 
@@ -71,21 +66,19 @@ async def read_request(scope: Scope, receive: Receive) -> HttpRequest:
 
 class Responder:
     """Writes one response on ``send``: :meth:`send` (a whole body), or :meth:`open_stream`,
-    :meth:`chunk`, :meth:`end_stream`; :meth:`close` hangs up whatever was written."""
+    :meth:`chunk`, :meth:`end_stream`."""
 
     def __init__(self, scope: Scope, send: Send) -> None:
         self.scope, self._send = scope, send
         self.started = False
 
     async def send(self, status: int, body: bytes, content_type: str = "application/json",
-                   headers: dict[str, str] | None = None, declared: int | None = None) -> None:
-        """A complete response; ``declared`` overstates Content-Length and leaves the body
-        open (a body cut short: follow with :meth:`close`)."""
-        head = {"content-type": content_type, "content-length": str(declared or len(body)),
+                   headers: dict[str, str] | None = None) -> None:
+        """A complete response."""
+        head = {"content-type": content_type, "content-length": str(len(body)),
                 **{k.lower(): v for k, v in (headers or {}).items()}}
         await self._start(status, head)
-        await self._send({"type": "http.response.body", "body": body,
-                          "more_body": declared is not None})
+        await self._send({"type": "http.response.body", "body": body, "more_body": False})
 
     async def send_json(self, status: int, obj: Any, headers: dict[str, str] | None = None) -> None:
         await self.send(status, json.dumps(obj).encode(), headers=headers)
@@ -100,43 +93,10 @@ class Responder:
     async def end_stream(self) -> None:
         await self._send({"type": "http.response.body", "body": b"", "more_body": False})
 
-    async def close(self) -> None:
-        """Hang up now: what was written stays written, the rest never comes."""
-        hang_up(self.scope)
-        for _ in range(2):  # let the server see the connection go before the app returns
-            await asyncio.sleep(0)
-
     async def _start(self, status: int, headers: dict[str, str]) -> None:
         self.started = True
         await self._send({"type": "http.response.start", "status": status,
                           "headers": [(k.encode(), v.encode()) for k, v in headers.items()]})
-
-
-def hang_up(scope: Scope) -> None:
-    """Close the connection of ``scope`` at once (no response, or the rest of one, is sent)."""
-    abort = scope.get("extensions", {}).get(ABORT)
-    if abort is None:
-        raise RuntimeError("this server cannot hang up on a request (serve the app with "
-                           "limbo.gateway.asgi.LoopbackServer)")
-    abort()
-
-
-def _protocol_class() -> type[asyncio.Protocol]:
-    """uvicorn's h11 protocol, with :data:`ABORT` in every request's scope extensions."""
-    from uvicorn.protocols.http.h11_impl import H11Protocol
-
-    class AbortableH11(H11Protocol):
-        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-            super().connection_made(transport)
-            app = self.app
-
-            async def with_abort(scope: Scope, receive: Receive, send: Send) -> None:
-                scope["extensions"] = {**scope.get("extensions", {}), ABORT: transport.abort}
-                await app(scope, receive, send)
-
-            self.app = with_abort
-
-    return AbortableH11
 
 
 class LoopbackServer:
@@ -168,12 +128,12 @@ class LoopbackServer:
             raise UsageError(f"cannot listen on {self.host}:{self.port}: {exc.strerror}") from None
         sock.listen(128)
         sock.setblocking(False)
-        config = uvicorn.Config(self.app, http=_protocol_class(), lifespan="off",
+        config = uvicorn.Config(self.app, http="h11", lifespan="off",
                                 log_level="warning", access_log=False, date_header=False,
                                 server_header=False, timeout_graceful_shutdown=2)
         config.load()
         server = uvicorn.Server(config)
-        server.lifespan = config.lifespan_class(config)
+        server.lifespan = config.lifespan_class(config)  # what Server.serve sets before startup
         await server.startup(sockets=[sock])
         self._server, self._socket = server, sock
         self.port = sock.getsockname()[1]

@@ -40,7 +40,6 @@ from limbo.gateway.asgi import (
     Send,
     read_request,
 )
-from limbo.gateway.inject import Drop, HttpError, Injection, StreamError, Truncate
 from limbo.gateway.session import GatewaySession
 from limbo.providers import chat_api, messages_api, responses_api
 
@@ -165,7 +164,7 @@ class Gateway:
         try:
             body = req.json()
         except ValueError:
-            await out.send_json(400, _error_body(api, 400, "request body is not JSON"))
+            await out.send_json(400, error_body(api, 400, "request body is not JSON"))
             return
         if api == "count":
             await out.send_json(200, {"input_tokens": max(1, len(req.body) // 4)})
@@ -175,11 +174,7 @@ class Gateway:
     async def _turn(self, session: GatewaySession, api: str, body: dict[str, Any],
                     out: Responder) -> None:
         stream = bool(body.get("stream"))
-        n, injection = session.next_request()
-        if injection is not None and not isinstance(injection, Truncate):
-            session.record(n, api, stream, injected=repr(injection))
-            await _misbehave(api, injection, out)
-            return
+        n = session.next_request()
         ns = responses_api.Namespaces()
         try:
             messages, tools = _parse(api, body, ns)
@@ -187,28 +182,21 @@ class Gateway:
         except ModelError as exc:
             session.record(n, api, stream, error=str(exc))
             session.fail(str(exc), model=True)
-            await out.send_json(500, _error_body(api, 500, f"model failed: {exc}"))
+            await out.send_json(500, error_body(api, 500, f"model failed: {exc}"))
             return
         except Exception as exc:  # answer the harness, keep the reason
             log.exception("gateway turn failed")
             session.record(n, api, stream, error=f"{type(exc).__name__}: {exc}")
             session.fail(f"{type(exc).__name__}: {exc}")
-            await out.send_json(500, _error_body(api, 500, f"gateway error: {type(exc).__name__}"))
+            await out.send_json(500, error_body(api, 500, f"gateway error: {type(exc).__name__}"))
             return
-        session.record(n, api, stream, turn=turn.model_dump(mode="json"),
-                       injected=repr(injection) if injection else None)
+        session.record(n, api, stream, turn=turn.model_dump(mode="json"))
         model = str(body.get("model") or session.adapter.spec)
         tag = f"{digest(session.episode, 10)}_{n}"
         if stream:
-            events = _events(api, turn, model, tag, ns, body)
-            await _write_stream(out, events, injection if isinstance(injection, Truncate) else None)
+            await _write_stream(out, _events(api, turn, model, tag, ns, body))
         else:
-            payload = json.dumps(_body(api, turn, model, tag, ns)).encode()
-            if isinstance(injection, Truncate):
-                await out.send(200, payload[: len(payload) // 2], declared=len(payload))
-                await out.close()
-            else:
-                await out.send(200, payload)
+            await out.send(200, json.dumps(_body(api, turn, model, tag, ns)).encode())
 
 
 # ------------------------------------------------------------------ wire formats
@@ -252,14 +240,11 @@ def sse(event: str | None, data: Any) -> bytes:
     return f"{head}data: {text}\n\n".encode()
 
 
-async def _write_stream(out: Responder, events: list[Event], cut: Truncate | None) -> None:
+async def _write_stream(out: Responder, events: list[Event]) -> None:
     await out.open_stream()
-    for event, data in events[: cut.events] if cut else events:
+    for event, data in events:
         await out.chunk(sse(event, data))
-    if cut is not None and not cut.clean:
-        await out.close()
-    else:
-        await out.end_stream()
+    await out.end_stream()
 
 
 _ANTHROPIC_TYPES = {400: "invalid_request_error", 401: "authentication_error",
@@ -267,44 +252,14 @@ _ANTHROPIC_TYPES = {400: "invalid_request_error", 401: "authentication_error",
                     529: "overloaded_error"}
 
 
-def _error_body(api: str, status: int, message: str) -> dict[str, Any]:
+def error_body(api: str, status: int, message: str) -> dict[str, Any]:
+    """An error in the API's own format (the gateway's, and a test's staged one)."""
     if api == "messages":
         return {"type": "error", "error": {"type": _ANTHROPIC_TYPES.get(status, "api_error"),
                                            "message": message}}
     code = "rate_limit_exceeded" if status == 429 else "server_error" if status >= 500 else None
     kind = "requests" if status == 429 else "server_error" if status >= 500 else "invalid_request_error"
     return {"error": {"message": message, "type": kind, "param": None, "code": code}}
-
-
-async def _misbehave(api: str, injection: Injection, out: Responder) -> None:
-    if isinstance(injection, Drop):
-        await out.close()
-    elif isinstance(injection, HttpError):
-        headers = {}
-        if injection.retry_after_s is not None:
-            headers["Retry-After"] = f"{injection.retry_after_s:g}"
-        await out.send_json(injection.status, _error_body(api, injection.status, injection.message),
-                            headers=headers)
-    elif isinstance(injection, StreamError):
-        await _write_stream(out, _failed_stream(api, injection.code), None)
-
-
-def _failed_stream(api: str, code: str) -> list[Event]:
-    message = "injected stream failure"
-    if api == "responses":
-        shell = {"id": "resp_failed", "object": "response", "status": "in_progress", "output": []}
-        failed = {**shell, "status": "failed", "error": {"code": code, "message": message}}
-        return [("response.created", {"type": "response.created", "sequence_number": 0,
-                                      "response": shell}),
-                ("response.failed", {"type": "response.failed", "sequence_number": 1,
-                                     "response": failed})]
-    if api == "chat":
-        return [(None, {"error": {"message": message, "type": code, "code": code}})]
-    return [("message_start", {"type": "message_start", "message": {
-                "id": "msg_failed", "type": "message", "role": "assistant", "model": "",
-                "content": [], "stop_reason": None, "stop_sequence": None,
-                "usage": {"input_tokens": 0, "output_tokens": 0}}}),
-            ("error", {"type": "error", "error": {"type": code, "message": message}})]
 
 
 # ------------------------------------------------------------------ on a thread

@@ -21,7 +21,6 @@ from typing import Any
 from limbo.base.hashing import digest
 from limbo.base.secrets import scrub
 from limbo.episode.models import EpisodeContext, Message, ModelAdapter, ModelTurn, ToolDef
-from limbo.gateway.inject import Injection
 from limbo.gateway.naming import ToolNames
 
 
@@ -38,7 +37,6 @@ class GatewaySession:
     after_turn: Callable[[ModelTurn], None] | None = None
     servers: tuple[str, ...] = ("sandbox",)
     """MCP server names whose tool-name prefixes are stripped for the adapter."""
-    inject: dict[int, Injection] = field(default_factory=dict)
     requests: int = 0
     """HTTP requests received (retries and failed ones included)."""
     turns: int = 0
@@ -52,9 +50,9 @@ class GatewaySession:
     """Called with the reason when the adapter gives up (the runner ends the episode)."""
     _memo: tuple[str, ModelTurn] | None = None
 
-    def next_request(self) -> tuple[int, Injection | None]:
+    def next_request(self) -> int:
         self.requests += 1
-        return self.requests, self.inject.get(self.requests)
+        return self.requests
 
     async def answer(self, messages: list[Message], tools: list[ToolDef]) -> ModelTurn:
         """The turn for a parsed request, in the request's own tool names."""

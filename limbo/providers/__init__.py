@@ -5,8 +5,8 @@ registers them; no vendor SDK is imported until an adapter is created.
 Also here: the wire formats both the adapters and the model gateway speak
 (:mod:`responses_api`, :mod:`chat_api`, :mod:`messages_api`), our retry policy
 (:mod:`retry`), prices (:mod:`pricing`), the response cache (:mod:`cache`), the SDK clients a
-run's episodes share (:mod:`clients`), the call limiter they share (:mod:`limiter`), and a paced
-loopback endpoint for measuring all of it (:mod:`loopback`).
+run's episodes share (:mod:`clients`) and the call limiter they share (:mod:`limiter`). The
+paced loopback endpoint that measures them is test scaffolding: ``tests/support/paced.py``.
 """
 
 from limbo.providers import anthropic, openai, replay, scripted  # noqa: F401 - registers the providers

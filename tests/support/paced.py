@@ -3,7 +3,8 @@ optional cap on requests in flight (``429`` + ``Retry-After`` beyond it).
 
 It stands in for a provider when what is measured is *our* side of the wire: how many calls a
 run keeps in flight, how much CPU each costs, how a run behaves against a rate limit
-(``benchmarks/bench_providers.py``, the limiter's tests). It speaks the three APIs the adapters
+(``benchmarks/bench_providers.py``, the limiter's and the Ray executor's tests). Test
+scaffolding: it lives here, outside the package. It speaks the three APIs the adapters
 use — OpenAI Responses, Chat Completions and Anthropic Messages, not streamed — and plays a
 fixed two-turn agent: the first turn calls ``wait`` (one second), the second ``finish``, so
 every episode makes exactly two model calls.
