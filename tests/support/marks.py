@@ -18,6 +18,8 @@ MARKS: dict[str, tuple[str, ...]] = {
     "test_harnesses_install.py": ("harness",),
     "test_harnesses_production.py": ("harness",),
     "test_proxy_harness.py": ("harness",),
+    "test_runs_docs.py::test_the_plan_line_example_is_what_a_dry_run_of_the_paper_grid_prints": (
+        "harness",),
     "test_worldfile_harness.py": ("harness",),
     # a Ray cluster on 127.0.0.1
     "test_ray_executor.py": ("ray",),
