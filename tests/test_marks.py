@@ -43,18 +43,29 @@ def _skips_without_ray(node: ast.AST) -> bool:
                for n in ast.walk(node))
 
 
+def _asks_for_a_harness(node: ast.AST) -> bool:
+    """Whether ``node`` asks if a production harness is installed (and skips without it)."""
+    return any(isinstance(n, ast.Call) and (
+        isinstance(n.func, ast.Name) and n.func.id == "availability"
+        or isinstance(n.func, ast.Attribute) and n.func.attr == "availability")
+        for n in ast.walk(node))
+
+
 def needs(file: str) -> dict[str, set[str]]:
     """What the source of ``file`` says it needs: marker -> the table keys that may carry it
     (the file, or a test function when only that function needs it)."""
     tree = _tree(file)
     imports = _imports(tree)
     found: dict[str, set[str]] = {}
+    functions = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
     if "support.harness_runs" in imports:
         found["harness"] = {file}
+    elif any(_asks_for_a_harness(f) for f in functions):
+        found["harness"] = {file, *(f"{file}::{f.name}" for f in functions
+                                    if _asks_for_a_harness(f))}
     if "playwright" in imports or any(m.startswith("playwright.") for m in imports) \
             or "support.browser" in imports:
         found["browser"] = {file}
-    functions = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
     module_level = [n for n in tree.body if not isinstance(n, ast.FunctionDef)]
     if "support.ray_cluster" in imports or "ray" in imports \
             or any(_skips_without_ray(n) for n in module_level):
