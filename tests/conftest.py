@@ -39,15 +39,15 @@ def make_cell():
 
 
 @pytest.fixture(autouse=True)
-def _process_wide_cache(monkeypatch: pytest.MonkeyPatch):
-    """An in-process ``limbo run`` configures the response cache for the whole process (and
-    its environment, for workers); undo that after each test so no test answers another's
-    model calls from a cache."""
-    from limbo.providers import cache
+def _no_user_cache(monkeypatch: pytest.MonkeyPatch):
+    """No test answers its model calls from the user's response cache (``LIMBO_CACHE_DIR``);
+    and an in-process ``limbo run`` leaves no cache or price files chosen behind it (they are
+    bound around its episodes only, :mod:`limbo.providers.options`)."""
+    from limbo.providers import cache, options
 
     monkeypatch.delenv(cache.ENV, raising=False)
     yield
-    cache.reset()
+    assert options.current() is None, "provider options left bound after the test"
 
 
 @pytest.fixture(autouse=True)

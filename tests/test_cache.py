@@ -20,6 +20,7 @@ from support.model_servers import (
 from limbo.episode.run_one import run_episode
 from limbo.providers import cache as cache_mod
 from limbo.providers.cache import ResponseCache
+from limbo.providers.options import ProviderOptions, using
 
 CELL = cell_for("charge_invoice", "billing_create_charge", fault="timeout_post")
 PRICES = """
@@ -40,9 +41,6 @@ def keys(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_OPENAI_KEY)
     monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_ANTHROPIC_KEY)
     monkeypatch.delenv("LIMBO_CACHE_DIR", raising=False)
-    cache_mod.reset()
-    yield
-    cache_mod.reset()
 
 
 @pytest.fixture
@@ -93,19 +91,20 @@ def test_unknown_price_is_recorded_as_unknown_not_free(gw) -> None:
     assert all(u["cost_usd"] is None and u["input_tokens"] == 1000 for u in record["usage"])
 
 
-def test_process_wide_cache_from_configure_or_environment(gw, tmp_path, monkeypatch) -> None:
+def test_the_cache_of_the_run_else_of_the_environment(gw, tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("LIMBO_CACHE_DIR", str(tmp_path / "env"))
     bridge = Bridge(gw, "openai", {"api": "chat"})
     run_episode(CELL, bridge)
     assert bridge.inner.cache.root == tmp_path / "env" and len(bridge.inner.cache) > 0
-    cache_mod.configure(tmp_path / "flag")
-    bridge = Bridge(gw, "openai", {"api": "chat"})
-    run_episode(CELL, bridge)
+    with using(ProviderOptions(cache_root=str(tmp_path / "flag"))):
+        bridge = Bridge(gw, "openai", {"api": "chat"})
+        run_episode(CELL, bridge)
     assert bridge.inner.cache.root == tmp_path / "flag"
-    cache_mod.configure(None)
-    bridge = Bridge(gw, "openai", {"api": "chat"})
-    run_episode(CELL, bridge)
+    with using(ProviderOptions(cache_root=None)):  # --no-cache: off, whatever the environment
+        bridge = Bridge(gw, "openai", {"api": "chat"})
+        run_episode(CELL, bridge)
     assert bridge.inner.cache is None
+    assert cache_mod.default_cache().root == tmp_path / "env"  # nothing left behind
 
 
 def test_cache_files_hold_no_secret(gw, tmp_path) -> None:

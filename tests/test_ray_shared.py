@@ -84,3 +84,27 @@ def test_a_429_storm_on_the_cluster_reaches_its_one_limiter(tmp_path: Path,
     (limits,) = json.loads((out / "manifest.json").read_text())["limiter"].values()
     assert limits["workers"] == 2 and limits["refused"] == refused
     assert limits["lowest"] <= 3  # down from 128 to what the endpoint takes
+
+
+def test_ray_workers_price_and_cache_with_the_flags(tmp_path: Path, cluster: Cluster) -> None:
+    """The cluster's workers price with ``--prices`` and write to ``--cache-dir`` (the run's
+    settings, bound around their episodes): a second run into another directory is answered
+    from that cache alone, at the same cost."""
+    from support.paced import Pace, serve_in_thread
+
+    prices = tmp_path / "prices.toml"
+    prices.write_text('["openai/paced"]\ninput = 3\noutput = 0\n')
+    with serve_in_thread(Pace(latency_s=0.01)) as server:
+        spec = f"openai/paced?api=chat&base_url={server.url}/v1"
+        answered = []
+        for out in ("first", "second"):
+            done = limbo("run", "default", "--model", spec, "--limit", "8", "--executor", "ray",
+                         "--ray-address", cluster.address, "--prices", str(prices),
+                         "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / out),
+                         "--quiet", env={"OPENAI_API_KEY": "sk-test-not-a-real-key"})
+            assert done.returncode == 0, done.stderr
+            answered.append(server.counts.answered)
+    assert answered[0] == answered[1] > 0  # the second run made no call
+    for out in ("first", "second"):
+        got = records(tmp_path / out)
+        assert len(got) == 8 and {r["outcome"]["cost_usd"] for r in got} == {0.006}

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from limbo.base.errors import UsageError
+from limbo.providers.options import ProviderOptions
 
 
 def add_plugin_flag(p: argparse.ArgumentParser) -> None:
@@ -61,11 +62,12 @@ def add_provider_flags(p: argparse.ArgumentParser) -> None:
                    help="a TOML price file that extends the shipped table (repeatable)")
 
 
-def apply_providers(args: argparse.Namespace) -> tuple[str | None, tuple[str, ...]]:
-    """Apply the cache and price options in this process (forked workers inherit them); the
-    cache directory (``None``: no cache) and the price files, by absolute path, for a run's
-    :class:`~limbo.run.context.Settings` (how a Ray worker gets them). Read once, here:
-    nothing is written to the environment."""
+def provider_options(args: argparse.Namespace) -> ProviderOptions:
+    """The cache and price options, read once, here: the cache directory (``None``: no cache)
+    and the price files (each read now, so that a bad one is one line before anything runs),
+    by absolute path. The command binds them around its own model checks
+    (:func:`limbo.providers.options.using`) and hands them to its run's
+    :class:`~limbo.run.context.Settings`; nothing is written to the environment or a global."""
     from limbo.commands.paths import check_output
     from limbo.providers import cache, pricing
 
@@ -75,11 +77,10 @@ def apply_providers(args: argparse.Namespace) -> tuple[str | None, tuple[str, ..
                                       Path.home() / ".cache" / "limbo" / "responses")
         if args.cache_dir is not None:
             check_output(root, "--cache-dir")
-    cache.configure(root)
     for path in args.prices:
-        pricing.add_price_file(path)
-    return (None if root is None else str(Path(root).resolve()),
-            tuple(str(Path(p).resolve()) for p in args.prices))
+        pricing.check_price_file(path)
+    return ProviderOptions(None if root is None else str(Path(root).resolve()),
+                           tuple(str(Path(p).resolve()) for p in args.prices))
 
 
 def console() -> Any:

@@ -19,11 +19,12 @@ from limbo.base.errors import UsageError
 from limbo.commands.common import (
     add_plugin_flag,
     add_provider_flags,
-    apply_providers,
     console,
     load_plugins,
+    provider_options,
     with_params,
 )
+from limbo.providers.options import using
 from limbo.sim.config import EPISODE_TIMEOUT_S
 
 TEMPLATE = "charge_invoice"
@@ -80,11 +81,11 @@ def run(args: argparse.Namespace) -> int:
     if args.source:
         adopt_run_options(args)  # the run's plugins and price files
     load_plugins(args)
-    apply_providers(args)
-    cell = stored_cell(args) if args.source else flag_cell(args)
-    _check_levels(cell)
-    check_models([joined(cell.model, cell.transport)], None, reach=not args.no_preflight)
-    record = run_episode(cell, timeout=args.episode_timeout)
+    with using(provider_options(args)):
+        cell = stored_cell(args) if args.source else flag_cell(args)
+        _check_levels(cell)
+        check_models([joined(cell.model, cell.transport)], None, reach=not args.no_preflight)
+        record = run_episode(cell, timeout=args.episode_timeout)
     if args.json:
         print(dumps(record))
     else:

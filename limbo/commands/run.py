@@ -25,9 +25,9 @@ from limbo.commands import check
 from limbo.commands.common import (
     add_plugin_flag,
     add_provider_flags,
-    apply_providers,
     console,
     load_plugins,
+    provider_options,
 )
 from limbo.commands.paths import check_output
 from limbo.commands.run_checks import (
@@ -52,6 +52,7 @@ from limbo.experiments.grid import (
 from limbo.log.errored import retried
 from limbo.log.rerun import where
 from limbo.log.store import scan
+from limbo.providers.options import using
 from limbo.run.context import Executor, RunContext, Settings
 from limbo.run.local import freeze_heap
 from limbo.run.plan import Plan, plan
@@ -126,10 +127,11 @@ def _add_real_model_flags(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     load_plugins(args)
-    cache_root, prices = apply_providers(args)
+    providers = provider_options(args)
     settings = Settings(concurrency=args.concurrency, episode_timeout=args.episode_timeout,
-                        plugins=tuple(args.plugin), cache_root=cache_root, price_files=prices)
-    return run_grids(args, console(), settings)
+                        plugins=tuple(args.plugin), providers=providers)
+    with using(providers):  # for the model checks here; each executor binds its episodes'
+        return run_grids(args, console(), settings)
 
 
 def run_grids(args: argparse.Namespace, console: Any, settings: Settings) -> int:

@@ -11,8 +11,9 @@ Files are written atomically (temp file + rename), one per response, in a two-le
 (``ab/abcdef....json``) — safe under several worker processes sharing one directory. Nothing
 secret is stored: requests carry keys in headers, and the key material here has none.
 
-The cache is off unless configured: :func:`configure` (what a command-line cache option calls), the
-``LIMBO_CACHE_DIR`` environment variable, or an explicit ``cache=`` argument to an adapter.
+The cache is off unless chosen: by the run the episodes belong to (``--cache-dir``, bound
+around them by :func:`limbo.providers.options.using`), the ``LIMBO_CACHE_DIR`` environment
+variable, or an explicit ``cache=`` argument to an adapter.
 """
 
 from __future__ import annotations
@@ -28,12 +29,12 @@ from limbo.base.environ import getenv
 from limbo.base.hashing import canonical_json, digest
 from limbo.base.secrets import scrub
 from limbo.episode.models import Message, ModelTurn, ToolDef
+from limbo.providers.options import current
 
 log = logging.getLogger("limbo.providers")
 
 ENV = "LIMBO_CACHE_DIR"
 KEY_VERSION = 1
-_configured: list[ResponseCache | None] = []
 
 
 class ResponseCache:
@@ -89,20 +90,9 @@ class ResponseCache:
         return sum(1 for _ in self.root.glob("*/*.json"))
 
 
-def configure(root: str | os.PathLike[str] | None) -> ResponseCache | None:
-    """Set the process-wide cache (``None`` turns caching off, overriding the environment)."""
-    _configured[:] = [ResponseCache(root) if root is not None else None]
-    return _configured[0]
-
-
 def default_cache() -> ResponseCache | None:
-    """The configured cache, else one at ``$LIMBO_CACHE_DIR``, else none."""
-    if _configured:
-        return _configured[0]
-    root = getenv(ENV)
+    """The cache of the run the code here belongs to (:func:`limbo.providers.options.using`),
+    else one at ``$LIMBO_CACHE_DIR``, else none."""
+    chosen = current()
+    root = getenv(ENV) if chosen is None else chosen.cache_root
     return ResponseCache(root) if root else None
-
-
-def reset() -> None:
-    """Forget :func:`configure` (back to the environment); for tests."""
-    _configured.clear()

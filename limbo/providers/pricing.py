@@ -1,8 +1,9 @@
 """Prices per million tokens, and the cost of one call.
 
 The table ships as data (``prices.toml`` next to this module); users add or override entries
-with their own TOML files — listed in ``LIMBO_PRICES`` (``:``-separated), passed as the model
-parameter ``prices=PATH``, or registered with :func:`add_price_file` (for a command-line option).
+with their own TOML files — listed in ``LIMBO_PRICES`` (``:``-separated), chosen by the run the
+episodes belong to (``--prices``, bound around them by :func:`limbo.providers.options.using`),
+or passed as the model parameter ``prices=PATH``.
 An unknown model costs ``None``: unknown, which the tables must show as unknown, never as free.
 """
 
@@ -18,12 +19,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from limbo.base.environ import getenv
 from limbo.base.errors import UsageError
+from limbo.providers.options import current
 from limbo.providers.wire import Tokens
 
 ENV = "LIMBO_PRICES"
 _DATED = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{8})$")
-_extra_files: list[Path] = []
 
 
 @dataclass(frozen=True)
@@ -43,11 +45,10 @@ class Price:
         return round(usd / 1_000_000, 10)
 
 
-def add_price_file(path: str | os.PathLike[str]) -> None:
-    """Make the entries of ``path`` override the shipped table for this process."""
-    p = Path(path)
-    _read(p)  # fail early, with a clear message
-    _extra_files.append(p)
+def check_price_file(path: str | os.PathLike[str]) -> None:
+    """Read ``path`` as a price file: a :class:`UsageError` naming what is wrong, before a run
+    that would meet it only in its first episode."""
+    _read(Path(path))
 
 
 def _read(path: Path) -> dict[str, Price]:
@@ -85,11 +86,13 @@ def _shipped() -> dict[str, Price]:
 
 
 def table(extra: str | None = None) -> dict[str, Price]:
-    """The shipped prices, overridden by ``LIMBO_PRICES`` files, registered files, then
-    ``extra``."""
+    """The shipped prices, overridden by ``LIMBO_PRICES`` files, the run's files
+    (:func:`limbo.providers.options.current`), then ``extra``."""
     merged = dict(_shipped())
-    env_files = [p for p in os.environ.get(ENV, "").split(os.pathsep) if p]
-    for path in [*map(Path, env_files), *_extra_files, *([Path(extra)] if extra else [])]:
+    chosen = current()
+    files = [*(p for p in (getenv(ENV) or "").split(os.pathsep) if p),
+             *(chosen.price_files if chosen is not None else ()), *([extra] if extra else [])]
+    for path in map(Path, files):
         merged.update(_read(path))
     return merged
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from limbo.providers.options import ProviderOptions
 from limbo.sim.config import EPISODE_TIMEOUT_S
 
 if TYPE_CHECKING:
@@ -37,7 +38,8 @@ of its cell and outcome (:func:`limbo.run.summary.tallied`)."""
 class Settings:
     """What every process that runs episodes needs besides its cells, read once by the
     command: forked workers inherit them, a Ray worker applies them as a run starts
-    (:class:`limbo.run.ray.worker.EpisodeWorker`)."""
+    (:class:`limbo.run.ray.worker.EpisodeWorker`); the provider options are bound around the
+    episodes, wherever they run (:func:`limbo.run.local.stream`)."""
 
     concurrency: int = 1
     """Episodes in flight at once in each process."""
@@ -46,10 +48,9 @@ class Settings:
     """Plugin modules or files (absolute paths), loaded by every worker."""
     worlds: tuple[str, ...] = ()
     """World files (absolute paths) the cells run in."""
-    cache_root: str | None = None
-    """The response cache's directory; ``None``: no cache."""
-    price_files: tuple[str, ...] = ()
-    """Price files (absolute paths) extending the shipped table (``--prices``)."""
+    providers: ProviderOptions = ProviderOptions()
+    """The response cache and price files (absolute paths), bound by each executor around its
+    episodes (:func:`limbo.providers.options.using`)."""
 
 
 @dataclass(frozen=True)

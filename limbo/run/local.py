@@ -20,6 +20,7 @@ from limbo.episode.run_one import arun_episode, unbuilt_record
 from limbo.log.records import EpisodeRecord
 from limbo.log.store import encode
 from limbo.providers.clients import ClientPool, bound, shared_clients
+from limbo.providers.options import using
 from limbo.run.budget import Budget, LocalBudget, cost_of
 from limbo.run.context import Item, RunContext, Settings, Sink
 from limbo.sim.cell import Cell
@@ -86,14 +87,16 @@ async def stream(cells: Iterator[Cell], settings: Settings,
     """Run ``cells`` with at most ``settings.concurrency`` in flight, handing each record to
     ``sink`` as its episode ends; stop starting episodes once ``budget`` refuses one. The
     episodes share provider clients: ``pool``'s, left open, or a pool of their own, closed when
-    the last one ends."""
+    the last one ends; they use the settings' cache and price files, whatever another run of
+    this process uses."""
     run = _Stream(settings, sink, budget)
-    if pool is not None:
-        with bound(pool):
+    with using(settings.providers):
+        if pool is not None:
+            with bound(pool):
+                await run.cells(cells)
+            return
+        async with shared_clients():
             await run.cells(cells)
-        return
-    async with shared_clients():
-        await run.cells(cells)
 
 
 class _Stream:

@@ -19,7 +19,6 @@ from typing import Any
 import pytest
 
 from limbo.cli import main
-from limbo.providers import cache
 
 LIMBO = str(Path(sys.executable).parent / "limbo")
 
@@ -34,7 +33,7 @@ class Outcome:
 
 
 def cli(capsys: pytest.CaptureFixture[str], *args: str) -> Outcome:
-    """``limbo ARGS`` in this process; the environment and the cache setting are restored."""
+    """``limbo ARGS`` in this process; the environment is restored."""
     saved = dict(os.environ)
     capsys.readouterr()
     try:
@@ -42,7 +41,6 @@ def cli(capsys: pytest.CaptureFixture[str], *args: str) -> Outcome:
     finally:
         os.environ.clear()
         os.environ.update(saved)
-        cache.reset()
     out, err = capsys.readouterr()
     assert "Traceback" not in out + err, out + err
     return Outcome(code, out, err)

@@ -31,6 +31,7 @@ from limbo.base import environ
 from limbo.base.errors import UsageError
 from limbo.log.records import EpisodeRecord
 from limbo.providers.clients import ClientPool, bound
+from limbo.providers.options import using
 from limbo.run.budget import Budget, cost_of
 from limbo.run.context import Settings
 from limbo.run.local import HOLD_S, encoded, freeze_heap
@@ -89,7 +90,7 @@ class EpisodeWorker:
         self.run: str | None = None
         self.gate = asyncio.Semaphore(1)
         self.applied: set[str] = set()
-        """Plugins and price files this process has loaded (each once)."""
+        """Plugins this process has loaded (each once)."""
         freeze_heap()  # what it imported lives as long as it does
 
     def warm(self, preload: tuple[str, ...]) -> None:
@@ -117,9 +118,10 @@ class EpisodeWorker:
         self.run = setup.run
 
     def _apply(self, settings: Settings) -> None:
-        """Run episodes as the driver's settings say: plugins, worlds, cache, prices."""
+        """Run episodes as the driver's settings say: plugins, worlds, and price files that
+        can be read here (the cache and prices are bound around the episodes, not kept)."""
         from limbo.base.registry import load_plugin
-        from limbo.providers import cache, pricing
+        from limbo.providers import pricing
         from limbo.sim.worldfile.kit import load_world
 
         for plugin in settings.plugins:
@@ -128,11 +130,8 @@ class EpisodeWorker:
                 self.applied.add(plugin)
         for path in settings.worlds:
             load_world(path)  # once per file and version: a loaded world is kept
-        cache.configure(settings.cache_root)
-        for path in settings.price_files:
-            if path not in self.applied:
-                pricing.add_price_file(path)
-                self.applied.add(path)
+        for path in settings.providers.price_files:  # one line now, not an error per episode
+            pricing.check_price_file(path)
 
     async def run_batch(self, cells: list[Cell], setup: Setup) -> AsyncIterator[CellBatch]:
         """Run ``cells``, at most ``setup.concurrency`` episodes of this worker at a time (over
@@ -146,7 +145,8 @@ class EpisodeWorker:
         try:
             self._prepare(setup)
             # the episodes' tasks keep the clients and variables bound when they started
-            with bound(self.pool), environ.bound(dict(setup.env)):
+            with bound(self.pool), environ.bound(dict(setup.env)), \
+                    using(setup.settings.providers):
                 tasks = [asyncio.ensure_future(self._one(cell, setup)) for cell in cells]
         except Exception as exc:  # noqa: BLE001 - a rejected plugin, a bug: the run stops
             yield _stopped(node, exc)
