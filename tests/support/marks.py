@@ -127,6 +127,8 @@ SLOW: dict[str, float] = {
     "test_mcp_server.py::test_a_client_that_cancels_a_held_call_changes_nothing": 0.5,
     "test_mcp_server.py::test_a_timed_out_call_is_held_only_when_asked_and_the_world_is_already_settled": 0.7,
     "test_one_reader.py::test_a_huge_record_is_read_and_a_huge_bad_line_is_skipped_with_a_short_reason": 0.7,
+    "test_provider_options.py::test_forked_workers_price_and_cache_with_the_flags": 2.9,
+    "test_provider_options.py::test_two_runs_one_after_the_other_each_see_only_their_own": 1.0,
     "test_packaging.py::test_a_wheel_records_the_commit_it_was_built_from": 1.3,
     "test_packaging.py::test_wheel_installs_only_limbo_and_works_outside_the_repo": 2.7,
     "test_pairing.py::test_prompt_arms_are_identical_for_reference_policies_over_e6": 1.0,
