@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from support.hostile import LIMBO, records
 from support.ray_cluster import Cluster
-from test_shared_run import PRICED
+from test_shared_run import PRICED, one_budget_then_resume
 
 pytest.importorskip("ray")
 
@@ -43,27 +43,7 @@ def test_max_cost_on_the_cluster_is_one_budget_and_resumes(tmp_path: Path,
     env = {"LIMBO_TEST_STARTS": str(starts)}
     argv = ["run", "--model", "billed/x", "--plugin", str(plugin), "--fault", "none", "--out",
             str(out), "--quiet", "--executor", "ray", "--ray-address", cluster.address]
-    first = limbo(*argv, "--max-cost", "0.5", env=env)
-    assert first.returncode == 0, first.stderr
-    assert "Traceback" not in first.stderr
-    manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["status"] == "stopped" and "--max-cost 0.5" in manifest["stop_reason"]
-    written = records(out)
-    spent = sum(r["outcome"]["cost_usd"] for r in written)
-    assert 0.4 < spent <= 0.5  # summed over both nodes' workers
-    started = starts.read_text().splitlines()
-    assert len(set(started[1:])) == 2 and started[0] not in started[1:]  # two Ray workers
-    assert len(started) == len(written) + 1 == manifest["ran"] + 1  # none started and dropped
-    assert len({r["episode_id"] for r in written}) == len(written) < manifest["to_run"]
-
-    again = limbo(*argv, "--max-cost", "100", env=env)
-    assert again.returncode == 0, again.stderr
-    done = records(out)
-    manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["status"] == "complete" and manifest["already_done"] == len(written)
-    assert len({r["episode_id"] for r in done}) == len(done) == manifest["cells"]
-    by_id = {r["episode_id"]: r for r in done}
-    assert all(by_id[r["episode_id"]] == r for r in written)
+    one_budget_then_resume(limbo, argv, env, out, starts)
 
 
 def test_a_429_storm_on_the_cluster_reaches_its_one_limiter(tmp_path: Path,

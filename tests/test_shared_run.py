@@ -10,7 +10,9 @@ import ast
 import asyncio
 import json
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support.hostile import LIMBO, records
@@ -88,13 +90,13 @@ def test_a_shared_budget_is_one_budget_across_forked_processes() -> None:
     assert not asyncio.run(budget.admit()) and budget.closed()
 
 
-def test_max_cost_with_two_workers_stops_at_one_budget_and_resumes(tmp_path: Path) -> None:
-    plugin, starts, out = tmp_path / "billed.py", tmp_path / "starts", tmp_path / "run"
-    plugin.write_text(PRICED)
-    env = {"LIMBO_TEST_STARTS": str(starts)}
-    argv = ["run", "--model", "billed/x", "--plugin", str(plugin), "--fault", "none", "--out",
-            str(out), "--quiet", "--workers", "2", "--concurrency", "2"]
-    first = limbo(*argv, "--max-cost", "0.5", env=env)
+def one_budget_then_resume(run: Callable[..., subprocess.CompletedProcess[str]], argv: list[str],
+                           env: dict[str, str], out: Path, starts: Path) -> list[dict[str, Any]]:
+    """Run ``argv`` under ``--max-cost 0.5``, then again under a budget that fits the rest: the
+    first pass stops at one budget summed over both workers, having started no episode it threw
+    away; the second completes the run and leaves the first pass's records untouched. Returns
+    the records of the whole run."""
+    first = run(*argv, "--max-cost", "0.5", env=env)
     assert first.returncode == 0, first.stderr
     assert "Traceback" not in first.stderr
     manifest = json.loads((out / "manifest.json").read_text())
@@ -110,7 +112,7 @@ def test_max_cost_with_two_workers_stops_at_one_budget_and_resumes(tmp_path: Pat
     assert len(started) == len(written) + 1 == manifest["ran"] + 1
     assert len({r["episode_id"] for r in written}) == len(written) < manifest["to_run"]
 
-    again = limbo(*argv, "--max-cost", "100", env=env)
+    again = run(*argv, "--max-cost", "100", env=env)
     assert again.returncode == 0, again.stderr
     done = records(out)
     manifest = json.loads((out / "manifest.json").read_text())
@@ -118,6 +120,16 @@ def test_max_cost_with_two_workers_stops_at_one_budget_and_resumes(tmp_path: Pat
     assert len({r["episode_id"] for r in done}) == len(done) == manifest["cells"]
     by_id = {r["episode_id"]: r for r in done}
     assert all(by_id[r["episode_id"]] == r for r in written)  # the first pass's, untouched
+    return done
+
+
+def test_max_cost_with_two_workers_stops_at_one_budget_and_resumes(tmp_path: Path) -> None:
+    plugin, starts, out = tmp_path / "billed.py", tmp_path / "starts", tmp_path / "run"
+    plugin.write_text(PRICED)
+    env = {"LIMBO_TEST_STARTS": str(starts)}
+    argv = ["run", "--model", "billed/x", "--plugin", str(plugin), "--fault", "none", "--out",
+            str(out), "--quiet", "--workers", "2", "--concurrency", "2"]
+    done = one_budget_then_resume(limbo, argv, env, out, starts)
     assert len(starts.read_text().splitlines()) == len(done) + 2  # a check per pass
 
 
