@@ -157,6 +157,33 @@ def test_a_429_storm_slows_both_workers_through_one_limiter(tmp_path: Path) -> N
     assert answered + refused - 8 <= limits["calls"] <= answered + refused
 
 
+def test_a_worker_opens_one_connection_to_the_limiter_host_however_many_calls_start_at_once(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first calls of a worker's episodes start together; they must share one connection,
+    since the keeper gives back a lessee's slots when any of its connections closes."""
+    from limbo.run.limiter_host import LimiterHost, SocketHost
+
+    opened: list[str] = []
+    real_open = asyncio.open_unix_connection
+
+    async def counted(path: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        opened.append(path)
+        return await real_open(path)
+
+    monkeypatch.setattr(asyncio, "open_unix_connection", counted)
+    host = LimiterHost()
+    try:
+        async def first_calls() -> list[tuple[int, int]]:
+            client = SocketHost(host.path)
+            return list(await asyncio.gather(*(client.snapshot() for _ in range(8))))
+
+        answers = asyncio.run(first_calls())
+    finally:
+        host.close()
+    assert len(answers) == 8 and len({a for a in answers}) == 1  # every call was answered
+    assert opened == [host.path]
+
+
 def test_an_in_process_run_records_no_shared_limiter(tmp_path: Path) -> None:
     done = limbo("run", "default", "--limit", "3", "--out", str(tmp_path / "run"), "--quiet")
     assert done.returncode == 0, done.stderr

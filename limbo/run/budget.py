@@ -88,6 +88,7 @@ class LocalBudget:
 
 
 _FIELDS = ("spent", "ended", "in_flight", "closed")
+"""The shared numbers, in :class:`Spend`'s order."""
 
 
 class SharedBudget:
@@ -100,11 +101,14 @@ class SharedBudget:
         self.max_cost = max_cost
         self.cells = multiprocessing.get_context("fork").Array("d", len(_FIELDS))
 
+    def _spend(self) -> Spend:
+        """The shared numbers as a :class:`Spend` (the caller holds the lock)."""
+        spent, ended, in_flight, closed = self.cells[:]
+        return Spend(self.max_cost, spent, int(ended), int(in_flight), bool(closed))
+
     def _apply(self, step: str, *args: float) -> bool:
         with self.cells.get_lock():
-            values = dict(zip(_FIELDS, self.cells[:], strict=True))
-            spend = Spend(self.max_cost, values["spent"], int(values["ended"]),
-                          int(values["in_flight"]), bool(values["closed"]))
+            spend = self._spend()
             answer = getattr(spend, step)(*args)
             self.cells[:] = [spend.spent, spend.ended, spend.in_flight, float(spend.closed)]
         return bool(answer)
@@ -124,5 +128,4 @@ class SharedBudget:
 
     def state(self) -> Spend:
         with self.cells.get_lock():
-            spent, ended, in_flight, closed = self.cells[:]
-        return Spend(self.max_cost, spent, int(ended), int(in_flight), bool(closed))
+            return self._spend()

@@ -37,9 +37,13 @@ from limbo.run.budget import Budget, SharedBudget
 from limbo.run.context import Item, RunContext, Settings, Sink
 from limbo.run.leases import LeasedLimiter
 from limbo.run.limiter_host import LimiterHost, SocketHost
-from limbo.run.local import CHUNK, GROUP, HOLD_S, EmitGroup, InProcess, RunAborted, encoded, stream
+from limbo.run.local import CHUNK, HOLD_S, InProcess, RunAborted, encoded, stream
 from limbo.run.summary import tallied
 from limbo.sim.cell import Cell
+
+EmitGroup = Callable[[list[Item]], None]
+GROUP = 16
+"""A worker sends its records in groups of at most GROUP, none held longer than HOLD_S."""
 
 
 class Forked:

@@ -47,8 +47,12 @@ class LimiterHost:
         ready.set()
         try:
             self.loop.run_forever()
-        finally:
+        finally:  # a worker still connected (the host closes first) is let go, not dropped
             server.close()
+            pending = asyncio.all_tasks(self.loop)
+            for task in pending:
+                task.cancel()
+            self.loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
             self.loop.run_until_complete(server.wait_closed())
             self.loop.close()
 
@@ -100,11 +104,15 @@ class SocketHost:
         self.waiting: dict[int, asyncio.Future[Any]] = {}
         self.next_id = 0
         self.reading: asyncio.Task[None] | None = None
+        self.connecting = asyncio.Lock()
+        """Held while the one connection opens: two first calls at once must not open two
+        (the keeper forgets a lessee's slots when either of its connections closes)."""
 
     async def _call(self, method: str, *args: Any) -> Any:
-        if self.writer is None:
-            reader, self.writer = await asyncio.open_unix_connection(self.path)
-            self.reading = asyncio.ensure_future(self._read(reader))
+        async with self.connecting:
+            if self.writer is None:
+                reader, self.writer = await asyncio.open_unix_connection(self.path)
+                self.reading = asyncio.ensure_future(self._read(reader))
         self.next_id += 1
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self.waiting[self.next_id] = future

@@ -22,13 +22,14 @@ from limbo.log.store import encode
 from limbo.providers.clients import ClientPool, bound, shared_clients
 from limbo.providers.options import using
 from limbo.run.budget import Budget, LocalBudget, cost_of
-from limbo.run.context import Item, RunContext, Settings, Sink
+from limbo.run.context import RunContext, Settings, Sink
 from limbo.sim.cell import Cell
 
 Emit = Callable[[bytes, Mapping[str, Any], Mapping[str, Any]], None]
-EmitGroup = Callable[[list[Item]], None]
 CHUNK = 32
-GROUP, HOLD_S = 16, 0.02
+"""Cells handed to a worker at a time (a forked worker's chunk, a quarter of a Ray batch)."""
+HOLD_S = 0.02
+"""The longest a worker (forked or Ray) holds a finished record before sending it on."""
 
 
 class RunAborted(UsageError):
