@@ -4,7 +4,11 @@ the journal's tolerance of a torn last line, and redaction."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+import socket
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support.proxy_runs import WORLD
@@ -12,12 +16,16 @@ from support.proxy_runs import WORLD
 from limbo.base.errors import UsageError
 from limbo.base.rng import generator
 from limbo.faults import tail
+from limbo.proxy import journal as journal_module
 from limbo.proxy.declared import load
 from limbo.proxy.journal import Journal, read_journal
 from limbo.proxy.ledger import COMMITTED, REPLAYED, UNCERTAIN, Ledger
 from limbo.proxy.plan import parse
 from limbo.proxy.redact import redact, scrub_with
+from limbo.proxy.session import Session
 from limbo.proxy.shapes import items, object_id, payload, result_of
+from limbo.proxy.upstream import Upstream
+from limbo.proxy.wire import Channel
 
 CATALOG = load(WORLD)
 CATALOG.bind(["create_order", "refund_order", "add_lines", "list_orders", "list_lines"])
@@ -140,6 +148,44 @@ def test_a_torn_last_journal_line_is_left_out(tmp_path: Path) -> None:
         read_journal(path)
 
 
+def test_a_write_is_on_disk_before_it_is_forwarded_and_its_answer_rides_the_next_sync(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "j.jsonl"
+    synced: list[int] = []
+    """The journal's length at each sync."""
+    real = journal_module._DATASYNC
+
+    def datasync(fd: int) -> None:
+        real(fd)
+        synced.append(path.stat().st_size)
+
+    monkeypatch.setattr(journal_module, "_DATASYNC", datasync)
+    seen: list[tuple[int, int, str]] = []
+    """What the upstream found when each write reached it: the length last synced, the
+    journal's length, the type of its last line."""
+
+    class Orders(Upstream):
+        async def call(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
+            seen.append((synced[-1] if synced else 0, path.stat().st_size, read_journal(path)[-1]["type"]))
+            return result_of({"order_id": f"o{len(seen)}", **args})
+
+    session = Session(CATALOG, Orders(), parse("none", CATALOG, WRITES, 0, 1.0),
+                      Journal(path, lambda s: s))
+
+    async def agent() -> None:
+        for i in range(3):
+            await session.call("create_order", {**ORDER, "customer_id": f"c{i}"}, f"call{i}")
+
+    asyncio.run(agent())
+    assert [last for _, _, last in seen] == ["intent"] * 3
+    assert all(on_disk == length for on_disk, length, _ in seen)  # synced up to the intent
+    assert len(synced) == 3  # one sync per write; each answer went to disk with the next one
+    types = [e["type"] for e in read_journal(path)]
+    assert types.count("ack") == 3 and types.index("ack") < types.index("intent", 2)
+    session.journal.close()
+    assert synced[-1] == path.stat().st_size  # the last answer: synced at the end
+
+
 def test_credentials_are_masked_but_effect_fields_kept() -> None:
     args = {"password": "p", "api_key": "k", "nested": {"authToken": "t"}, "sku": "s",
             "token": "kept-as-effect"}
@@ -148,3 +194,30 @@ def test_credentials_are_masked_but_effect_fields_kept() -> None:
                                              "token": "kept-as-effect"}
     scrub = scrub_with(["Bearer abcdefgh12345678"])
     assert scrub("x Bearer abcdefgh12345678 y abcdefgh12345678") == "x *** y ***"
+
+
+def test_an_unanswered_request_times_out_and_its_late_answer_is_dropped() -> None:
+    async def go() -> Any:
+        near, far = socket.socketpair()
+        reader, writer = await asyncio.open_connection(sock=near)
+        peer_in, peer_out = await asyncio.open_connection(sock=far)
+
+        async def nothing(message: dict[str, Any]) -> Any:
+            return None
+
+        channel = Channel(reader, writer, nothing, answer_garbage=False)
+        serving = asyncio.ensure_future(channel.serve())
+        with pytest.raises(TimeoutError):
+            await channel.request("tools/call", {"name": "create_order"}, timeout=0.05)
+        first = json.loads(await peer_in.readline())  # it did go out: its outcome is unknown
+        second = asyncio.ensure_future(channel.request("ping", timeout=5.0))
+        ping = json.loads(await peer_in.readline())
+        for ident, result in ((first["id"], {"late": True}), (ping["id"], {"pong": True})):
+            peer_out.write(json.dumps({"jsonrpc": "2.0", "id": ident, "result": result}).encode()
+                           + b"\n")
+        answer = await second
+        peer_out.close()
+        await serving
+        return answer
+
+    assert asyncio.run(go()) == {"pong": True}

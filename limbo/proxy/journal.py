@@ -3,12 +3,15 @@ in ``RUN_DIR/proxy/<episode>.jsonl``.
 
 Why a journal and not just the record: a proxy killed mid-episode (``kill -9``, a lost machine)
 must lose no write the upstream acknowledged. Before a write is forwarded an ``intent`` line is
-appended and synced to disk; when the upstream answers, an ``ack`` line is appended and synced
-*before* the agent gets the answer. So after any crash every forwarded write is in the journal,
-and the ones whose answer was lost are ``intent`` lines without an ``ack`` — which reconciliation
-settles against the upstream's own state. Everything else (the agent's calls and results, the
-fault, the task) is appended without a sync: the kernel keeps it across a killed process, and
-losing it to a power cut loses no effect.
+appended and synced to disk. When the upstream answers, an ``ack`` line is appended before the
+agent gets the answer; it reaches the disk with the next sync (the next write's ``intent``, the
+end of the episode) or the kernel's own writeback, whichever comes first — group commit, so one
+sync per write sits between the agent and its answer, not two. A killed process loses nothing
+it handed the kernel, so after ``kill -9`` every ``ack`` is there. A lost machine may lose the
+last answers: their writes are then ``intent`` lines without an ``ack``, which reconciliation
+settles against the upstream's own state, as it does every write whose answer never came.
+Everything else (the agent's calls and results, the fault, the task) is appended without a
+sync of its own.
 
 Line types: ``start`` (the cell, the upstream, the task), ``baseline`` (what the upstream's
 reads listed before the agent began), ``intent`` / ``ack`` / ``lost`` (the ledger), every
@@ -30,6 +33,9 @@ from limbo.base.errors import UsageError
 FOLDER = "proxy"
 _ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False,
                            default=str)
+_DATASYNC = getattr(os, "fdatasync", os.fsync)
+"""``fdatasync`` where there is one: an appended line and the file's new length reach the disk
+(what reading the journal back needs) without the rest of the inode's metadata."""
 
 
 def journal_path(run_dir: Path, episode_id: str) -> Path:
@@ -50,17 +56,17 @@ class Journal:
             raise UsageError(f"cannot create the proxy journal {path}: {exc.strerror}") from None
 
     def write(self, entry: dict[str, Any], sync: bool = False) -> None:
-        """Append ``entry``; ``sync``: on disk before this returns (ledger entries)."""
+        """Append ``entry``; ``sync``: on disk before this returns (an ``intent``)."""
         line = (self.scrub(_ENCODE.encode(entry)) + "\n").encode("utf-8", "backslashreplace")
         done = 0
         while done < len(line):
             done += os.write(self.fd, line[done:])
         if sync:
-            os.fsync(self.fd)
+            _DATASYNC(self.fd)  # and every line appended before it
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
-            os.fsync(self.fd)
+            _DATASYNC(self.fd)
             os.close(self.fd)
 
 

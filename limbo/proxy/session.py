@@ -3,12 +3,12 @@
 A call to a declared read is forwarded (and, once after a ``stale_readback``, answered without
 the focal write's effect). A call to a declared write is labelled like a sandbox call (its
 attempt: ``original``, then ``reissue-n`` for the same tool and arguments), journaled as an
-``intent`` before it is forwarded and as an ``ack`` before its answer goes back; the first call
-to the focal tool gets the fault instead (:mod:`limbo.proxy.inject`). A call to a tool the
-world file does not declare is forwarded and logged, but is in no ledger. Events name a
-declared tool by its declared name (``<service>_<op>``, as the ledger and the cell's focal
-write do), whatever the upstream calls it. ``finish`` is LIMBO's
-own: it takes the agent's report and ends the episode.
+``intent`` (synced) before it is forwarded and as an ``ack`` before its answer goes back; the
+first call to the focal tool gets the fault instead (:mod:`limbo.proxy.inject`). A call to a
+tool the world file does not declare is forwarded and logged, but is in no ledger. Events name
+a declared tool by its declared name (``<service>_<op>``, as the ledger and the cell's focal
+write do), whatever the upstream calls it. ``finish`` is LIMBO's own: it takes the agent's
+report and ends the episode.
 
 The proxy never retries a write on its own: each call of the agent reaches the upstream at most
 once, and the only extra deliveries are the fault's own (``redelivery``'s copy; a late commit's
@@ -71,9 +71,11 @@ class Session:
         """One event of the record's event log (journaled without a sync)."""
         self.journal.write({"t": self.now(), "type": type_, **fields})
 
-    def ledger_entry(self, entry: dict[str, Any]) -> None:
-        """One ledger entry: on disk before anything relies on it."""
-        self.journal.write(entry, sync=True)
+    def ledger_entry(self, entry: dict[str, Any], forwarding: bool = False) -> None:
+        """One ledger entry: an ``intent`` (``forwarding``) on disk before the write is
+        forwarded; the upstream's answer appended, and synced with the next one (its intent
+        already holds the write: :mod:`limbo.proxy.journal`)."""
+        self.journal.write(entry, sync=forwarding)
         self.ledger.apply(entry)
 
     # -- calls --------------------------------------------------------------------------------
@@ -112,7 +114,7 @@ class Session:
 
     async def forward(self, tool: DeclaredTool, wire: str, args: dict[str, Any], request_id: str,
                       attempt: str) -> dict[str, Any]:
-        """Forward one write: ``intent`` (synced), the upstream's answer, ``ack`` (synced).
+        """Forward one write: ``intent`` (synced), the upstream's answer, ``ack``.
         Returns the upstream's result, or the failure the agent hears when it gave none."""
         return (await self.deliver(tool, wire, args, request_id, attempt))[1]
 
@@ -126,7 +128,7 @@ class Session:
         assert tool.write is not None
         self.ledger_entry({"type": "intent", "n": n, "t": self.now(), "tool": tool.name,
                            "args": redact(plain, tool.write.effect), "key": key,
-                           "attempt": attempt, "request_id": request_id})
+                           "attempt": attempt, "request_id": request_id}, forwarding=True)
         try:
             result = await self.upstream.call(wire, args)
         except UpstreamLost as exc:
