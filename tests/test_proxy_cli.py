@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp.shared.exceptions import MCPError
 from support.orders_server import rows
 from support.proxy_runs import (
     LIMBO,
@@ -45,6 +46,7 @@ def test_the_proxy_speaks_mcp_to_the_sdk_client(tmp_path: Path, mode: str) -> No
 
     async def go() -> tuple[list, str, object, object]:
         async with Client(params, mode=mode, cache=None) as client:
+            await _passed_through(client)
             tools = (await client.list_tools()).tools
             prompt = (await client.get_prompt("task")).messages[0].content.text
             listed = await client.call_tool("list_orders", {})
@@ -64,6 +66,23 @@ def test_the_proxy_speaks_mcp_to_the_sdk_client(tmp_path: Path, mode: str) -> No
     assert record["report"] is None and record["outcome"]["report_status"] == "none"
     calls = [e["tool"] for e in record["events"] if e["type"] == "call"]
     assert calls == ["orders_list_orders", "no_such_tool"]  # declared names, and the stranger's
+
+
+async def _passed_through(client: Client) -> None:
+    """The upstream's prompts and resources reach the agent as the upstream serves them, with
+    LIMBO's task prompt added; a resource that is not there is the upstream's error."""
+    prompts = [p.name for p in (await client.list_prompts()).prompts]
+    assert prompts == ["daily_report", "task"]
+    text = (await client.get_prompt("daily_report", {"day": "2026-12-04"})).messages[0]
+    assert "placed on 2026-12-04" in text.content.text
+    listed = (await client.list_resources()).resources
+    assert [str(r.uri) for r in listed] == ["orders://policy/refunds"]
+    read = (await client.read_resource("orders://policy/refunds")).contents[0]
+    assert read.text == "An order is refunded once, in full."
+    templates = (await client.list_resource_templates()).resource_templates
+    assert [t.uri_template for t in templates] == ["orders://order/{order_id}"]
+    with pytest.raises(MCPError):
+        await client.read_resource("orders://order/ord_9999")
 
 
 def _free_port() -> int:
@@ -93,6 +112,7 @@ def test_an_upstream_over_http_with_a_secret_header(tmp_path: Path) -> None:
 
         async def go() -> None:
             async with Client(params, cache=None) as client:
+                await _passed_through(client)
                 prompt = (await client.get_prompt("task")).messages[0].content.text
                 agent = Agent(client, prompt)
                 for _ in range(2):  # a timeout, then the blind re-issue
@@ -141,6 +161,7 @@ def test_concurrent_calls_over_http_are_each_in_the_ledger_once(tmp_path: Path) 
     try:
         async def go() -> None:
             async with Client(url, cache=None) as client:
+                await _passed_through(client)
                 await asyncio.gather(*(client.call_tool("create_order", {
                     "customer_id": f"cus_{i}", "sku": "MUG-01", "quantity": 1 + i % 3})
                     for i in range(12)))
@@ -289,3 +310,47 @@ def test_a_setup_the_upstream_fails_leaves_no_episode(tmp_path: Path) -> None:
     assert done.returncode == 2 and "setup step 'order' got no answer" in done.stderr
     assert "Traceback" not in done.stderr
     assert not list(out.glob("proxy/*")) and not (out / "manifest.json").exists()
+
+
+BARE_SERVER = '''
+import json, sys
+TOOLS = [{"name": n, "inputSchema": {"type": "object"}} for n in ("create_order", "list_orders")]
+for line in sys.stdin:
+    msg = json.loads(line)
+    if "id" not in msg:
+        continue
+    method, answer = msg["method"], None
+    if method == "initialize":
+        answer = {"protocolVersion": msg["params"]["protocolVersion"], "capabilities": {
+            "tools": {}}, "serverInfo": {"name": "bare", "version": "1"}}
+    elif method == "tools/list":
+        answer = {"tools": TOOLS}
+    elif method == "tools/call":
+        answer = {"content": [{"type": "text", "text": json.dumps({"orders": []})}]}
+    reply = {"result": answer} if answer is not None else {
+        "error": {"code": -32601, "message": "no " + method}}
+    print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], **reply}), flush=True)
+'''
+
+
+def test_an_upstream_with_tools_only_gets_no_prompt_or_resource_request(tmp_path: Path) -> None:
+    """A server that serves tools and nothing else (written without the SDK): the agent gets
+    LIMBO's task prompt, and is told there are no resources — the upstream is not asked."""
+    server = tmp_path / "bare_server.py"
+    server.write_text(BARE_SERVER)
+    args = ["proxy", "--upstream-cmd", f"{sys.executable} {server}", "--world", str(WORLD),
+            "--task", "orders_place", "--out", str(tmp_path / "run")]
+
+    async def go() -> tuple[list[str], str, str]:
+        async with Client(StdioServerParameters(command=LIMBO, args=args), cache=None) as client:
+            assert client.server_capabilities is not None
+            assert client.server_capabilities.resources is None
+            prompts = [p.name for p in (await client.list_prompts()).prompts]
+            task = (await client.get_prompt("task")).messages[0].content.text
+            with pytest.raises(MCPError) as refused:
+                await client.list_resources()
+            return prompts, task, str(refused.value)
+
+    prompts, task, refused = asyncio.run(go())
+    assert prompts == ["task"] and task.startswith("Place an order for customer ")
+    assert "serves no resources" in refused

@@ -66,10 +66,9 @@ async def run(opts: Options) -> EpisodeRecord:
     """Serve one episode and return its record (appended to ``opts.out``)."""
     started = stopwatch()
     async with connect(opts.upstream) as upstream:
-        session, prompt, offered = await _open(opts, upstream)
+        session, prompt, offered, prompts = await _open(opts, upstream)
         try:
-            server = ProxyServer(session, offered, upstream.instructions, prompt,
-                                 upstream.name or "limbo-proxy")
+            server = ProxyServer(session, offered, prompts, prompt)
             session.started = stopwatch()  # t = 0: the agent may call from now on
             await server.serve(opts.port)
             with _stopping(session):
@@ -81,10 +80,13 @@ async def run(opts: Options) -> EpisodeRecord:
 
 
 async def _open(opts: Options, upstream: Upstream
-                ) -> tuple[Session, str, list[dict[str, Any]]]:
-    """The episode up to its first call: the plan, the journal, the setup, the baseline. A
-    failure before the agent could call leaves no journal (nothing the ledger must keep)."""
-    offered = await upstream.tools()
+                ) -> tuple[Session, str, list[dict[str, Any]], list[str]]:
+    """The episode up to its first call: the plan, the journal, the setup, the baseline (and
+    what the upstream offers: its tools, its prompts' names). A failure before the agent could
+    call leaves no journal (nothing the ledger must keep)."""
+    offered = await upstream.listed("tools")
+    prompts = ([str(p.get("name")) for p in await upstream.listed("prompts")]
+               if "prompts" in upstream.capabilities else [])
     for warning in opts.catalog.bind(str(t.get("name")) for t in offered):
         say(f"limbo proxy: warning: {warning}")
     t = template(opts.catalog, opts.task)
@@ -108,7 +110,7 @@ async def _open(opts: Options, upstream: Upstream
     write_manifest(opts.out, cell, opts, "serving")
     say(f"limbo proxy: episode {cell.episode_id}, fault {plan.mode} on {plan.focal}; task: "
         f"{task.prompt()}")
-    return session, task.prompt(), offered
+    return session, task.prompt(), offered, prompts
 
 
 async def _close(opts: Options, session: Session, upstream: Upstream) -> dict[str, Any]:
@@ -222,7 +224,7 @@ async def recover(opts: Options) -> list[EpisodeRecord]:
             raise UsageError(f"{path} was written with world {start['proxy']['world']}; give "
                              f"that world file (this one is {opts.catalog.identity})")
         async with connect(opts.upstream) as upstream:
-            opts.catalog.bind(str(t.get("name")) for t in await upstream.tools())
+            opts.catalog.bind(str(t.get("name")) for t in await upstream.listed("tools"))
             ledger = ledger_of(entries, opts.catalog)
             before: dict[str, Any] = next((e["items"] for e in entries
                                            if e["type"] == "baseline"), {})

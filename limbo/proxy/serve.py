@@ -5,7 +5,9 @@ mcp`` serves it).
 It offers the upstream's tools exactly as the upstream lists them (names, descriptions,
 schemas), plus LIMBO's ``finish`` (the agent's final report, which grading reads for
 overclaiming) unless the upstream has a tool of that name; its instructions are the upstream's;
-the task is the prompt ``task``. Each call goes to the :class:`~limbo.proxy.session.Session`.
+the task is the prompt ``task``, beside the upstream's own prompts (unless one of them is named
+``task``). The upstream's resources and prompts are relayed as they are, unlogged. Each tool
+call goes to the :class:`~limbo.proxy.session.Session`.
 Over stdio the proxy speaks the ``initialize`` handshake (every protocol version of that era;
 a client that probes for the stateless era first is told there is none, and falls back).
 
@@ -19,7 +21,7 @@ import asyncio
 import contextlib
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
@@ -27,10 +29,15 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERS
 from limbo import __version__
 from limbo.harnesses.mcp.server import CALL_ID_META
 from limbo.proxy.session import Session
+from limbo.proxy.upstream import RELAYED
 from limbo.proxy.wire import INVALID_PARAMS, METHOD_NOT_FOUND, Channel, RpcError
 from limbo.sim.tools import UTILITY_TOOLS, FinishArgs
 
 FINISH_GRACE_S = 0.5
+PARAMS = {"prompts/get": ("name", "arguments"), "resources/read": ("uri",)}
+"""What of a relayed request's params goes upstream (a listing: its ``cursor``). Not ``_meta``:
+the agent's protocol era may not be the upstream's (a request in the stateless era's envelope
+is refused by a server of the handshake era)."""
 TASK_PROMPT = {"name": "task",
                "description": "The task of this episode (what LIMBO grades the writes against)"}
 
@@ -48,13 +55,17 @@ def finish_tool() -> dict[str, Any]:
 class ProxyServer:
     """The MCP server of one proxied episode."""
 
-    def __init__(self, session: Session, tools: list[dict[str, Any]], instructions: str | None,
-                 prompt: str, name: str, announce: Callable[[str], None] = _stderr) -> None:
+    def __init__(self, session: Session, tools: list[dict[str, Any]], prompts: Collection[str],
+                 prompt: str, announce: Callable[[str], None] = _stderr) -> None:
+        """``tools``, ``prompts``: what the upstream lists (its prompts by name)."""
         self.session, self.prompt, self.announce = session, prompt, announce
-        self.instructions, self.name = instructions, name
+        upstream = session.upstream
+        self.instructions, self.name = upstream.instructions, upstream.name or "limbo-proxy"
         self.tools = list(tools)
         if not any(t.get("name") == "finish" for t in tools):
             self.tools.append(finish_tool())
+        self.own_task = "task" not in prompts
+        """Whether ``task`` is LIMBO's prompt (the upstream has none of that name)."""
         self.done = asyncio.Event()
         self.transport = "stdio"
         self._n = 0
@@ -74,11 +85,32 @@ class ProxyServer:
             asyncio.get_running_loop().call_later(FINISH_GRACE_S, self.done.set)
         return result
 
-    def task(self, params: dict[str, Any]) -> dict[str, Any]:
-        if params.get("name") != "task":
-            raise RpcError(INVALID_PARAMS, f"no prompt {str(params.get('name'))[:80]!r}; the "
-                                           f"proxy has one: task")
-        return {"messages": [{"role": "user", "content": {"type": "text", "text": self.prompt}}]}
+    async def relayed(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """A prompts or resources request: the upstream's answer, with LIMBO's ``task`` prompt
+        on the first page of prompts; a family the upstream does not serve is not found."""
+        if method == "prompts/get" and self.own_task and params.get("name") == "task":
+            return {"messages": [{"role": "user", "content": {"type": "text",
+                                                              "text": self.prompt}}]}
+        family = method.split("/")[0]
+        if family not in self.session.upstream.capabilities:
+            if method == "prompts/list":
+                return {"prompts": [TASK_PROMPT] if self.own_task else []}
+            if method == "prompts/get":
+                raise RpcError(INVALID_PARAMS, f"no prompt {str(params.get('name'))[:80]!r}; "
+                                               f"the proxy has one: task")
+            raise RpcError(METHOD_NOT_FOUND, f"the upstream MCP server serves no {family}")
+        asked = {k: params[k] for k in PARAMS.get(method, ("cursor",)) if k in params}
+        result = await self.session.upstream.relay(method, asked)
+        if method == "prompts/list" and self.own_task and not params.get("cursor"):
+            result = {**result, "prompts": [*(result.get("prompts") or []), TASK_PROMPT]}
+        return result
+
+    def capabilities(self) -> dict[str, Any]:
+        """What the proxy serves: tools and prompts, and resources when the upstream does
+        (its notifications are not relayed: nothing to subscribe to)."""
+        return {"tools": {"listChanged": False}, "prompts": {"listChanged": False},
+                **({"resources": {"subscribe": False, "listChanged": False}}
+                   if "resources" in self.session.upstream.capabilities else {})}
 
     # -- serving ------------------------------------------------------------------------------
 
@@ -122,20 +154,16 @@ class ProxyServer:
             return await self.call(params)
         if method == "tools/list":
             return {"tools": self.tools}
+        if method in RELAYED:
+            return await self.relayed(method, params)
         if method == "initialize":
             asked = params.get("protocolVersion")
             return {"protocolVersion": asked if asked in HANDSHAKE_PROTOCOL_VERSIONS
-                    else LATEST_HANDSHAKE_VERSION,
-                    "capabilities": {"tools": {"listChanged": False},
-                                     "prompts": {"listChanged": False}},
+                    else LATEST_HANDSHAKE_VERSION, "capabilities": self.capabilities(),
                     "serverInfo": {"name": self.name, "version": __version__},
                     **({"instructions": self.instructions} if self.instructions else {})}
         if method in ("ping", "logging/setLevel"):
             return {}
-        if method == "prompts/list":
-            return {"prompts": [TASK_PROMPT]}
-        if method == "prompts/get":
-            return self.task(params)
         if "id" in message:
             raise RpcError(METHOD_NOT_FOUND, f"method {str(method)[:80]!r} is not served by "
                                              f"limbo proxy")
@@ -158,6 +186,7 @@ class ProxyServer:
         """The same server as the ``mcp`` SDK's, for streamable HTTP (both protocol eras)."""
         import mcp_types as types
         from mcp.server import Server
+        from mcp.shared.exceptions import MCPError
 
         tools = [types.Tool.model_validate(t) for t in self.tools]
 
@@ -169,12 +198,26 @@ class ProxyServer:
                     "_meta": dict(getattr(ctx, "meta", None) or {})}
             return types.CallToolResult.model_validate(await self.call(body))
 
-        async def list_prompts(ctx: Any, params: Any) -> Any:
-            return types.ListPromptsResult(prompts=[types.Prompt(**TASK_PROMPT)])
+        def relay(method: str, model: Any) -> Any:
+            async def handle(ctx: Any, params: Any) -> Any:
+                body = {} if params is None else params.model_dump(
+                    mode="json", by_alias=True, exclude_none=True)
+                try:
+                    return model.model_validate(await self.relayed(method, body))
+                except RpcError as exc:
+                    raise MCPError(exc.code, exc.message) from None
+            return handle
 
-        async def get_prompt(ctx: Any, params: Any) -> Any:
-            return types.GetPromptResult.model_validate(self.task({"name": params.name}))
-
-        return Server(self.name, version=__version__, instructions=self.instructions,
-                      on_list_tools=list_tools, on_call_tool=call_tool,
-                      on_list_prompts=list_prompts, on_get_prompt=get_prompt)
+        resources = "resources" in self.session.upstream.capabilities
+        return Server(
+            self.name, version=__version__, instructions=self.instructions,
+            on_list_tools=list_tools, on_call_tool=call_tool,
+            on_list_prompts=relay("prompts/list", types.ListPromptsResult),
+            on_get_prompt=relay("prompts/get", types.GetPromptResult),
+            on_list_resources=relay("resources/list", types.ListResourcesResult)
+            if resources else None,
+            on_list_resource_templates=relay("resources/templates/list",
+                                             types.ListResourceTemplatesResult)
+            if resources else None,
+            on_read_resource=relay("resources/read", types.ReadResourceResult)
+            if resources else None)

@@ -8,7 +8,9 @@ connects to ``--upstream-url`` with the ``mcp`` SDK's client, sending each
 ``localhost``) is refused unless ``--allow-remote`` says the user means it: a fault proxy aimed
 at a production server by a typo would duplicate real payments.
 
-Either way a result is MCP's JSON, as the upstream sent it. A call that the upstream does not
+Either way a result is MCP's JSON, as the upstream sent it. Besides tool calls the proxy
+relays the upstream's prompts and resources (:meth:`Upstream.relay`), unlogged: they are not
+writes. A call that the upstream does not
 answer within :data:`CALL_TIMEOUT_S`, or whose transport fails, raises :class:`UpstreamLost`:
 whether a write took effect is then unknown, which is what reconciliation is for. A JSON-RPC
 error answering a call is an answer (the call was refused), shown to the agent as a tool error.
@@ -29,7 +31,14 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERS
 
 from limbo import __version__
 from limbo.base.errors import UsageError
-from limbo.proxy.wire import LINE_LIMIT, METHOD_NOT_FOUND, Channel, ChannelClosed, RpcError
+from limbo.proxy.wire import (
+    INTERNAL_ERROR,
+    LINE_LIMIT,
+    METHOD_NOT_FOUND,
+    Channel,
+    ChannelClosed,
+    RpcError,
+)
 
 CALL_TIMEOUT_S = 120.0
 """How long the proxy waits for the upstream's answer to one call (wall seconds)."""
@@ -120,13 +129,22 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+RELAYED = ("tools/list", "prompts/list", "prompts/get", "resources/list",
+           "resources/templates/list", "resources/read")
+"""The requests :meth:`Upstream.relay` forwards as they are (tool calls go through
+:meth:`Upstream.call`)."""
+
+
 class Upstream:
     """One open connection to the upstream (use as an async context manager): its tools, its
-    instructions, and :meth:`call`, which returns the ``tools/call`` result as MCP's JSON
-    (``content``, ``structuredContent``, ``isError``)."""
+    instructions and capabilities, :meth:`call`, which returns the ``tools/call`` result as
+    MCP's JSON (``content``, ``structuredContent``, ``isError``), and :meth:`relay` for the
+    other requests the proxy passes through."""
 
     instructions: str | None = None
     name: str | None = None
+    capabilities: dict[str, Any]
+    """What the upstream said it serves (``tools``, ``prompts``, ``resources``, ...)."""
 
     async def __aenter__(self) -> Upstream:
         raise NotImplementedError
@@ -134,13 +152,30 @@ class Upstream:
     async def __aexit__(self, *exc: object) -> None:
         raise NotImplementedError
 
-    async def tools(self) -> list[dict[str, Any]]:
-        """The upstream's tools (every page), as MCP's JSON."""
-        raise NotImplementedError
-
     async def call(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
         """The upstream's result; :class:`UpstreamLost` when it gave none."""
         raise NotImplementedError
+
+    async def relay(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """The upstream's answer to one of :data:`RELAYED` (MCP's JSON); :class:`RpcError` as
+        the upstream refused it, or ``INTERNAL_ERROR`` when it gave no answer."""
+        raise NotImplementedError
+
+    async def listed(self, kind: str) -> list[dict[str, Any]]:
+        """Every item of one kind (``tools``, ``prompts``) the upstream lists, all pages, as
+        MCP's JSON; a :class:`UsageError` when it does not list them."""
+        found: list[dict[str, Any]] = []
+        cursor = None
+        while True:
+            try:
+                page = await self.relay(f"{kind}/list", {"cursor": cursor} if cursor else {})
+            except RpcError as exc:
+                raise UsageError(f"the upstream MCP server did not list its {kind}: "
+                                 f"{exc.message}") from None
+            found += [i for i in page.get(kind) or () if isinstance(i, dict)]
+            cursor = page.get("nextCursor")
+            if not cursor:
+                return found
 
 
 def connect(spec: UpstreamSpec) -> Upstream:
@@ -190,6 +225,8 @@ class StdioUpstream(Upstream):
                              f"initialize handshake with no protocol version the proxy speaks")
         self.instructions = init.get("instructions")
         self.name = (init.get("serverInfo") or {}).get("name")
+        found = init.get("capabilities")
+        self.capabilities = found if isinstance(found, dict) else {}
         self.channel.notify("notifications/initialized")
         return self
 
@@ -216,17 +253,14 @@ class StdioUpstream(Upstream):
         if self._reading is not None:
             await asyncio.gather(self._reading, return_exceptions=True)
 
-    async def tools(self) -> list[dict[str, Any]]:
+    async def relay(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         assert self.channel is not None
-        found: list[dict[str, Any]] = []
-        cursor = None
-        while True:
-            page = await self.channel.request("tools/list", {"cursor": cursor} if cursor else None,
-                                              timeout=CALL_TIMEOUT_S)
-            found += list(page.get("tools") or [])
-            cursor = page.get("nextCursor")
-            if not cursor:
-                return found
+        try:
+            result = await self.channel.request(method, params or None, timeout=CALL_TIMEOUT_S)
+        except (ChannelClosed, TimeoutError) as exc:
+            raise RpcError(INTERNAL_ERROR, f"the upstream MCP server did not answer: "
+                                           f"{_why(exc)}") from None
+        return result if isinstance(result, dict) else {}
 
     async def call(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
         assert self.channel is not None
@@ -274,21 +308,36 @@ class HttpUpstream(Upstream):
         self.instructions = self.client.instructions
         info = self.client.server_info
         self.name = info.name if info is not None else None
+        found = self.client.server_capabilities
+        self.capabilities = _json(found) if found is not None else {}
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         with contextlib.suppress(Exception):
             await self._stack.aclose()
 
-    async def tools(self) -> list[dict[str, Any]]:
-        found: list[dict[str, Any]] = []
-        cursor = None
-        while True:
-            page = await self.client.list_tools(cursor=cursor)
-            found += [_json(t) for t in page.tools]
-            cursor = page.next_cursor
-            if not cursor:
-                return found
+    async def relay(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        from mcp.shared.exceptions import MCPError
+
+        try:
+            return _json(await self._asked(method, params))
+        except MCPError as exc:
+            raise RpcError(exc.code, str(exc)) from None
+        except Exception as exc:  # noqa: BLE001 - any other failure: no answer
+            raise RpcError(INTERNAL_ERROR, f"the upstream MCP server did not answer: "
+                                           f"{_why(exc)}") from None
+
+    def _asked(self, method: str, params: dict[str, Any]) -> Any:
+        """The SDK client's request for ``method`` (an awaitable)."""
+        c = self.client
+        if method == "prompts/get":
+            return c.get_prompt(str(params.get("name")), params.get("arguments"))
+        if method == "resources/read":
+            return c.read_resource(str(params.get("uri")))
+        listing = {"tools/list": c.list_tools, "prompts/list": c.list_prompts,
+                   "resources/list": c.list_resources,
+                   "resources/templates/list": c.list_resource_templates}[method]
+        return listing(cursor=params.get("cursor"))
 
     async def call(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
         from mcp.shared.exceptions import MCPError

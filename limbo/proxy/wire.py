@@ -26,6 +26,7 @@ from typing import Any
 
 Handler = Callable[[dict[str, Any]], Awaitable[Any]]
 METHOD_NOT_FOUND = -32601
+INTERNAL_ERROR = -32603
 INVALID_PARAMS = -32602
 PARSE_ERROR = -32700
 LINE_LIMIT = 64 * 1024 * 1024

@@ -6,7 +6,9 @@ built with the ``mcp`` SDK (``MCPServer``), for the proxy's tests (issue 30).
 Tools: ``create_order`` (an optional ``idempotency_key`` that deduplicates, as payment APIs'
 do: the same key and arguments return the first order; other arguments are refused),
 ``refund_order`` (a second refund is refused), ``add_lines`` (lines added one by one, each
-committed on its own: not atomic) and ``list_orders`` / ``list_lines``. Every write commits
+committed on its own: not atomic) and ``list_orders`` / ``list_lines``; a resource (the refund
+policy), a resource template (one order) and a prompt (``daily_report``), which a proxy in
+front of it must pass through. Every write commits
 before it answers. The tools are coroutines: they run one at a time on the server's event loop,
 which owns the connection.
 
@@ -123,6 +125,21 @@ def build(db: Path) -> MCPServer:
         found = conn.execute("select * from lines where order_id = ? order by rowid",
                              (order_id,))
         return {"lines": [dict(r) for r in found]}
+
+    @server.resource("orders://policy/refunds", mime_type="text/plain")
+    def refund_policy() -> str:
+        """The shop's refund policy."""
+        return "An order is refunded once, in full."
+
+    @server.resource("orders://order/{order_id}", mime_type="application/json")
+    def one_order(order_id: str) -> str:
+        """One order."""
+        return json.dumps(order(order_id))
+
+    @server.prompt()
+    def daily_report(day: str) -> str:
+        """Summarise the orders of one day."""
+        return f"List the orders placed on {day} and summarise them."
 
     return server
 
