@@ -1,11 +1,13 @@
 """``limbo proxy``: what the proxy adds to one forwarded call.
 
-    python benchmarks/bench_proxy.py [--calls N] [--blocks B]
+    python benchmarks/bench_proxy.py [--calls N] [--blocks B] [--http]
 
-The upstream is the SQLite orders server of the tests (tests/support/orders_server.py), over
-stdio. The same ``mcp`` SDK client makes N reads (``list_orders`` of one customer) and N writes
+The upstream is the SQLite orders server of the tests (tests/support/orders_server.py). The
+same ``mcp`` SDK client makes N reads (``list_orders`` of one customer) and N writes
 (``create_order``, each another order) twice: straight to the upstream, and through ``limbo
-proxy`` (fault ``none``, over stdio, itself forwarding over stdio). The calls run in B
+proxy`` (fault ``none``). By default every hop is stdio (the client starts the proxy, which
+starts the server); with ``--http`` every hop is streamable HTTP on loopback (the server runs
+with ``--http``, the proxy with ``--listen`` and ``--upstream-url``). The calls run in B
 alternating blocks (direct, proxied, direct, ...), so a machine busy with something else slows
 both sides alike. Printed per kind: the median round trip seen by the client each way, and the
 overhead — the proxied median minus the direct one. Writes are reported apart from reads: the
@@ -19,11 +21,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
+import re
+import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,15 +44,48 @@ WORLD = ROOT / "tests" / "fixtures" / "proxy" / "orders.toml"
 LIMBO = str(Path(sys.executable).parent / "limbo")
 
 
-def _direct(db: Path) -> StdioServerParameters:
-    return StdioServerParameters(command=sys.executable, args=[str(SERVER), str(db)],
-                                 env=dict(os.environ))
+def _proxy_args(upstream: list[str], out: Path) -> list[str]:
+    return ["proxy", *upstream, "--world", str(WORLD), "--task", "orders_place", "--out",
+            str(out)]
 
 
-def _proxied(db: Path, out: Path) -> StdioServerParameters:
-    return StdioServerParameters(command=LIMBO, env=dict(os.environ), args=[
-        "proxy", "--upstream-cmd", f"{sys.executable} {SERVER} {db}", "--world", str(WORLD),
-        "--task", "orders_place", "--out", str(out)])
+@contextlib.contextmanager
+def _stdio(db: Path, out: Path) -> Iterator[tuple[Any, Any]]:
+    """The two ways to the server over stdio (the client starts each process)."""
+    direct = StdioServerParameters(command=sys.executable, args=[str(SERVER), str(db)],
+                                   env=dict(os.environ))
+    proxied = StdioServerParameters(command=LIMBO, env=dict(os.environ), args=_proxy_args(
+        ["--upstream-cmd", f"{sys.executable} {SERVER} {db}"], out))
+    yield direct, proxied
+
+
+@contextlib.contextmanager
+def _http(db: Path, out: Path) -> Iterator[tuple[Any, Any]]:
+    """The two ways to the server over streamable HTTP: its URL, and the proxy's."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen([sys.executable, str(SERVER), str(db), "--http", str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proxy = None
+    try:
+        deadline = time.monotonic() + 30
+        with socket.socket() as s:
+            while s.connect_ex(("127.0.0.1", port)) != 0 and time.monotonic() < deadline:
+                time.sleep(0.05)
+        direct = f"http://127.0.0.1:{port}/mcp"
+        proxy = subprocess.Popen([LIMBO, *_proxy_args(["--upstream-url", direct], out),
+                                  "--listen", "0"], stdin=subprocess.DEVNULL,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        assert proxy.stderr is not None
+        found = next(m for line in proxy.stderr
+                     if (m := re.search(r"http://127\.0\.0\.1:\d+/mcp", line)))
+        yield direct, found.group(0)
+    finally:
+        for proc in (proxy, server):
+            if proc is not None:
+                proc.terminate()
+                proc.wait()
 
 
 async def _block(client: Any, kind: str, n: int, start: int) -> list[float]:
@@ -63,12 +103,11 @@ async def _block(client: Any, kind: str, n: int, start: int) -> list[float]:
     return out
 
 
-async def _measure(calls: int, blocks: int, tmp: Path) -> dict[str, dict[str, list[float]]]:
+async def _measure(calls: int, blocks: int, ways: tuple[Any, Any]
+                   ) -> dict[str, dict[str, list[float]]]:
     times: dict[str, dict[str, list[float]]] = {k: {"direct": [], "proxied": []}
                                                 for k in ("read", "write")}
-    db = tmp / "orders.db"
-    async with Client(_direct(db), cache=None) as direct, \
-            Client(_proxied(db, tmp / "run"), cache=None) as proxied:
+    async with Client(ways[0], cache=None) as direct, Client(ways[1], cache=None) as proxied:
         await direct.call_tool("create_order", {"customer_id": "cus_bench", "sku": "TEE-02",
                                                 "quantity": 2})
         for client in (direct, proxied):  # warm both paths up
@@ -103,13 +142,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=1000, help="calls per kind and way")
     parser.add_argument("--blocks", type=int, default=10)
+    parser.add_argument("--http", action="store_true", help="every hop streamable HTTP")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-proxy-") as tmp:
-        times = asyncio.run(_measure(args.calls, args.blocks, Path(tmp)))
+        with (_http if args.http else _stdio)(Path(tmp) / "orders.db", Path(tmp) / "run") as ways:
+            times = asyncio.run(_measure(args.calls, args.blocks, ways))
         sync = _sync_ms(Path(tmp))
+    hop = "streamable HTTP on loopback" if args.http else "stdio"
     print(f"limbo proxy overhead per forwarded call ({len(times['read']['direct'])} calls per "
-          f"kind and way, {args.blocks} alternating blocks; upstream: SQLite orders server over "
-          f"stdio; proxy over stdio, fault none)")
+          f"kind and way, {args.blocks} alternating blocks; upstream: SQLite orders server; "
+          f"every hop {hop}; fault none)")
     for kind in ("read", "write"):
         direct = statistics.median(times[kind]["direct"]) * 1000
         proxied = statistics.median(times[kind]["proxied"]) * 1000

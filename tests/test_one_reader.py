@@ -189,6 +189,7 @@ DECODES_OTHER_JSON = {
     "limbo/run/limiter_host.py": "the shared limiter's calls between processes",
     "limbo/proxy/shapes.py": "an upstream API's responses",
     "limbo/proxy/wire.py": "MCP messages",
+    "limbo/proxy/http.py": "MCP messages over HTTP",
     "limbo/sim/boundary.py": "tool-call arguments",
     "limbo/sim/tasks.py": "task files",
     "limbo/sim/transport.py": "a transport's message",

@@ -24,7 +24,7 @@ from limbo.proxy.plan import parse
 from limbo.proxy.redact import redact, scrub_with
 from limbo.proxy.session import Session
 from limbo.proxy.shapes import items, object_id, payload, result_of
-from limbo.proxy.upstream import Upstream
+from limbo.proxy.upstream import Upstream, UpstreamSpec
 from limbo.proxy.wire import Channel
 
 CATALOG = load(WORLD)
@@ -169,7 +169,7 @@ def test_a_write_is_on_disk_before_it_is_forwarded_and_its_answer_rides_the_next
             seen.append((synced[-1] if synced else 0, path.stat().st_size, read_journal(path)[-1]["type"]))
             return result_of({"order_id": f"o{len(seen)}", **args})
 
-    session = Session(CATALOG, Orders(), parse("none", CATALOG, WRITES, 0, 1.0),
+    session = Session(CATALOG, Orders(UpstreamSpec()), parse("none", CATALOG, WRITES, 0, 1.0),
                       Journal(path, lambda s: s))
 
     async def agent() -> None:

@@ -1,6 +1,6 @@
 """The proxy's face to the agent: MCP over stdio (the lean channel of :mod:`limbo.proxy.wire`),
-or over streamable HTTP on loopback (``--listen PORT``: the ``mcp`` SDK's server, as ``limbo
-mcp`` serves it).
+or over streamable HTTP on loopback (``--listen PORT``: the lean endpoint of
+:mod:`limbo.proxy.http`).
 
 It offers the upstream's tools exactly as the upstream lists them (names, descriptions,
 schemas), plus LIMBO's ``finish`` (the agent's final report, which grading reads for
@@ -8,8 +8,8 @@ overclaiming) unless the upstream has a tool of that name; its instructions are 
 the task is the prompt ``task``, beside the upstream's own prompts (unless one of them is named
 ``task``). The upstream's resources and prompts are relayed as they are, unlogged. Each tool
 call goes to the :class:`~limbo.proxy.session.Session`.
-Over stdio the proxy speaks the ``initialize`` handshake (every protocol version of that era;
-a client that probes for the stateless era first is told there is none, and falls back).
+Both ways the proxy speaks the ``initialize`` handshake (every protocol version of that era; a
+client that probes for the stateless era first is told there is none, and falls back).
 
 The episode ends when the agent calls ``finish`` (over HTTP the server then stops; over stdio it
 waits for the client to go), when a stdio client disconnects, or on SIGINT/SIGTERM.
@@ -147,6 +147,8 @@ class ProxyServer:
             await serving
 
     async def _message(self, message: dict[str, Any]) -> Any:
+        if "id" not in message:
+            return None  # a notification (initialized, cancelled, ...): nothing to do
         method = message.get("method")
         given = message.get("params")
         params: dict[str, Any] = given if isinstance(given, dict) else {}
@@ -164,60 +166,12 @@ class ProxyServer:
                     **({"instructions": self.instructions} if self.instructions else {})}
         if method in ("ping", "logging/setLevel"):
             return {}
-        if "id" in message:
-            raise RpcError(METHOD_NOT_FOUND, f"method {str(method)[:80]!r} is not served by "
-                                             f"limbo proxy")
-        return None  # a notification
+        raise RpcError(METHOD_NOT_FOUND, f"method {str(method)[:80]!r} is not served by "
+                                         f"limbo proxy")
 
     async def _http(self, port: int) -> None:
-        from limbo.gateway.asgi import LoopbackServer
-        from limbo.harnesses.mcp.server import HttpEndpoint
+        from limbo.proxy.http import Endpoint, serving
 
-        async with HttpEndpoint(self._sdk_server()) as endpoint:
-            host = LoopbackServer(endpoint, port=port)
-            await host.start()
-            try:
-                self.announce(f"limbo proxy: serving the episode at {host.url}/mcp")
-                await self.done.wait()
-            finally:
-                await host.stop()
-
-    def _sdk_server(self) -> Any:
-        """The same server as the ``mcp`` SDK's, for streamable HTTP (both protocol eras)."""
-        import mcp_types as types
-        from mcp.server import Server
-        from mcp.shared.exceptions import MCPError
-
-        tools = [types.Tool.model_validate(t) for t in self.tools]
-
-        async def list_tools(ctx: Any, params: Any) -> Any:
-            return types.ListToolsResult(tools=tools)
-
-        async def call_tool(ctx: Any, params: Any) -> Any:
-            body = {"name": params.name, "arguments": params.arguments or {},
-                    "_meta": dict(getattr(ctx, "meta", None) or {})}
-            return types.CallToolResult.model_validate(await self.call(body))
-
-        def relay(method: str, model: Any) -> Any:
-            async def handle(ctx: Any, params: Any) -> Any:
-                body = {} if params is None else params.model_dump(
-                    mode="json", by_alias=True, exclude_none=True)
-                try:
-                    return model.model_validate(await self.relayed(method, body))
-                except RpcError as exc:
-                    raise MCPError(exc.code, exc.message) from None
-            return handle
-
-        resources = "resources" in self.session.upstream.capabilities
-        return Server(
-            self.name, version=__version__, instructions=self.instructions,
-            on_list_tools=list_tools, on_call_tool=call_tool,
-            on_list_prompts=relay("prompts/list", types.ListPromptsResult),
-            on_get_prompt=relay("prompts/get", types.GetPromptResult),
-            on_list_resources=relay("resources/list", types.ListResourcesResult)
-            if resources else None,
-            on_list_resource_templates=relay("resources/templates/list",
-                                             types.ListResourceTemplatesResult)
-            if resources else None,
-            on_read_resource=relay("resources/read", types.ReadResourceResult)
-            if resources else None)
+        async with serving(Endpoint(self._message), port) as url:
+            self.announce(f"limbo proxy: serving the episode at {url}/mcp")
+            await self.done.wait()

@@ -3,15 +3,16 @@
 Over stdio the proxy starts ``--upstream-cmd`` (split like a shell would, not run by one) with
 the proxy's own environment — the server is the team's, configured as they run it — and speaks
 to it through the lean JSON-RPC channel of :mod:`limbo.proxy.wire`. Over streamable HTTP it
-connects to ``--upstream-url`` with the ``mcp`` SDK's client, sending each
-``--upstream-header``; a URL whose host is not this machine (127.0.0.0/8, ``::1``,
+posts to ``--upstream-url`` through the lean link of :mod:`limbo.proxy.http`, sending each
+``--upstream-header``. Both speak the ``initialize`` handshake (the protocol era every MCP
+server of this time serves, the SDKs' included). A URL whose host is not this machine (127.0.0.0/8, ``::1``,
 ``localhost``) is refused unless ``--allow-remote`` says the user means it: a fault proxy aimed
 at a production server by a typo would duplicate real payments.
 
 Either way a result is MCP's JSON, as the upstream sent it. Besides tool calls the proxy
 relays the upstream's prompts and resources (:meth:`Upstream.relay`), unlogged: they are not
-writes. A call that the upstream does not
-answer within :data:`CALL_TIMEOUT_S`, or whose transport fails, raises :class:`UpstreamLost`:
+writes. A call that the upstream does not answer within :data:`CALL_TIMEOUT_S`, or whose
+transport fails, raises :class:`UpstreamLost`:
 whether a write took effect is then unknown, which is what reconciliation is for. A JSON-RPC
 error answering a call is an answer (the call was refused), shown to the agent as a tool error.
 """
@@ -20,17 +21,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
 import os
 import shlex
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
 
 from limbo import __version__
 from limbo.base.errors import UsageError
+from limbo.proxy.http import HttpLink, is_loopback
 from limbo.proxy.wire import (
     INTERNAL_ERROR,
     LINE_LIMIT,
@@ -46,7 +47,6 @@ START_TIMEOUT_S = 60.0
 """How long a stdio upstream may take to answer the handshake."""
 STOP_TIMEOUT_S = 5.0
 """How long a stdio upstream may take to exit once its stdin is closed."""
-LOOPBACK_NAMES = ("localhost", "localhost.localdomain")
 
 
 class UpstreamLost(Exception):
@@ -119,32 +119,37 @@ def _check_url(url: str, allow_remote: bool) -> None:
                          f"upstream needs --allow-remote")
 
 
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` names this machine (a literal loopback address, or localhost)."""
-    if host.lower() in LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
 RELAYED = ("tools/list", "prompts/list", "prompts/get", "resources/list",
            "resources/templates/list", "resources/read")
 """The requests :meth:`Upstream.relay` forwards as they are (tool calls go through
 :meth:`Upstream.call`)."""
 
 
+class Link(Protocol):
+    """A JSON-RPC connection to the upstream: :class:`~limbo.proxy.wire.Channel` (stdio) or
+    :class:`~limbo.proxy.http.HttpLink`."""
+
+    async def request(self, method: str, params: dict[str, Any] | None = None,
+                      timeout: float | None = None) -> Any: ...
+
+    async def notify(self, method: str, params: dict[str, Any] | None = None) -> None: ...
+
+
 class Upstream:
-    """One open connection to the upstream (use as an async context manager): its tools, its
-    instructions and capabilities, :meth:`call`, which returns the ``tools/call`` result as
-    MCP's JSON (``content``, ``structuredContent``, ``isError``), and :meth:`relay` for the
-    other requests the proxy passes through."""
+    """One open connection to the upstream (use as an async context manager, opened by
+    :func:`connect`): its tools, instructions and capabilities, :meth:`call`, which returns the
+    ``tools/call`` result as MCP's JSON (``content``, ``structuredContent``, ``isError``), and
+    :meth:`relay` for the other requests the proxy passes through. What the server asks of its
+    client is answered as a client with no capabilities would (:meth:`asked`)."""
 
     instructions: str | None = None
     name: str | None = None
     capabilities: dict[str, Any]
     """What the upstream said it serves (``tools``, ``prompts``, ``resources``, ...)."""
+    link: Link
+
+    def __init__(self, spec: UpstreamSpec) -> None:
+        self.spec = spec
 
     async def __aenter__(self) -> Upstream:
         raise NotImplementedError
@@ -152,14 +157,61 @@ class Upstream:
     async def __aexit__(self, *exc: object) -> None:
         raise NotImplementedError
 
+    async def _handshake(self) -> None:
+        """``initialize``, then ``notifications/initialized``; a :class:`UsageError` (the
+        connection closed) when the server does not take it."""
+        try:
+            init = await self.link.request("initialize", {
+                "protocolVersion": LATEST_HANDSHAKE_VERSION, "capabilities": {},
+                "clientInfo": {"name": "limbo-proxy", "version": __version__}},
+                timeout=START_TIMEOUT_S)
+        except (RpcError, ChannelClosed, TimeoutError) as exc:
+            await self.__aexit__()
+            raise UsageError(f"cannot reach the upstream MCP server ({self.spec.describe()}): "
+                             f"{_why(exc)}") from None
+        if not isinstance(init, dict) or init.get("protocolVersion") not in \
+                HANDSHAKE_PROTOCOL_VERSIONS:
+            await self.__aexit__()
+            raise UsageError(f"the upstream MCP server ({self.spec.describe()}) answered the "
+                             f"initialize handshake with no protocol version the proxy speaks")
+        self.instructions = init.get("instructions")
+        self.name = (init.get("serverInfo") or {}).get("name")
+        found = init.get("capabilities")
+        self.capabilities = found if isinstance(found, dict) else {}
+        await self.link.notify("notifications/initialized")
+
+    async def asked(self, message: dict[str, Any]) -> Any:
+        """The answer to what the server asks: ``ping``, an empty ``roots/list``; any other
+        request (sampling, elicitation) is refused."""
+        method = message.get("method")
+        if method == "ping":
+            return {}
+        if method == "roots/list":
+            return {"roots": []}
+        if "id" in message:
+            raise RpcError(METHOD_NOT_FOUND, f"limbo proxy does not relay {method} requests")
+        return None  # a notification (progress, log, list changed): not the ledger's business
+
     async def call(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
         """The upstream's result; :class:`UpstreamLost` when it gave none."""
-        raise NotImplementedError
+        try:
+            result = await self.link.request("tools/call", {"name": name, "arguments": args},
+                                             timeout=CALL_TIMEOUT_S)
+        except RpcError as exc:  # an answer: the call was refused
+            return rpc_refusal(exc)
+        except (ChannelClosed, TimeoutError) as exc:
+            raise UpstreamLost(_why(exc)) from None
+        return result if isinstance(result, dict) else {"content": [], "isError": True}
 
     async def relay(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """The upstream's answer to one of :data:`RELAYED` (MCP's JSON); :class:`RpcError` as
         the upstream refused it, or ``INTERNAL_ERROR`` when it gave no answer."""
-        raise NotImplementedError
+        try:
+            result = await self.link.request(method, params or None, timeout=CALL_TIMEOUT_S)
+        except (ChannelClosed, TimeoutError) as exc:
+            raise RpcError(INTERNAL_ERROR, f"the upstream MCP server did not answer: "
+                                           f"{_why(exc)}") from None
+        return result if isinstance(result, dict) else {}
 
     async def listed(self, kind: str) -> list[dict[str, Any]]:
         """Every item of one kind (``tools``, ``prompts``) the upstream lists, all pages, as
@@ -184,14 +236,10 @@ def connect(spec: UpstreamSpec) -> Upstream:
 
 
 class StdioUpstream(Upstream):
-    """A server started by the proxy, spoken to over its stdin and stdout with the
-    ``initialize`` handshake (the protocol era every stdio server speaks), through the lean
-    JSON-RPC channel of :mod:`limbo.proxy.wire`. What the server asks of its client is
-    answered as a client with no capabilities would: ``ping``, and an empty ``roots/list``;
-    anything else (sampling, elicitation) is refused."""
+    """A server started by the proxy, spoken to over its stdin and stdout."""
 
     def __init__(self, spec: UpstreamSpec) -> None:
-        self.spec = spec
+        super().__init__(spec)
         self.proc: asyncio.subprocess.Process | None = None
         self.channel: Channel | None = None
         self._reading: asyncio.Task[None] | None = None
@@ -206,39 +254,11 @@ class StdioUpstream(Upstream):
             raise UsageError(f"--upstream-cmd: cannot start {argv[0]!r}: "
                              f"{exc.strerror or exc}") from None
         assert self.proc.stdout is not None
-        self.channel = Channel(self.proc.stdout, self.proc.stdin, self._asked,
-                               answer_garbage=False)
+        self.link = self.channel = Channel(self.proc.stdout, self.proc.stdin, self.asked,
+                                           answer_garbage=False)
         self._reading = asyncio.ensure_future(self.channel.serve())
-        try:
-            init = await self.channel.request("initialize", {
-                "protocolVersion": LATEST_HANDSHAKE_VERSION, "capabilities": {},
-                "clientInfo": {"name": "limbo-proxy", "version": __version__}},
-                timeout=START_TIMEOUT_S)
-        except (RpcError, ChannelClosed, TimeoutError) as exc:
-            await self.__aexit__()
-            raise UsageError(f"cannot reach the upstream MCP server ({self.spec.describe()}): "
-                             f"{_why(exc)}") from None
-        if not isinstance(init, dict) or init.get("protocolVersion") not in \
-                HANDSHAKE_PROTOCOL_VERSIONS:
-            await self.__aexit__()
-            raise UsageError(f"the upstream MCP server ({self.spec.describe()}) answered the "
-                             f"initialize handshake with no protocol version the proxy speaks")
-        self.instructions = init.get("instructions")
-        self.name = (init.get("serverInfo") or {}).get("name")
-        found = init.get("capabilities")
-        self.capabilities = found if isinstance(found, dict) else {}
-        self.channel.notify("notifications/initialized")
+        await self._handshake()
         return self
-
-    async def _asked(self, message: dict[str, Any]) -> Any:
-        method = message.get("method")
-        if method == "ping":
-            return {}
-        if method == "roots/list":
-            return {"roots": []}
-        if "id" in message:
-            raise RpcError(METHOD_NOT_FOUND, f"limbo proxy does not relay {method} requests")
-        return None  # a notification (progress, log, list changed): not the ledger's business
 
     async def __aexit__(self, *exc: object) -> None:
         if self.channel is not None:
@@ -253,106 +273,26 @@ class StdioUpstream(Upstream):
         if self._reading is not None:
             await asyncio.gather(self._reading, return_exceptions=True)
 
-    async def relay(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        assert self.channel is not None
-        try:
-            result = await self.channel.request(method, params or None, timeout=CALL_TIMEOUT_S)
-        except (ChannelClosed, TimeoutError) as exc:
-            raise RpcError(INTERNAL_ERROR, f"the upstream MCP server did not answer: "
-                                           f"{_why(exc)}") from None
-        return result if isinstance(result, dict) else {}
 
-    async def call(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
-        assert self.channel is not None
-        try:
-            result = await self.channel.request("tools/call", {"name": name, "arguments": args},
-                                                timeout=CALL_TIMEOUT_S)
-        except RpcError as exc:  # an answer: the call was refused
-            return rpc_refusal(exc)
-        except (ChannelClosed, TimeoutError) as exc:
-            raise UpstreamLost(_why(exc)) from None
-        return result if isinstance(result, dict) else {"content": [], "isError": True}
+class HttpUpstream(Upstream):
+    """A server reached over streamable HTTP, every read the proxy forwards or reconciles
+    with reaching it (nothing cached)."""
+
+    async def __aenter__(self) -> HttpUpstream:
+        assert self.spec.url is not None
+        self.link = self.http = HttpLink(self.spec.url, self.spec.headers, self.asked,
+                                         CALL_TIMEOUT_S)
+        await self._handshake()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.http.aclose()
 
 
 def rpc_refusal(exc: RpcError) -> dict[str, Any]:
     """A JSON-RPC error answering a call, as the tool error an agent is shown."""
     return {"content": [{"type": "text", "text": f"MCP error {exc.code}: {exc.message}"}],
             "isError": True}
-
-
-class HttpUpstream(Upstream):
-    """A server reached over streamable HTTP with the ``mcp`` SDK's client (which negotiates
-    either protocol era). Its response cache is off: every read the proxy forwards, or
-    reconciles with, reaches the upstream."""
-
-    def __init__(self, spec: UpstreamSpec) -> None:
-        self.spec = spec
-        self._stack = contextlib.AsyncExitStack()
-        self.client: Any = None
-
-    async def __aenter__(self) -> HttpUpstream:
-        import httpx2
-        from mcp import Client
-        from mcp.client.streamable_http import streamable_http_client
-
-        assert self.spec.url is not None
-        try:
-            http = await self._stack.enter_async_context(httpx2.AsyncClient(
-                headers=self.spec.headers, timeout=httpx2.Timeout(30.0, read=CALL_TIMEOUT_S)))
-            self.client = await self._stack.enter_async_context(Client(
-                streamable_http_client(self.spec.url, http_client=http), cache=None))
-        except Exception as exc:  # noqa: BLE001 - whatever failed, the upstream is unreachable
-            await self._stack.aclose()
-            raise UsageError(f"cannot reach the upstream MCP server ({self.spec.describe()}): "
-                             f"{_why(exc)}") from None
-        self.instructions = self.client.instructions
-        info = self.client.server_info
-        self.name = info.name if info is not None else None
-        found = self.client.server_capabilities
-        self.capabilities = _json(found) if found is not None else {}
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        with contextlib.suppress(Exception):
-            await self._stack.aclose()
-
-    async def relay(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        from mcp.shared.exceptions import MCPError
-
-        try:
-            return _json(await self._asked(method, params))
-        except MCPError as exc:
-            raise RpcError(exc.code, str(exc)) from None
-        except Exception as exc:  # noqa: BLE001 - any other failure: no answer
-            raise RpcError(INTERNAL_ERROR, f"the upstream MCP server did not answer: "
-                                           f"{_why(exc)}") from None
-
-    def _asked(self, method: str, params: dict[str, Any]) -> Any:
-        """The SDK client's request for ``method`` (an awaitable)."""
-        c = self.client
-        if method == "prompts/get":
-            return c.get_prompt(str(params.get("name")), params.get("arguments"))
-        if method == "resources/read":
-            return c.read_resource(str(params.get("uri")))
-        listing = {"tools/list": c.list_tools, "prompts/list": c.list_prompts,
-                   "resources/list": c.list_resources,
-                   "resources/templates/list": c.list_resource_templates}[method]
-        return listing(cursor=params.get("cursor"))
-
-    async def call(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
-        from mcp.shared.exceptions import MCPError
-
-        try:
-            result = await self.client.call_tool(name, args, read_timeout_seconds=CALL_TIMEOUT_S)
-        except MCPError as exc:
-            return rpc_refusal(RpcError(exc.code, str(exc)))
-        except Exception as exc:  # noqa: BLE001 - any other failure leaves the call unanswered
-            raise UpstreamLost(_why(exc)) from None
-        return _json(result)
-
-
-def _json(model: Any) -> dict[str, Any]:
-    return model.model_dump(mode="json", by_alias=True, exclude_none=True)  # type: ignore[no-any-return]
 
 
 def _why(exc: BaseException) -> str:

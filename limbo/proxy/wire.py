@@ -89,7 +89,7 @@ class Channel:
             if timer is not None:
                 timer.cancel()
 
-    def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+    async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         self.send({"method": method, **({"params": params} if params else {})})
 
     async def serve(self) -> None:
