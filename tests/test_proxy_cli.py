@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mcp import Client, StdioServerParameters
@@ -325,8 +326,10 @@ for line in sys.stdin:
             "tools": {}}, "serverInfo": {"name": "bare", "version": "1"}}
     elif method == "tools/list":
         answer = {"tools": TOOLS}
-    elif method == "tools/call":
-        answer = {"content": [{"type": "text", "text": json.dumps({"orders": []})}]}
+    elif method == "tools/call":  # json.dumps writes NaN, which JSON does not have
+        body = {"orders": [], "ratio": float("nan")}
+        answer = {"content": [{"type": "text", "text": json.dumps(body)}],
+                  "structuredContent": body}
     reply = {"result": answer} if answer is not None else {
         "error": {"code": -32601, "message": "no " + method}}
     print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], **reply}), flush=True)
@@ -354,3 +357,23 @@ def test_an_upstream_with_tools_only_gets_no_prompt_or_resource_request(tmp_path
     prompts, task, refused = asyncio.run(go())
     assert prompts == ["task"] and task.startswith("Place an order for customer ")
     assert "serves no resources" in refused
+
+
+def test_an_answer_carrying_nan_reaches_the_agent_and_the_record(tmp_path: Path) -> None:
+    """A server that writes ``NaN`` (Python's json does): the proxy reads it as the string
+    "NaN", so the agent is answered and the journal and record stay strict JSON."""
+    server = tmp_path / "bare_server.py"
+    server.write_text(BARE_SERVER)
+    out = tmp_path / "run"
+    args = ["proxy", "--upstream-cmd", f"{sys.executable} {server}", "--world", str(WORLD),
+            "--task", "orders_place", "--out", str(out)]
+
+    async def go() -> Any:
+        async with Client(StdioServerParameters(command=LIMBO, args=args), cache=None) as client:
+            return await asyncio.wait_for(client.call_tool("list_orders", {}), 60)
+
+    answer = asyncio.run(go())
+    assert not answer.is_error and answer.structured_content == {"orders": [], "ratio": "NaN"}
+    record = wait_for_record(out)
+    (result,) = [e for e in record["events"] if e["type"] == "result"]
+    assert result["result"] == {"ok": True, "orders": [], "ratio": "NaN"}

@@ -30,7 +30,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from limbo.base.errors import UsageError
-from limbo.proxy.wire import LINE_LIMIT, PARSE_ERROR, ChannelClosed, Handler, RpcError
+from limbo.proxy.wire import LINE_LIMIT, PARSE_ERROR, ChannelClosed, Handler, RpcError, loads
 
 SESSION = "mcp-session-id"
 VERSION = "mcp-protocol-version"
@@ -67,7 +67,7 @@ class Endpoint:
         if body is None:
             return _json(413, _error(None, INVALID_REQUEST, "message too long"))
         try:
-            message = json.loads(body)
+            message = loads(body)
         except ValueError:
             return _json(400, _error(None, PARSE_ERROR, "not JSON"))
         if not isinstance(message, dict):
@@ -214,7 +214,7 @@ class HttpLink:
                                     f"an answer")
             body = await response.read()
         try:
-            answer = json.loads(body)
+            answer = loads(body)
         except ValueError:
             answer = None
         if not isinstance(answer, dict) or not ("result" in answer or "error" in answer):
@@ -266,7 +266,7 @@ async def _events(stream: AsyncIterable[bytes]) -> AsyncIterator[dict[str, Any]]
             data.append(line[5:].removeprefix(" "))
         elif not line and data:
             try:
-                message = json.loads("\n".join(data))
+                message = loads("\n".join(data))
             except ValueError:
                 message = None
             data = []

@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from limbo.proxy.wire import loads
+
 Payload = dict[str, Any]
 
 
@@ -53,7 +55,7 @@ def _parsed(result: dict[str, Any]) -> Any:
     for text in texts:
         if text.lstrip()[:1] in ("{", "["):
             try:
-                value = json.loads(text)
+                value = loads(text)
             except ValueError:
                 continue
             if isinstance(value, (dict, list)):

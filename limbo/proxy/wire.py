@@ -34,6 +34,13 @@ LINE_LIMIT = 64 * 1024 * 1024
 _ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
+def loads(text: str | bytes) -> Any:
+    """JSON as the proxy reads it from either side: ``NaN`` and the infinities, which JSON does
+    not have (Python's ``json.dumps`` writes them), read as the strings that name them — so an
+    answer carrying one still reaches the agent, and the journal, which writes strict JSON."""
+    return json.loads(text, parse_constant=str)
+
+
 def _expire(future: asyncio.Future[Any], timeout: float) -> None:
     if not future.done():
         future.set_exception(TimeoutError(f"no answer in {timeout:g} s"))
@@ -113,7 +120,7 @@ class Channel:
 
     def _dispatch(self, line: bytes) -> None:
         try:
-            message = json.loads(line)
+            message = loads(line)
         except ValueError:
             if line.strip() and self.answer_garbage:
                 self.send({"id": None, "error": {"code": PARSE_ERROR, "message": "not JSON"}})
