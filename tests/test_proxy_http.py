@@ -16,7 +16,7 @@ import pytest
 from aiohttp import web
 
 from limbo.proxy import http as proxy_http
-from limbo.proxy.http import Endpoint, HttpLink, serving
+from limbo.proxy.http import AgentEndpoint, HttpLink, serving
 from limbo.proxy.wire import ChannelClosed, RpcError
 
 Post = Callable[..., Awaitable[tuple[int, dict[str, str], Any]]]
@@ -30,7 +30,7 @@ async def _echo(message: dict[str, Any]) -> Any:
 
 def _with_endpoint(body: Callable[[str, Post], Awaitable[None]]) -> None:
     async def go() -> None:
-        async with serving(Endpoint(_echo), 0) as url, aiohttp.ClientSession() as http:
+        async with serving(AgentEndpoint(_echo), 0) as url, aiohttp.ClientSession() as http:
             async def post(data: Any, headers: dict[str, str] | None = None,
                            method: str = "POST") -> tuple[int, dict[str, str], Any]:
                 raw = data if isinstance(data, bytes) else json.dumps(data).encode()

@@ -1,6 +1,6 @@
 """MCP's streamable HTTP, lean, both ways: the proxy's face to an agent (``--listen``:
-:class:`Endpoint`) and its link to an upstream (``--upstream-url``: :class:`HttpLink`). One
-JSON-RPC message per POST; a request is answered with one JSON body (or, from an upstream,
+:class:`AgentEndpoint`) and its link to an upstream (``--upstream-url``: :class:`HttpLink`).
+One JSON-RPC message per POST; a request is answered with one JSON body (or, from an upstream,
 possibly an event stream).
 
 Why not the ``mcp`` SDK's server, as ``limbo mcp`` serves: it runs each request through its
@@ -39,7 +39,7 @@ _ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=
 LOOPBACK_NAMES = ("localhost", "localhost.localdomain")
 
 
-class Endpoint:
+class AgentEndpoint:
     """Answers each JSON-RPC request posted to it with ``answer(message)``."""
 
     def __init__(self, answer: Handler) -> None:
@@ -92,7 +92,7 @@ class Endpoint:
 
 
 @contextlib.asynccontextmanager
-async def serving(endpoint: Endpoint, port: int) -> AsyncIterator[str]:
+async def serving(endpoint: AgentEndpoint, port: int) -> AsyncIterator[str]:
     """``endpoint`` served on 127.0.0.1:``port`` (0: any free port) while inside; its URL."""
     from aiohttp import web
 

@@ -170,8 +170,8 @@ class ProxyServer:
                                          f"limbo proxy")
 
     async def _http(self, port: int) -> None:
-        from limbo.proxy.http import Endpoint, serving
+        from limbo.proxy.http import AgentEndpoint, serving
 
-        async with serving(Endpoint(self._message), port) as url:
+        async with serving(AgentEndpoint(self._message), port) as url:
             self.announce(f"limbo proxy: serving the episode at {url}/mcp")
             await self.done.wait()
