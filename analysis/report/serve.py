@@ -13,7 +13,6 @@ starlette app served by uvicorn (the ``analysis`` extra brings both).
 from __future__ import annotations
 
 import json
-import socket
 import sys
 import threading
 from collections.abc import Sequence
@@ -24,6 +23,7 @@ from limbo.analysis.loader import record_files
 from limbo.analysis.report.site import Site, build, waiting
 from limbo.analysis.runs import Fallback
 from limbo.base.errors import UsageError
+from limbo.base.sockets import listening
 
 TYPES = {"html": "text/html; charset=utf-8", "js": "text/javascript; charset=utf-8",
          "css": "text/css; charset=utf-8", "png": "image/png", "svg": "image/svg+xml",
@@ -136,20 +136,6 @@ def app(live: Live, allowed_hosts: set[str]) -> Any:
     return Starlette(routes=[Route("/{name:path}", page, methods=["GET"])])
 
 
-def _listen(port: int) -> socket.socket:
-    """The listening socket on 127.0.0.1, bound before anything is built so that a busy port is
-    said at once."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind(("127.0.0.1", port))
-    except OSError as exc:
-        sock.close()
-        raise UsageError(f"--port {port}: cannot listen on 127.0.0.1 ({exc.strerror})") from None
-    sock.listen(128)
-    return sock
-
-
 def serve(paths: Sequence[Path], weighting: str, port: int, announce: Any = print,
           fallback: Fallback | None = None) -> None:
     """Serve until interrupted; ``announce`` gets the address once the socket is bound.
@@ -162,7 +148,7 @@ def serve(paths: Sequence[Path], weighting: str, port: int, announce: Any = prin
     except ImportError:
         raise UsageError("limbo view needs uvicorn and starlette: "
                          "pip install 'limbo-bench[analysis]'") from None
-    sock = _listen(port)
+    sock = listening(port, "--port")
     try:
         live = Live(paths, weighting, fallback)
     except BaseException:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from limbo.base.errors import UsageError
+from limbo.base.sockets import check_port
 from limbo.commands.common import add_plugin_flag, load_plugins
 from limbo.log.records import EpisodeRecord
 
@@ -127,18 +128,7 @@ def _check_port(args: argparse.Namespace) -> None:
         if args.port:
             raise UsageError("--port is for --transport http (stdio needs no port)")
         return
-    if not 0 <= args.port <= 65535:
-        raise UsageError(f"--port {args.port}: choose 0 (any free port) to 65535")
-    if args.port:
-        import socket
-
-        with socket.socket() as probe:
-            try:
-                probe.bind(("127.0.0.1", args.port))
-            except OSError as exc:
-                raise UsageError(f"--port {args.port}: cannot listen on 127.0.0.1 "
-                                 f"({exc.strerror}); choose another, or 0 for any free "
-                                 f"port") from None
+    check_port(args.port, "--port")
 
 
 def _refuse_other_kind(out: Path) -> None:

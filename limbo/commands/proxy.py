@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from limbo.base.errors import UsageError
+from limbo.base.sockets import check_port
 
 
 def add_parser(sub: Any) -> None:
@@ -72,7 +73,7 @@ def _options(args: argparse.Namespace) -> Any:
     if not (math.isfinite(args.time_scale) and 0 < args.time_scale <= 100):
         raise UsageError("--time-scale must be a number above 0 and at most 100")
     if args.listen is not None:
-        _check_port(args.listen)
+        check_port(args.listen, "--listen")  # before the setup writes to the upstream
     if args.instance < 0:
         raise UsageError("--instance must be 0 or more")
     if not args.world.exists():
@@ -80,22 +81,6 @@ def _options(args: argparse.Namespace) -> Any:
     return Options(load(args.world), upstream, args.out, args.fault, args.task, args.instance,
                    args.seed, args.time_scale, args.model, args.listen,
                    scrub_with(upstream.secrets()))
-
-
-def _check_port(port: int) -> None:
-    """A port that cannot be served is refused before the episode starts (its setup would
-    already have written to the upstream)."""
-    import socket
-
-    if not 0 <= port <= 65535:
-        raise UsageError(f"--listen {port}: choose 0 (any free port) to 65535")
-    if port:
-        with socket.socket() as probe:
-            try:
-                probe.bind(("127.0.0.1", port))
-            except OSError as exc:
-                raise UsageError(f"--listen {port}: cannot listen on 127.0.0.1 ({exc.strerror}); "
-                                 f"choose another, or 0 for any free port") from None
 
 
 def run(args: argparse.Namespace) -> int:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from limbo.base.errors import UsageError
+from limbo.base.sockets import listening
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -116,18 +117,7 @@ class LoopbackServer:
             raise UsageError("serving the gateway or the MCP server needs uvicorn: "
                              "pip install 'limbo-bench[mcp]'") from None
 
-        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
-        # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets that name it, and without
-        # it a response's head and body wait ~40 ms for a delayed ACK between them.
-        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(("::1" if family == socket.AF_INET6 else "127.0.0.1", self.port))
-        except OSError as exc:
-            sock.close()
-            raise UsageError(f"cannot listen on {self.host}:{self.port}: {exc.strerror}") from None
-        sock.listen(128)
-        sock.setblocking(False)
+        sock = listening(self.port, host=self.host)
         config = uvicorn.Config(self.app, http="h11", lifespan="off",
                                 log_level="warning", access_log=False, date_header=False,
                                 server_header=False, timeout_graceful_shutdown=2)

@@ -24,12 +24,11 @@ import asyncio
 import contextlib
 import ipaddress
 import json
-import socket
 from collections.abc import AsyncIterable, AsyncIterator, Coroutine, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from limbo.base.errors import UsageError
+from limbo.base.sockets import listening
 from limbo.proxy.wire import LINE_LIMIT, PARSE_ERROR, ChannelClosed, Handler, RpcError, loads
 
 SESSION = "mcp-session-id"
@@ -96,13 +95,7 @@ async def serving(endpoint: AgentEndpoint, port: int) -> AsyncIterator[str]:
     """``endpoint`` served on 127.0.0.1:``port`` (0: any free port) while inside; its URL."""
     from aiohttp import web
 
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind(("127.0.0.1", port))
-    except OSError as exc:
-        sock.close()
-        raise UsageError(f"cannot listen on 127.0.0.1:{port}: {exc.strerror}") from None
+    sock = listening(port, "--listen")
     runner = web.ServerRunner(web.Server(endpoint.handle, access_log=None),
                               handle_signals=False, shutdown_timeout=2.0)
     try:
