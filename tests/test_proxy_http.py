@@ -153,6 +153,8 @@ def test_the_link_reads_an_event_stream_and_answers_the_servers_request_on_it() 
 @pytest.mark.parametrize("reply, raised", [
     (lambda ident: web.json_response({"jsonrpc": "2.0", "id": ident,
                                       "error": {"code": -32602, "message": "bad"}}), RpcError),
+    (lambda ident: web.json_response({"jsonrpc": "2.0", "id": ident,
+                                      "error": {"code": "x", "message": None}}), RpcError),
     (lambda ident: web.Response(status=500, text="Internal Server Error"), ChannelClosed),
     (lambda ident: web.json_response({"jsonrpc": "2.0", "id": ident}), ChannelClosed),
 ])

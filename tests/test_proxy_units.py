@@ -25,7 +25,7 @@ from limbo.proxy.redact import redact, scrub_with
 from limbo.proxy.session import Session
 from limbo.proxy.shapes import items, object_id, payload, result_of
 from limbo.proxy.upstream import Upstream, UpstreamSpec
-from limbo.proxy.wire import Channel
+from limbo.proxy.wire import Channel, RpcError
 
 CATALOG = load(WORLD)
 CATALOG.bind(["create_order", "refund_order", "add_lines", "list_orders", "list_lines"])
@@ -221,3 +221,36 @@ def test_an_unanswered_request_times_out_and_its_late_answer_is_dropped() -> Non
         return answer
 
     assert asyncio.run(go()) == {"pong": True}
+
+
+def test_answers_of_any_shape_leave_the_channel_serving() -> None:
+    """An id that is no number, an error whose code is no integer: the request gets an error,
+    and the channel goes on serving."""
+    async def go() -> tuple[RpcError, Any]:
+        near, far = socket.socketpair()
+        reader, writer = await asyncio.open_connection(sock=near)
+        peer_in, peer_out = await asyncio.open_connection(sock=far)
+
+        async def nothing(message: dict[str, Any]) -> Any:
+            return None
+
+        channel = Channel(reader, writer, nothing, answer_garbage=False)
+        serving = asyncio.ensure_future(channel.serve())
+        first = asyncio.ensure_future(channel.request("tools/call", timeout=5.0))
+        ident = json.loads(await peer_in.readline())["id"]
+        for answer in ({"id": [ident], "result": {}}, {"id": {"a": 1}, "result": {}},
+                       {"id": ident, "error": {"code": "abc", "message": ["not", "text"]}}):
+            peer_out.write(json.dumps({"jsonrpc": "2.0", **answer}).encode() + b"\n")
+        with pytest.raises(RpcError) as refused:
+            await first
+        second = asyncio.ensure_future(channel.request("ping", timeout=5.0))
+        ident = json.loads(await peer_in.readline())["id"]
+        peer_out.write(json.dumps({"jsonrpc": "2.0", "id": ident, "result": {"ok": 1}}).encode()
+                       + b"\n")
+        answer = await second
+        peer_out.close()
+        await serving
+        return refused.value, answer
+
+    error, answer = asyncio.run(go())
+    assert error.code == -32603 and error.message == "['not', 'text']" and answer == {"ok": 1}

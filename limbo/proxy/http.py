@@ -216,8 +216,7 @@ class HttpLink:
 
     def _outcome(self, message: dict[str, Any], answer: dict[str, Any]) -> Any:
         if "error" in answer:
-            error = answer["error"] if isinstance(answer["error"], dict) else {}
-            raise RpcError(int(error.get("code", 0)), str(error.get("message", "")))
+            raise RpcError.answered(answer["error"])
         result = answer.get("result")
         if message["method"] == "initialize" and isinstance(result, dict) and \
                 isinstance(result.get("protocolVersion"), str):

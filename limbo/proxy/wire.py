@@ -54,6 +54,15 @@ class RpcError(Exception):
         super().__init__(message)
         self.code, self.message = code, message
 
+    @classmethod
+    def answered(cls, error: Any) -> RpcError:
+        """The error an answer carries, whatever its shape: a code that is no integer is an
+        internal error."""
+        body = error if isinstance(error, dict) else {}
+        code = body.get("code")
+        return cls(code if isinstance(code, int) and not isinstance(code, bool)
+                   else INTERNAL_ERROR, str(body.get("message", ""))[:2000])
+
 
 class ChannelClosed(Exception):
     """The other side went away before answering."""
@@ -128,12 +137,11 @@ class Channel:
         if not isinstance(message, dict):
             return
         if "method" not in message:  # a response
-            future = self._pending.get(message.get("id"))  # type: ignore[arg-type]
+            ident = message.get("id")
+            future = self._pending.get(ident) if isinstance(ident, int) else None
             if future is not None and not future.done():
                 if "error" in message:
-                    error = message["error"] if isinstance(message["error"], dict) else {}
-                    future.set_exception(RpcError(int(error.get("code", 0)),
-                                                  str(error.get("message", ""))))
+                    future.set_exception(RpcError.answered(message["error"]))
                 else:
                     future.set_result(message.get("result"))
             return
