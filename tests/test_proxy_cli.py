@@ -377,3 +377,24 @@ def test_an_answer_carrying_nan_reaches_the_agent_and_the_record(tmp_path: Path)
     record = wait_for_record(out)
     (result,) = [e for e in record["events"] if e["type"] == "result"]
     assert result["result"] == {"ok": True, "orders": [], "ratio": "NaN"}
+
+
+def test_an_upstream_that_cannot_list_its_prompts_is_still_proxied(tmp_path: Path) -> None:
+    """It says it serves prompts but refuses to list them: the proxy warns and serves the
+    episode, with LIMBO's task prompt."""
+    server = tmp_path / "bare_server.py"
+    server.write_text(BARE_SERVER.replace('"tools": {}}', '"tools": {}, "prompts": {}}'))
+    args = ["proxy", "--upstream-cmd", f"{sys.executable} {server}", "--world", str(WORLD),
+            "--task", "orders_place", "--out", str(tmp_path / "run")]
+    lines = [{"id": 1, "method": "initialize", "params": {
+                 "protocolVersion": "2025-06-18", "capabilities": {},
+                 "clientInfo": {"name": "t", "version": "1"}}},
+             {"method": "notifications/initialized"},
+             {"id": 2, "method": "prompts/get", "params": {"name": "task"}}]
+    done = subprocess.run([LIMBO, *args], capture_output=True, text=True, timeout=120,
+                          input="".join(json.dumps({"jsonrpc": "2.0", **x}) + "\n"
+                                        for x in lines))
+    answers = {a["id"]: a for a in map(json.loads, done.stdout.splitlines())}
+    text = answers[2]["result"]["messages"][0]["content"]["text"]
+    assert text.startswith("Place an order for customer ")
+    assert "did not list its prompts" in done.stderr and done.returncode == 0

@@ -85,8 +85,7 @@ async def _open(opts: Options, upstream: Upstream
     what the upstream offers: its tools, its prompts' names). A failure before the agent could
     call leaves no journal (nothing the ledger must keep)."""
     offered = await upstream.listed("tools")
-    prompts = ([str(p.get("name")) for p in await upstream.listed("prompts")]
-               if "prompts" in upstream.capabilities else [])
+    prompts = await _prompt_names(upstream)
     for warning in opts.catalog.bind(str(t.get("name")) for t in offered):
         say(f"limbo proxy: warning: {warning}")
     t = template(opts.catalog, opts.task)
@@ -111,6 +110,18 @@ async def _open(opts: Options, upstream: Upstream
     say(f"limbo proxy: episode {cell.episode_id}, fault {plan.mode} on {plan.focal}; task: "
         f"{task.prompt()}")
     return session, task.prompt(), offered, prompts
+
+
+async def _prompt_names(upstream: Upstream) -> list[str]:
+    """The names of the upstream's prompts; none, with a warning, when it fails to list them
+    (its tools are what the episode needs)."""
+    if "prompts" not in upstream.capabilities:
+        return []
+    try:
+        return [str(p.get("name")) for p in await upstream.listed("prompts")]
+    except UsageError as exc:
+        say(f"limbo proxy: warning: {exc}; the agent sees the task prompt only")
+        return []
 
 
 async def _close(opts: Options, session: Session, upstream: Upstream) -> dict[str, Any]:

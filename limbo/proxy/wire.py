@@ -9,7 +9,7 @@ each call). The proxy is a relay: it parses each line once with ``json``, answer
 it, and writes one line: under 0.2 ms added to a forwarded read (``benchmarks/
 bench_proxy.py``; a request waits on its own future and timer, not ``asyncio.wait_for``'s extra
 task hop). The messages are still MCP's: what the proxy says is checked by the SDK's
-own client in the tests, and HTTP (both ways) goes through the SDK.
+own client in the tests. HTTP, both ways, is :mod:`limbo.proxy.http`'s, on the same messages.
 
 A :class:`Channel` sends requests and notifications and matches responses to requests by id;
 requests and notifications from the other side go to ``on_message``, which answers a request
