@@ -196,17 +196,23 @@ def test_credentials_are_masked_but_effect_fields_kept() -> None:
     assert scrub("x Bearer abcdefgh12345678 y abcdefgh12345678") == "x *** y ***"
 
 
+async def _paired() -> tuple[Channel, asyncio.Future[None], asyncio.StreamReader, Any]:
+    """A channel (as the proxy's to a stdio upstream) over a socket pair, serving, and the
+    other end's reader and writer."""
+    near, far = socket.socketpair()
+    reader, writer = await asyncio.open_connection(sock=near)
+    peer_in, peer_out = await asyncio.open_connection(sock=far)
+
+    async def nothing(message: dict[str, Any]) -> Any:
+        return None
+
+    channel = Channel(reader, writer, nothing, answer_garbage=False)
+    return channel, asyncio.ensure_future(channel.serve()), peer_in, peer_out
+
+
 def test_an_unanswered_request_times_out_and_its_late_answer_is_dropped() -> None:
     async def go() -> Any:
-        near, far = socket.socketpair()
-        reader, writer = await asyncio.open_connection(sock=near)
-        peer_in, peer_out = await asyncio.open_connection(sock=far)
-
-        async def nothing(message: dict[str, Any]) -> Any:
-            return None
-
-        channel = Channel(reader, writer, nothing, answer_garbage=False)
-        serving = asyncio.ensure_future(channel.serve())
+        channel, serving, peer_in, peer_out = await _paired()
         with pytest.raises(TimeoutError):
             await channel.request("tools/call", {"name": "create_order"}, timeout=0.05)
         first = json.loads(await peer_in.readline())  # it did go out: its outcome is unknown
@@ -227,15 +233,7 @@ def test_answers_of_any_shape_leave_the_channel_serving() -> None:
     """An id that is no number, an error whose code is no integer: the request gets an error,
     and the channel goes on serving."""
     async def go() -> tuple[RpcError, Any]:
-        near, far = socket.socketpair()
-        reader, writer = await asyncio.open_connection(sock=near)
-        peer_in, peer_out = await asyncio.open_connection(sock=far)
-
-        async def nothing(message: dict[str, Any]) -> Any:
-            return None
-
-        channel = Channel(reader, writer, nothing, answer_garbage=False)
-        serving = asyncio.ensure_future(channel.serve())
+        channel, serving, peer_in, peer_out = await _paired()
         first = asyncio.ensure_future(channel.request("tools/call", timeout=5.0))
         ident = json.loads(await peer_in.readline())["id"]
         for answer in ({"id": [ident], "result": {}}, {"id": {"a": 1}, "result": {}},
