@@ -3,12 +3,16 @@ the file, the line and the key path, by `limbo world check` (exit 1), `limbo run
 `limbo episode --world` (exit 2), never with a traceback and never leaving a run directory.
 
 Each case is the shop example (examples/worlds/shop.toml) with one thing broken, as a user
-would break it, and each once passed `limbo world check` and then failed or mis-ran: an
-``infra_error`` in every episode of a template (a ``KeyError`` from an intent naming a value the
-agent's own step saves, a setup step the world refuses), a tool that could not be built (an
-argument named ``class``), an ``invalid_argument`` on the plan's own call, a key never
-honoured, a read-back that never finds its record, a run of 0 episodes, or a RecursionError
-traceback. The rest of the format's rules are in test_worldfile_check.py."""
+would break it. Every one passed `limbo world check` before this file's rules (3fac420); run
+then, they crashed with a traceback (an empty enum; arguments named class, self,
+model_config), ended episodes ``infra_error`` (an intent naming a value the agent's own step
+saves: ``KeyError``; a setup step the world refuses; parameters that fill memory) or made the
+task unsolvable (min above max, a step value its tool refuses, an intent its step does not
+satisfy), ran 0 episodes with exit 0 (no template), or mis-ran quietly: a key never honoured,
+a lag that never applies, a read-back its read refuses (a duplicate more under ``verify``), a
+default an agent that leaves the argument out would crash the service with. The strict-type
+cases (``proxy = "yes"``, ``atomic = 1``) ran as lax parsing guessed, or refused the run as a
+proxy world. The rest of the format's rules are in test_worldfile_check.py."""
 
 from __future__ import annotations
 
@@ -35,6 +39,9 @@ SETUP_ORDER = 'args = { customer_id = "{customer}", sku = "PEN-05", quantity = 1
 SAVE = 'save = { order_id = "order_id" }'
 PACK_STEP = '[[templates.setup]]\nid = "pack"'
 CUSTOMER = 'args.customer_id = { type = "string", description = "the customer, e.g. cus_104" }'
+PHONE = 'vars.phone = { format = "+1555010{instance}" }'
+BOMB = "".join(f'\nvars.x{i} = {{ format = "' + (f"{{x{i - 1}}}" if i else "ten chars!") * 10 + '" }'
+               for i in range(40))  # 10^40 characters by x39: memory, then the machine, ran out
 SAVED_AT = 'match = ["phone", "text"] }\n\n[[templates]]\nid = "shop_refund_email"'
 
 # (id, text to find in the shop file, its replacement, text on the line the problem is at,
@@ -151,6 +158,9 @@ CASES = [
     ("an intent its own step does not satisfy", SMS_INTENT,
      SMS_INTENT.replace("Order received", "Order placed"), "Order placed",
      "templates[0].steps[1].intent", "does not produce the effect of intent sms"),
+    ("parameters that grow past memory once drawn", PHONE, PHONE + BOMB, "vars.x4 =",
+     "templates[0].vars.x4", "variable 'x4' can reach 1,044,440 characters once its "
+                             "parameters are filled; at most 1,000,000"),
     ("a world with no template", SHOP[TASKS:], "", "[world]", "world",
      "the world declares no template"),
 ]

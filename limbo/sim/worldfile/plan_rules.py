@@ -16,6 +16,7 @@ a literal as written, a parameter as drawn for the first instances (and every va
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -73,6 +74,65 @@ def _too_late(step: Step, kind: str, field: str, name: str, saver: str) -> str:
             f"which step {saver!r} saves from the agent's call, known only after the agent "
             f"acts; an intent is fixed before the agent runs, from the variables and what setup "
             f"steps save: {FIXES[kind].format(field=field)}")
+
+
+MAX_TEXT = 1_000_000
+"""The most characters a filled parameter, prompt or step argument may have. A tool's strings
+are capped at 8000; the cap stops a file of a few lines whose formats repeat one another
+(``{a}{a}{a}``, each of the next) from filling memory when its parameters are drawn."""
+SAVED = 10_000
+"""The size assumed of a value a step saves (a field of a result)."""
+
+
+def check_sizes(t: TemplateDef, at: Path, report: Report) -> None:
+    """No parameter, prompt or step argument can grow past :data:`MAX_TEXT` once filled
+    (estimated from the file, before anything is drawn)."""
+    sizes: dict[str, int] = {"instance": 20, "i": 6}
+    said: set[str] = set()  # too big, or made of one that is: named once, at the first
+    for name, spec in t.vars.items():
+        sizes[name] = _var_size(spec, sizes)
+        uses = placeholders(spec.format) + placeholders(spec.rows.fields if spec.rows else {})
+        if said & set(uses) or sizes[name] > MAX_TEXT:
+            if not said & set(uses):
+                report((*at, "vars", name), _too_big(t, f"variable {name!r}", sizes[name]))
+            said.add(name)
+    texts: list[tuple[Path, Any, str]] = [(("prompt",), t.prompt, "the prompt")]
+    texts += [((part, j, "args"), step.args, f"step {step.id!r}'s arguments")
+              for part in ("setup", "steps") for j, step in enumerate(getattr(t, part))]
+    for where, value, what in texts:
+        size = _size(value, sizes)
+        if size > MAX_TEXT and not said & set(placeholders(value)):
+            report((*at, *where), _too_big(t, what, size))
+
+
+def _too_big(t: TemplateDef, what: str, size: int) -> str:
+    shown = f"{size:,}" if size < 10**15 else f"about 10^{len(str(size)) - 1}"
+    return (f"template {t.id!r}: {what} can reach {shown} characters once its parameters are "
+            f"filled; at most {MAX_TEXT:,} (a tool's strings hold 8,000): use each parameter "
+            f"fewer times")
+
+
+def _var_size(spec: VarSpec, sizes: Mapping[str, int]) -> int:
+    if spec.choice is not None:
+        return max((len(json.dumps(v, default=str)) for v in spec.choice), default=0)
+    if spec.format is not None:
+        return _size(spec.format, sizes)
+    if spec.rows is not None:
+        row = sum(len(f) + 6 + (max(map(len, v), default=0) if isinstance(v, list)
+                                else _size(v, sizes)) for f, v in spec.rows.fields.items())
+        return max(spec.rows.n[1], 0) * (row + 2)
+    return 20  # a range: an integer
+
+
+def _size(value: Any, sizes: Mapping[str, int]) -> int:
+    """The most characters ``value`` can have once its ``{name}`` are filled."""
+    if isinstance(value, str):
+        return len(value) + sum(sizes.get(n, SAVED) for n in placeholders(value))
+    if isinstance(value, list):
+        return sum(_size(v, sizes) for v in value)
+    if isinstance(value, dict):
+        return sum(len(str(k)) + _size(v, sizes) for k, v in value.items())
+    return 20
 
 
 def check_values(t: TemplateDef, at: Path, tools: Mapping[str, ToolFacts],

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 
 from limbo.sim.tasks import Step, VarSpec
 from limbo.sim.worldfile.format import TemplateDef, WorldFile
-from limbo.sim.worldfile.plan_rules import check_intents, check_values
+from limbo.sim.worldfile.plan_rules import check_intents, check_sizes, check_values
 from limbo.sim.worldfile.rules import Report, ToolFacts, hint, placeholders
 
 
@@ -40,6 +40,7 @@ def check_templates(world: WorldFile, tools: Mapping[str, ToolFacts], taken: set
         _check_focal(t, at, tools, world, told)
         _check_parameters(t, at, told)
         check_intents(t, at, tools, told)
+        check_sizes(t, at, told)
         if values and not said:  # its parameters can be drawn and its steps' tools are known
             check_values(t, at, tools, report)
 
