@@ -1,5 +1,10 @@
-"""Checking a world file: its shape (the pydantic models) and its rules, every problem with
-its file and line, in one pass.
+"""Checking a world file: its shape (the pydantic models, strict) and its rules — names that
+exist (:mod:`~limbo.sim.worldfile.rules`, :mod:`~limbo.sim.worldfile.template_rules`), values
+and fields the world can act on (:mod:`~limbo.sim.worldfile.field_rules`), intents fixed
+before the agent runs and step values their tools accept
+(:mod:`~limbo.sim.worldfile.plan_rules`) — every problem with its file, line and key path, in
+one pass. Running each template's plan once is the last check, a floor up
+(:mod:`limbo.episode.world_trial`).
 
 :func:`check` never raises for a bad file: what is wrong is in the returned source's
 ``problems``. :func:`checked` is the same for callers that need a usable world (a
