@@ -76,6 +76,8 @@ def _too_late(step: Step, kind: str, field: str, name: str, saver: str) -> str:
             f"steps save: {FIXES[kind].format(field=field)}")
 
 
+MAX_ROWS = 1000
+"""The most rows a ``rows`` variable may draw (a batch of more is refused)."""
 MAX_TEXT = 1_000_000
 """The most characters a filled parameter, prompt or step argument may have. A tool's strings
 are capped at 8000; the cap stops a file of a few lines whose formats repeat one another
@@ -120,7 +122,7 @@ def _var_size(spec: VarSpec, sizes: Mapping[str, int]) -> int:
     if spec.rows is not None:
         row = sum(len(f) + 6 + (max(map(len, v), default=0) if isinstance(v, list)
                                 else _size(v, sizes)) for f, v in spec.rows.fields.items())
-        return max(spec.rows.n[1], 0) * (row + 2)
+        return min(max(spec.rows.n[1], 0), MAX_ROWS) * (row + 2)  # (more rows: said apart)
     return 20  # a range: an integer
 
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 
 from limbo.sim.tasks import Step, VarSpec
 from limbo.sim.worldfile.format import TemplateDef, WorldFile
-from limbo.sim.worldfile.plan_rules import check_intents, check_sizes, check_values
+from limbo.sim.worldfile.plan_rules import MAX_ROWS, check_intents, check_sizes, check_values
 from limbo.sim.worldfile.rules import Report, ToolFacts, hint, placeholders
 
 
@@ -201,9 +201,6 @@ def _check_parameters(t: TemplateDef, at: tuple[str | int, ...], report: Report)
         uses = placeholders(step.args) + placeholders(step.intent.contains if step.intent else {})
         _unset(uses, known, (*at, "steps", j, "args"), f"step {step.id!r}", t.id, report)
         known |= set(step.save)
-
-
-MAX_ROWS = 1000
 
 
 def _check_draw(spec: VarSpec, at: Sequence[str | int], report: Report) -> None:
