@@ -108,7 +108,9 @@ def test_limbo_mcp_over_streamable_http(tmp_path: Path, mode: str) -> None:
     (["--condition", "nosuch"], "unknown condition 'nosuch'"),
     (["--template", "charge_invoice", "--focal-write", "mail_send"], "is not a write of"),
     (["--fault", "partial_batch"], "batch writes only"),
-    (["--hold-timeouts", "-1"], "--hold-timeouts must be between"),
+    (["--time-scale", "-1"], "--time-scale must be a number from 0 to 100"),
+    (["--time-scale", "nan"], "--time-scale must be a number from 0 to 100"),
+    (["--hold-timeouts", "3001"], "--time-scale must be a number from 0 to 100"),
 ])
 def test_bad_cells_are_one_line_errors(tmp_path: Path, args: list[str], needle: str) -> None:
     result = subprocess.run([LIMBO, "mcp", *args, "--out", str(tmp_path / "o")],

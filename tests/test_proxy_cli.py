@@ -107,7 +107,7 @@ def test_an_upstream_over_http_with_a_secret_header(tmp_path: Path) -> None:
             time.sleep(0.05)
         args = ["proxy", "--upstream-url", f"http://127.0.0.1:{port}/mcp",
                 "--upstream-header", f"Authorization: Bearer {secret}", "--world", str(WORLD),
-                "--task", "orders_place", "--fault", "timeout_post", "--time-scale", "0.01",
+                "--template", "orders_place", "--fault", "timeout_post", "--time-scale", "0.01",
                 "--out", str(out)]
         params = StdioServerParameters(command=LIMBO, args=args)
 
@@ -210,7 +210,7 @@ def _refused(tmp_path: Path, args: list[str], needle: str) -> None:
 
 def _base(tmp_path: Path, *extra: str) -> list[str]:
     return ["--upstream-cmd", upstream_cmd(tmp_path / "o.db"), "--world", str(WORLD),
-            "--task", "orders_place", "--out", str(tmp_path / "run"), *extra]
+            "--template", "orders_place", "--out", str(tmp_path / "run"), *extra]
 
 
 @pytest.mark.parametrize(("args", "needle"), [
@@ -247,7 +247,7 @@ def test_command_line_mistakes_are_one_line(tmp_path: Path, args: list[str], nee
     (["--time-scale", "0"], "--time-scale must be"),
     (["--time-scale", "nan"], "--time-scale must be"),
     (["--listen", "70000"], "--listen 70000"),
-    (["--task", "nosuch"], "'nosuch' is not a template"),
+    (["--template", "nosuch"], "'nosuch' is not a template"),
     (["--recover"], "nothing to recover"),
 ])
 def test_plan_mistakes_are_one_line(tmp_path: Path, extra: list[str], needle: str) -> None:
@@ -278,7 +278,7 @@ def test_an_upstream_that_prints_to_stdout_still_works(tmp_path: Path) -> None:
     read past, not answered."""
     db, out = tmp_path / "orders.db", tmp_path / "run"
     noisy = f"sh -c 'echo starting the orders server...; exec {upstream_cmd(db)}'"
-    args = ["proxy", "--upstream-cmd", noisy, "--world", str(WORLD), "--task", "orders_place",
+    args = ["proxy", "--upstream-cmd", noisy, "--world", str(WORLD), "--template", "orders_place",
             "--out", str(out)]
 
     async def go() -> bool:
@@ -342,7 +342,7 @@ def test_an_upstream_with_tools_only_gets_no_prompt_or_resource_request(tmp_path
     server = tmp_path / "bare_server.py"
     server.write_text(BARE_SERVER)
     args = ["proxy", "--upstream-cmd", f"{sys.executable} {server}", "--world", str(WORLD),
-            "--task", "orders_place", "--out", str(tmp_path / "run")]
+            "--template", "orders_place", "--out", str(tmp_path / "run")]
 
     async def go() -> tuple[list[str], str, str]:
         async with Client(StdioServerParameters(command=LIMBO, args=args), cache=None) as client:
@@ -366,7 +366,7 @@ def test_an_answer_carrying_nan_reaches_the_agent_and_the_record(tmp_path: Path)
     server.write_text(BARE_SERVER)
     out = tmp_path / "run"
     args = ["proxy", "--upstream-cmd", f"{sys.executable} {server}", "--world", str(WORLD),
-            "--task", "orders_place", "--out", str(out)]
+            "--template", "orders_place", "--out", str(out)]
 
     async def go() -> Any:
         async with Client(StdioServerParameters(command=LIMBO, args=args), cache=None) as client:
@@ -385,7 +385,7 @@ def test_an_upstream_that_cannot_list_its_prompts_is_still_proxied(tmp_path: Pat
     server = tmp_path / "bare_server.py"
     server.write_text(BARE_SERVER.replace('"tools": {}}', '"tools": {}, "prompts": {}}'))
     args = ["proxy", "--upstream-cmd", f"{sys.executable} {server}", "--world", str(WORLD),
-            "--task", "orders_place", "--out", str(tmp_path / "run")]
+            "--template", "orders_place", "--out", str(tmp_path / "run")]
     lines = [{"id": 1, "method": "initialize", "params": {
                  "protocolVersion": "2025-06-18", "capabilities": {},
                  "clientInfo": {"name": "t", "version": "1"}}},

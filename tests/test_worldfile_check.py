@@ -189,7 +189,8 @@ def test_a_world_split_over_a_directory_places_problems_in_their_file(
     code, lines = _check(tmp_path, capsys)
     file = tmp_path / "b_templates.toml"
     line = _line_of("# -- tasks" + broken, 'tool = "notify_send_mail"')
-    assert code == 1 and lines[0].startswith(f"{file}:{line}: step 'email' calls unknown tool")
+    assert code == 1 and lines[0].startswith(f"{file}:{line}: templates[1].steps[1].tool: step "
+                                             f"'email' calls unknown tool")
     (tmp_path / "c_more.toml").write_text('[services.shop]\ndescription = "again"\n',
                                           encoding="utf-8")
     _, lines = _check(tmp_path, capsys)
@@ -253,6 +254,18 @@ args.mode = { type = "string", enum = ["sync", "async"] }
 description = "List charges."
 lists = ["charge", "refund"]
 lag_s = 30
+
+[[templates]]
+id = "pay_charge"
+prompt = "Charge customer {customer} {amount} cents."
+vars.customer = { choice = ["cus_1", "cus_2"] }
+vars.amount = { range = [100, 900, 100] }
+
+[[templates.steps]]
+id = "charge"
+tool = "pay_charge"
+args = { customer = "{customer}", amount = "{amount}" }
+intent = { match = ["customer", "amount"] }
 '''
 
 
@@ -266,7 +279,7 @@ def test_a_proxy_only_service_is_declared_without_how_to_play_it(
     path.write_text(PROXY, encoding="utf-8")
     code, lines = _check(path, capsys)
     assert code == 0 and lines == [f"{path}: ok — world payments: 1 service (2 writes, 1 reads), "
-                                   f"0 templates; proxy only: pay"]
+                                   f"1 templates; proxy only: pay"]
     world, _ = checked(path)
     pay = world.services["pay"]
     assert pay.proxy and pay.writes["charge"].key_scope == "tool"
@@ -295,5 +308,6 @@ def test_a_write_may_give_the_shape_of_its_success_for_the_proxy(
                     encoding="utf-8")
     code, lines = _check(path, capsys)
     assert code == 1 and lines[1:] == [f"{path}: 1 problem"]
-    assert lines[0].startswith(f"{path}:14: result names 'amt', which is not an argument of "
-                               f"pay_charge; did you mean 'amount'?")
+    assert lines[0].startswith(f"{path}:14: services.pay.writes.charge.result: result names "
+                               f"'amt', which is not an argument of pay_charge; did you mean "
+                               f"'amount'?")

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from limbo.cli import main
+from limbo.sim.worldfile.kit import load_world
 
 ROOT = Path(__file__).resolve().parents[1]
 SHOP = ROOT / "examples" / "worlds" / "shop.toml"
@@ -25,6 +26,16 @@ description = "Charge a card."
 effect = ["amount"]
 key = "honoured"
 args.amount = { type = "integer" }
+
+[[templates]]
+id = "pay_once"
+prompt = "Charge 5."
+
+[[templates.steps]]
+id = "charge"
+tool = "pay_charge"
+args = { amount = 5 }
+intent = { match = ["amount"] }
 """
 
 
@@ -83,9 +94,40 @@ def test_a_changed_world_file_is_another_grid_not_a_resume(
     assert cli(capsys, *run)[0] == 0
     code, out, _ = cli(capsys, *run)
     assert code == 0 and "ran 0 episodes, 12 already done" in out  # the same world: resumed
+    was = load_world(world).identity
     world.write_bytes(SHOP.read_bytes().replace(b"lag_s = 120", b"lag_s = 30"))
     code, _, err = cli(capsys, *run)
-    assert code == 2 and "holds another grid" in err
+    now = load_world(world).identity
+    assert code == 2 and len(err.splitlines()) == 1
+    assert f"the world file {world} has changed since that run ({was} then, {now} now)" in err
+    assert "restore the file as it was" in err
+
+
+def test_a_changed_or_missing_world_file_is_named_by_episode_from_and_replay(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Not "was the record edited by hand?", nor a replay that finds no episode: the file."""
+    world = tmp_path / "shop.toml"
+    world.write_bytes(SHOP.read_bytes())
+    was = load_world(world).identity
+    flags = ["--model", "policy/blind", "--fault", "timeout_post", "--template", "shop_ship",
+             "--contract", "native", "--quiet"]
+    assert cli(capsys, "run", "--world", str(world), "--out", str(tmp_path / "r"), *flags)[0] == 0
+    (stored,) = (json.loads(x) for x in (tmp_path / "r" / "episodes.jsonl").read_text().splitlines())
+    world.write_bytes(SHOP.read_bytes().replace(b"lag_s = 120", b"lag_s = 30"))
+    now = load_world(world).identity
+    code, _, err = cli(capsys, "episode", "--from", str(tmp_path / "r"), stored["episode_id"])
+    assert code == 2 and "edited by hand" not in err
+    assert f"the run's world file {world} has changed since the run ({was} then, {now} now)" in err
+    code, _, err = cli(capsys, "run", "--world", str(world), "--model", f"replay/{tmp_path / 'r'}",
+                       "--out", str(tmp_path / "b"), *flags)
+    assert code == 2 and f"the world file {world} has changed since that run" in err
+    assert not (tmp_path / "b").exists()
+    world.write_bytes(SHOP.read_bytes().replace(b'lists = ["add_lines"]', b'lists = ["none"]'))
+    code, _, err = cli(capsys, "episode", "--from", str(tmp_path / "r"), stored["episode_id"])
+    assert code == 2 and f"the run's world file {world} has changed since the run" in err
+    world.unlink()
+    code, _, err = cli(capsys, "episode", "--from", str(tmp_path / "r"), stored["episode_id"])
+    assert code == 2 and f"the run's world file {world} ({was}) is gone" in err
 
 
 def test_episode_runs_a_world_cell_from_flags_and_from_a_stored_record(

@@ -97,11 +97,12 @@ def run(args: argparse.Namespace) -> int:
 
 def flag_cell(args: argparse.Namespace) -> Any:
     """The cell the flags name, seeded as a grid with seed ``--seed`` seeds it."""
+    from limbo.episode.world_trial import tried
     from limbo.experiments.grid import world_seed
     from limbo.sim.cell import Cell
     from limbo.sim.worldfile.kit import kit, load_world
 
-    world = load_world(args.world).runnable() if args.world else kit(None)
+    world = tried(load_world(args.world).runnable(), args.world) if args.world else kit(None)
     if args.template is None and world.identity is not None:
         raise UsageError(f"--world: name one of its templates with --template: "
                          f"{', '.join(world.templates)}")

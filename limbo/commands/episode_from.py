@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from limbo.base.errors import UsageError
+from limbo.commands.world_change import on_disk, refuse
 from limbo.log.records import EpisodeRecord
 from limbo.sim.transport import TRANSPORT_PARAMS
 
@@ -58,6 +59,7 @@ def stored_cell(args: argparse.Namespace) -> Any:
             if cell.episode_id == episode_id:
                 return cell.model_copy(update={"transport": tuple(sorted(
                     {**_recorded_transport(run_dir, cell.model), **moved}.items()))})
+    refuse(f"{where} cannot be re-run", on_disk(run_dir))
     if problem is not None:
         raise UsageError(f"{where}: cannot recover the timing and limits of its grid "
                          f"({problem}); run from the directory the run started in")
@@ -77,7 +79,11 @@ def _worlds(run_dir: Path) -> list[str | None]:
         for world in manifest.get("worlds") or ():
             path = world.get("path") if isinstance(world, dict) else None
             if isinstance(path, str) and Path(path).exists():
-                found.append(load_world(path).identity)
+                try:
+                    found.append(load_world(path).identity)
+                except UsageError:  # a file that no longer checks: say first if it changed
+                    refuse(f"the worlds of {run_dir} cannot be loaded", on_disk(run_dir))
+                    raise
     return list(dict.fromkeys(found))
 
 

@@ -18,10 +18,15 @@ from typing import Any
 from limbo.base.errors import UsageError
 from limbo.base.sockets import check_port
 from limbo.commands.common import add_plugin_flag, load_plugins
+from limbo.commands.renamed import add_old_name
 from limbo.log.records import EpisodeRecord
+from limbo.sim.config import Timing
 
 HARNESS = "mcp"
 """The cell's harness: an outside client served by ``limbo mcp``."""
+CLIENT_TIMEOUT_S = Timing().client_timeout_s
+MAX_SCALE = 100.0
+"""As ``limbo proxy``'s: a 30 s timeout held at most 50 minutes."""
 
 
 def add_parser(sub: Any) -> None:
@@ -52,8 +57,15 @@ def add_parser(sub: Any) -> None:
                         "derives from it and the task")
     p.add_argument("--model", default="external/mcp-client",
                    help="a label for the client's model in the record")
-    p.add_argument("--hold-timeouts", type=float, default=0.0, metavar="S",
-                   help="hold a timed-out call S seconds of wall time before answering")
+    scale = p.add_argument(
+        "--time-scale", type=float, default=0.0, metavar="F",
+        help=f"wall seconds per second of sandbox time where a client waits: a timed-out call "
+             f"is held the sandbox's {CLIENT_TIMEOUT_S:g} s client timeout times F before it is "
+             f"answered, so the client's own timeout fires (default 0: answered at once)")
+    add_old_name(p, "--hold-timeouts", scale, type=float,
+                 convert=lambda s: s / CLIENT_TIMEOUT_S,
+                 told=lambda s: f"--time-scale {s / CLIENT_TIMEOUT_S:g} (F = S / the sandbox's "
+                                f"{CLIENT_TIMEOUT_S:g} s client timeout)")
     p.add_argument("--out", type=Path, default=Path("runs/mcp"),
                    help="the run directory the episode's record is appended to (default runs/mcp)")
     add_plugin_flag(p)
@@ -63,13 +75,14 @@ def _cell(args: argparse.Namespace) -> Any:
     from pydantic import ValidationError
 
     from limbo.base.registry import lookup
+    from limbo.episode.world_trial import tried
     from limbo.experiments.grid import world_seed
     from limbo.sim.cell import Cell
     from limbo.sim.worldfile.kit import kit, load_world
 
     lookup("condition", args.condition)
     fault = lookup("fault", args.fault)
-    world = load_world(args.world).runnable() if args.world else kit(None)
+    world = tried(load_world(args.world).runnable(), args.world) if args.world else kit(None)
     t = world.template(args.template)
     focal = args.focal_write or t.focal_writes[0]
     if focal not in t.focal_writes:
@@ -77,8 +90,8 @@ def _cell(args: argparse.Namespace) -> Any:
                          f"{', '.join(t.focal_writes)}")
     if not fault.applies(world.ops[focal]):
         raise UsageError(f"fault {args.fault} cannot act on {focal} (batch writes only)")
-    if not 0 <= args.hold_timeouts <= 600:
-        raise UsageError("--hold-timeouts must be between 0 and 600 seconds")
+    if not 0 <= args.time_scale <= MAX_SCALE:  # NaN fails both
+        raise UsageError(f"--time-scale must be a number from 0 to {MAX_SCALE:g}")
     task = {"template": t.id, "focal_write": focal, "instance": args.instance}
     try:
         return Cell(model=args.model, harness=HARNESS, condition=args.condition,
@@ -110,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
         _refuse_other_kind(args.out)
         _refuse_recorded(args.out, cell.episode_id)
         serve = functools.partial(ServedEpisode, transport=args.transport, port=args.port,
-                                  hold_s=args.hold_timeouts or None)
+                                  hold_s=args.time_scale * cell.timing.client_timeout_s or None)
         record = asyncio.run(arun_episode(cell, ExternalAgent(cell.model), make_harness=serve))
         _append(args.out, record, cell, args.transport)
     finally:

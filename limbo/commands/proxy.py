@@ -20,6 +20,7 @@ from typing import Any
 
 from limbo.base.errors import UsageError
 from limbo.base.sockets import check_port
+from limbo.commands.renamed import add_old_name
 
 
 def add_parser(sub: Any) -> None:
@@ -37,10 +38,13 @@ def add_parser(sub: Any) -> None:
                         "written anywhere)")
     p.add_argument("--allow-remote", action="store_true",
                    help="allow an --upstream-url on another machine")
-    p.add_argument("--world", type=Path, required=True, metavar="FILE",
-                   help="the world file declaring the server's tools (proxy = true)")
-    p.add_argument("--task", help="the world file's template the agent is given (default: "
-                                  "its only one)")
+    p.add_argument("--world", type=Path, required=True, metavar="FILE_OR_DIR",
+                   help="the world file (or directory) declaring the server's tools (proxy = "
+                        "true)")
+    template = p.add_argument("--template", dest="task", metavar="TEMPLATE",
+                              help="the world file's template the agent is given (default: its "
+                                   "only one)")
+    add_old_name(p, "--task", template)
     p.add_argument("--instance", type=int, default=0, help="the task instance (default 0)")
     p.add_argument("--fault", default="none", metavar="MODE[@TOOL]",
                    help="the fault on the first call to TOOL (default: a write of the task, "

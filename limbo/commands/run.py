@@ -207,6 +207,7 @@ def _run_grid(grid: Grid, ctx: RunContext, args: argparse.Namespace, console: An
     source = CellSource(grid)
     the_plan = plan(source, shard)
     _dropped(grid.name, source.dropped, the_plan, console)
+    _same_worlds(out, grid, the_plan)
     if args.limit == 0:
         done = len(set(the_plan.mine) & scan(out).ids) if out.is_dir() else 0
         say(console, f"grid {grid.name}: --limit 0, so nothing ran; {len(the_plan.mine) - done} "
@@ -227,6 +228,21 @@ def _run_grid(grid: Grid, ctx: RunContext, args: argparse.Namespace, console: An
     finally:
         progress.close()
     return report_end(result, grid.name, out, console, argv)
+
+
+def _same_worlds(out: Path, grid: Grid, the_plan: Plan) -> None:
+    """A run directory whose run played a world file that has changed since is refused naming
+    the file (the runner would see only another grid)."""
+    from limbo.commands.world_change import against, refuse
+    from limbo.log.store import manifests
+
+    try:
+        theirs = {m.get("fingerprint") for m in manifests(out).values()} if out.is_dir() else set()
+    except UsageError:  # a manifest that cannot be read: the runner says so, as it checks it
+        return
+    if theirs - {None, the_plan.fingerprint}:
+        refuse(f"{out} holds a run of grid {grid.name!r} that this one cannot resume",
+               against(out, world_facts(grid).get("worlds", [])))
 
 
 def _dropped(name: str, dropped: Counter[str], the_plan: Plan, console: Any) -> None:

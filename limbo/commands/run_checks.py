@@ -8,15 +8,28 @@ from __future__ import annotations
 import argparse
 import math
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 from limbo.base.errors import UsageError
 from limbo.commands.common import with_params
 from limbo.commands.model_check import check_models
 from limbo.commands.paths import check_output
+from limbo.commands.world_change import against, refuse
+from limbo.episode.world_trial import tried
 from limbo.experiments.design import check_comparisons
-from limbo.experiments.grid import FACTOR_FIELDS, Grid, check_size, load_grid, resolved, validated
+from limbo.experiments.grid import (
+    FACTOR_FIELDS,
+    Grid,
+    check_size,
+    load_grid,
+    resolved,
+    validated,
+    world_facts,
+    world_paths,
+)
 from limbo.log.errored import RETRY_CHOICES
+from limbo.sim.worldfile.kit import load_world
 
 MAX_CONCURRENCY = 10_000
 
@@ -110,11 +123,15 @@ def load(args: argparse.Namespace) -> list[Grid]:
 
 
 def validate(grids: list[Grid], args: argparse.Namespace) -> list[str]:
-    """Everything else a run would trip on: factor levels, size, the models (built, priced
+    """Everything else a run would trip on: a world file's templates whose own plans fail,
+    factor levels, size, the models (built, priced
     under a budget, each answering its preflight unless ``--no-preflight`` or a dry run). The
     notices to print."""
     notices: list[str] = []
     for grid in grids:
+        for path in world_paths(grid):
+            tried(load_world(path), path)  # loaded by now: its templates' plans run once
+        _replayed_worlds(grid)
         resolved(grid)
         check_comparisons(grid)
         check_size(grid)
@@ -122,6 +139,16 @@ def validate(grids: list[Grid], args: argparse.Namespace) -> list[str]:
             reach = not args.no_preflight
             notices += check_models(grid.models, args.max_cost, reach, args.allow_unpriced)
     return list(dict.fromkeys(notices))
+
+
+def _replayed_worlds(grid: Grid) -> None:
+    """A replay of a run whose world file has changed since is refused naming the file (each
+    episode would find no recorded turns: its id is another cell's)."""
+    for model in grid.models:
+        if model.startswith("replay/"):
+            run_dir = Path(model.removeprefix("replay/").partition("?")[0])
+            refuse(f"--model {model}: that run cannot be replayed on this world",
+                   against(run_dir, world_facts(grid).get("worlds", [])))
 
 
 def argv_of(args: argparse.Namespace) -> list[str]:

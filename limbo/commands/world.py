@@ -1,7 +1,9 @@
 """``limbo world``: check a world file, or print the JSON Schema of the format.
 
-``limbo world check FILE_OR_DIR`` prints one line per problem, ``file:line: what is wrong``,
-and exits 1 when there is any; a world that passes is summarised in one line.
+``limbo world check FILE_OR_DIR`` prints one line per problem, ``file:line: key.path: what is
+wrong``, and exits 1 when there is any; a world that passes the rules is then tried (each
+template's plan, followed with no fault, must succeed: :mod:`limbo.episode.world_trial`) and,
+when it does, summarised in one line.
 """
 
 from __future__ import annotations
@@ -33,14 +35,18 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _check(path: Path) -> int:
+    from limbo.episode.world_trial import trial_problems
     from limbo.sim.worldfile.check import check, describe
+    from limbo.sim.worldfile.kit import load_world
 
     world, source = check(path)
-    if world is None:
-        for problem in source.problems:
+    problems = source.problems if world is None else trial_problems(load_world(path), path)
+    if problems:
+        for problem in problems:
             print(problem)
-        n = len(source.problems)
+        n = len(problems)
         print(f"{path}: {n} problem{'s' if n != 1 else ''}")
         return 1
+    assert world is not None
     print(f"{path}: ok — {describe(world)}")
     return 0

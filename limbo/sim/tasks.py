@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, model_validator
 
 from limbo.base.errors import UsageError
 from limbo.base.hashing import digest, plain_json
@@ -61,7 +61,7 @@ class IntentRule(_Model):
     """Arguments whose instance values an effect must equal."""
     contains: dict[str, str] = {}
     """Arguments that must contain the formatted text."""
-    per_row: bool = False
+    per_row: StrictBool = False
     """A batch write (and only a batch write): each unit is its own intent, matched in the
     shape the unit commits as (:class:`limbo.services.Batch`)."""
 
@@ -212,11 +212,17 @@ def _instances(template: Template) -> dict[int, TaskInstance]:
 
 
 def _instantiate(template: Template, instance: int) -> TaskInstance:
-    rng = generator(f"task:{template.id}", str(instance))
+    return TaskInstance(template=template, instance=instance,
+                        vars=draw(template.id, template.vars, instance))
+
+
+def draw(template_id: str, specs: Mapping[str, VarSpec], instance: int) -> dict[str, Any]:
+    """The variables of instance ``instance`` of template ``template_id``, and ``instance``."""
+    rng = generator(f"task:{template_id}", str(instance))
     env: dict[str, Any] = {"instance": instance}
-    for name, spec in template.vars.items():
+    for name, spec in specs.items():
         env[name] = _draw(spec, rng, env)
-    return TaskInstance(template=template, instance=instance, vars=env)
+    return env
 
 
 @per_object

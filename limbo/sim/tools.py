@@ -27,7 +27,7 @@ Key = Annotated[str, StringConstraints(min_length=1, max_length=255)]
 BoundedStr = Annotated[str, StringConstraints(max_length=MAX_STRING)]
 
 
-class _Strict(BaseModel):
+class StrictArgs(BaseModel):
     """Base of every tool's argument model. ``allow_inf_nan=False`` reaches floats nested in
     rows, lists and unions too: NaN and Infinity are not JSON, so a record holding one could
     not be written or read back as strict JSON."""
@@ -64,20 +64,20 @@ def _schema(model: type[BaseModel]) -> dict[str, Any]:
     return schema
 
 
-def _bound(annotation: Any) -> Any:
+def bounded(annotation: Any) -> Any:
     """``annotation`` with every ``str`` inside it capped — nested in rows, lists and unions
     too, so an oversized string is refused wherever an agent puts it."""
     if annotation is str:
         return BoundedStr
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)
     if origin is Annotated:
-        return Annotated[(_bound(args[0]), *annotation.__metadata__)]
+        return Annotated[(bounded(args[0]), *annotation.__metadata__)]
     if origin in (typing.Union, types.UnionType):
-        return typing.Union[tuple(_bound(a) for a in args)]
+        return typing.Union[tuple(bounded(a) for a in args)]
     if origin is list:
-        return list[_bound(args[0])]  # type: ignore[misc]
+        return list[bounded(args[0])]  # type: ignore[misc]
     if origin is dict:
-        return dict[_bound(args[0]), _bound(args[1])]  # type: ignore[misc]
+        return dict[bounded(args[0]), bounded(args[1])]  # type: ignore[misc]
     return annotation
 
 
@@ -86,7 +86,7 @@ def _fields(op: OpSpec, contract: Contract) -> dict[str, Any]:
     fields: dict[str, Any] = {}
     for name, param in list(inspect.signature(op.func).parameters.items())[2:]:
         default = ... if param.default is inspect.Parameter.empty else param.default
-        fields[name] = (_bound(hints[name]), default)
+        fields[name] = (bounded(hints[name]), default)
     if op.accepts_key(contract):
         fields[KEY_FIELD] = (Key | None, None)
     return fields
@@ -110,15 +110,15 @@ def _describe(op: OpSpec, contract: Contract) -> str:
 
 
 def _service_tool(op: OpSpec, contract: Contract) -> ToolSpec:
-    model = create_model(f"{op.tool}_args", __base__=_Strict, **_fields(op, contract))
+    model = create_model(f"{op.tool}_args", __base__=StrictArgs, **_fields(op, contract))
     return ToolSpec(op.tool, op.kind, _describe(op, contract), model, op)
 
 
-class WaitArgs(_Strict):
+class WaitArgs(StrictArgs):
     seconds: float = Field(gt=0, le=3600)
 
 
-class FinishArgs(_Strict):
+class FinishArgs(StrictArgs):
     status: Literal["completed", "partial", "failed"]
     summary: BoundedStr
     uncertain_actions: Annotated[list[BoundedStr], Field(max_length=50)] = []

@@ -179,11 +179,13 @@ SLOW: dict[str, float] = {
     "test_transport_identity.py::test_built_in_grids_keep_their_ids": 1.0,
     "test_worldfile_check.py::test_a_broken_world_gives_one_line_at_the_broken_line": 0.7,
     "test_worldfile_cli.py::test_a_changed_world_file_is_another_grid_not_a_resume": 0.9,
+    "test_worldfile_cli.py::test_a_changed_or_missing_world_file_is_named_by_episode_from_and_replay": 0.5,
     "test_worldfile_cli.py::test_a_grid_file_names_its_world_relative_to_itself": 0.5,
     "test_worldfile_cli.py::test_a_world_run_replays_under_replay_run_dir": 0.3,
     "test_worldfile_cli.py::test_episode_runs_a_world_cell_from_flags_and_from_a_stored_record": 0.4,
     "test_worldfile_cli.py::test_the_same_world_file_cell_and_seed_give_byte_identical_records_across_processes": 0.7,
     "test_worldfile_faithful.py::test_the_file_social_gives_the_python_social_outcome_on_every_cell": 8.5,
+    "test_worldfile_rejects.py::test_the_real_command_line_refuses_them_too": 4.1,
     "test_worlds_docs.py::test_the_broken_file_gives_the_lines_shown": 0.6,
     "test_worlds_docs.py::test_the_quick_start_runs_and_gives_tables_3_5_and_13": 14.5,
 }

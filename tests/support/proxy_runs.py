@@ -34,7 +34,7 @@ def upstream_cmd(db: Path) -> str:
 
 
 def proxy_args(db: Path, out: Path, fault: str, task: str, *extra: str) -> list[str]:
-    return ["proxy", "--upstream-cmd", upstream_cmd(db), "--world", str(WORLD), "--task", task,
+    return ["proxy", "--upstream-cmd", upstream_cmd(db), "--world", str(WORLD), "--template", task,
             "--fault", fault, "--time-scale", SCALE, "--out", str(out), *extra]
 
 

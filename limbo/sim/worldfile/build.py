@@ -16,7 +16,6 @@ from typing import Any
 
 from limbo.services.base import DAY_S, Args, Batch, OpSpec, Service
 from limbo.sim.worldfile.derive import (
-    annotation,
     id_prefix,
     idempotency,
     key_facts,
@@ -27,6 +26,7 @@ from limbo.sim.worldfile.format import Arg, ServiceDef, WorldFile
 from limbo.sim.worldfile.latency import latency_of
 from limbo.sim.worldfile.play import PlayedService
 from limbo.sim.worldfile.rules import id_field
+from limbo.sim.worldfile.values import annotation
 
 
 @dataclass(frozen=True)

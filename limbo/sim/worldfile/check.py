@@ -1,5 +1,10 @@
-"""Checking a world file: its shape (the pydantic models) and its rules, every problem with
-its file and line, in one pass.
+"""Checking a world file: its shape (the pydantic models, strict) and its rules — names that
+exist (:mod:`~limbo.sim.worldfile.rules`, :mod:`~limbo.sim.worldfile.template_rules`), values
+and fields the world can act on (:mod:`~limbo.sim.worldfile.field_rules`), intents fixed
+before the agent runs and step values their tools accept
+(:mod:`~limbo.sim.worldfile.plan_rules`) — every problem with its file, line and key path, in
+one pass. Running each template's plan once is the last check, a floor up
+(:mod:`limbo.episode.world_trial`).
 
 :func:`check` never raises for a bad file: what is wrong is in the returned source's
 ``problems``. :func:`checked` is the same for callers that need a usable world (a
@@ -15,10 +20,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from limbo.sim.worldfile.field_rules import check_fields
 from limbo.sim.worldfile.format import WorldFile
 from limbo.sim.worldfile.rules import ToolFacts, check_services, world_tools
 from limbo.sim.worldfile.source import Source, WorldFileError, read
 from limbo.sim.worldfile.template_rules import check_templates
+from limbo.sim.worldfile.values import Fits
 
 MAX_PROBLEMS = 200
 """A file with more problems than this is reported up to here (a wrong file, most likely)."""
@@ -41,8 +48,11 @@ def check_source(source: Source) -> tuple[WorldFile | None, Source]:
         return None, source
     registered = _registered()
     check_services(world, set(registered[0]), source.problem)
+    for name, svc in world.services.items():
+        check_fields(svc, name, source.problem)
     tools = {**registered[1], **world_tools(world)}
-    check_templates(world, tools, registered[2], source.problem)
+    check_templates(world, tools, registered[2], source.problem,
+                    values=not source.problems)  # a step's values, once its tools' types hold
     source.problems.sort(key=lambda p: (p.file, p.line))
     del source.problems[MAX_PROBLEMS:]
     return (None if source.problems else world), source
@@ -71,7 +81,7 @@ def _registered() -> tuple[list[str], dict[str, ToolFacts], set[str]]:
         fields = {n: f for n, f in spec.model.model_fields.items() if n != KEY_FIELD}
         tools[name] = ToolFacts(spec.kind, frozenset(fields),
                                 frozenset(n for n, f in fields.items() if f.is_required()),
-                                None, spec.op.batch is not None)
+                                None, spec.op.batch is not None, fits=Fits(spec.model))
     return list(entries("service")), tools, set(templates())
 
 
@@ -115,17 +125,26 @@ def _report_errors(source: Source, errors: list[Any]) -> None:
     for err in errors:
         by_path.setdefault(clean_path(source.raw, err["loc"]), []).append(err)
     for path, found in by_path.items():
-        dotted = ".".join(str(p) for p in path) or "(the file)"
         texts = list(dict.fromkeys(_text(path, err) for err in found))
-        source.problem(path, f"{dotted}: {'; or '.join(texts[:4])}")
+        source.problem(path, "; or ".join(texts[:4]))
 
 
 def _text(path: tuple[str | int, ...], err: Any) -> str:
-    if err["type"] == "extra_forbidden":
+    kind = err["type"]
+    if kind == "extra_forbidden":
         return f"unknown field {str(path[-1])!r}"
-    if err["type"] == "missing":
+    if kind == "missing":
         return f"missing required field {str(path[-1])!r}"
+    if kind == "value_error":
+        return str(err["msg"]).removeprefix("Value error, ")
+    if kind in _UNQUOTED and isinstance(err.get("input"), str):
+        return f"{err['msg']}: write {_UNQUOTED[kind]}, without quotes"
     return str(err["msg"])
+
+
+_UNQUOTED = {"bool_type": "true or false", "int_type": "a whole number",
+             "float_type": "a number"}
+"""The strict types a value in quotes often means: ``proxy = "yes"`` is not ``true``."""
 
 
 def describe(world: WorldFile) -> str:

@@ -1,4 +1,4 @@
-"""The contract facts a declaration implies: argument types, write class, key support and the
+"""The contract facts a declaration implies: write class, key support and the
 sentence that says it, read lag and its sentence, and the read that shows a write.
 
 These are what a Python service's decorators state by hand; here they follow from the file, so
@@ -9,39 +9,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Annotated, Any, Literal
-
-from pydantic import Field, StringConstraints
+from typing import Literal
 
 from limbo.services.base import DAY_S, Args, ReadBack
 from limbo.sim.tasks import fill
-from limbo.sim.worldfile.format import Arg, HonouredWhen, LagBy, Read, ServiceDef, Write
+from limbo.sim.worldfile.format import HonouredWhen, LagBy, Read, ServiceDef, Write
 from limbo.sim.worldfile.rules import id_field
 
 Idempotency = Literal["keyed", "natural", "conditional", "none"]
-Value = str | int | float | bool | None
-_SCALARS: dict[str, Any] = {"string": str, "integer": int, "number": float, "boolean": bool,
-                            "object": Annotated[dict[str, Value], Field(max_length=30)]}
-
-
-def annotation(arg: Arg) -> Any:
-    """The type an argument's value must have (the tool layer makes it strict)."""
-    base: Any
-    if arg.enum is not None:
-        base = Literal[tuple(arg.enum)]
-    elif arg.type == "list":
-        assert arg.items is not None
-        item: Any = _SCALARS[arg.items]
-        base = Annotated[list[item],
-                         Field(min_length=arg.min_length, max_length=arg.max_length)]
-    elif arg.type == "string":
-        base = Annotated[str, StringConstraints(min_length=arg.min_length,
-                                                max_length=arg.max_length)]
-    elif arg.type in ("integer", "number"):
-        base = Annotated[_SCALARS[arg.type], Field(ge=arg.min, le=arg.max)]
-    else:
-        base = _SCALARS[arg.type]
-    return base | None if arg.default is None and not arg.required else base
 
 
 def id_prefix(record: str) -> str:

@@ -39,8 +39,11 @@ ItemType = Literal["string", "integer", "number", "boolean", "object"]
 
 
 class _WorldModel(BaseModel):
+    """Strict, as a tool's arguments are: ``proxy = "yes"`` or ``min = "1"`` is a mistake to
+    name, not a value to guess (lax parsing reads ``"no"`` as false and ``"yes"`` as true)."""
+
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True,
-                              allow_inf_nan=False)
+                              allow_inf_nan=False, strict=True)
 
 
 class Arg(_WorldModel):
@@ -79,11 +82,22 @@ class Arg(_WorldModel):
                              "list does")
         if self.default is not None and self.required and "required" in self.model_fields_set:
             raise ValueError("an argument with a default is not required")
+        _ordered(self.min, self.max, "min", "max")
+        _ordered(self.min_length, self.max_length, "min_length", "max_length")
+        if self.enum == []:
+            raise ValueError("enum lists no value, so no call could pass one: list the values, "
+                             "or drop enum")
         return self
 
     @property
     def optional(self) -> bool:
         return self.default is not None or not self.required
+
+
+def _ordered(low: float | None, high: float | None, lo: str, hi: str) -> None:
+    if low is not None and high is not None and low > high:
+        raise ValueError(f"{lo} = {low:g} is above {hi} = {high:g}, so no value fits: write "
+                         f"{lo} <= {hi}")
 
 
 class HonouredWhen(_WorldModel):

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from limbo.sim.worldfile.format import HonouredWhen, LagBy, Read, ServiceDef, WorldFile, Write
+from limbo.sim.worldfile.values import Fits
 
 Report = Callable[[Sequence[str | int], str], None]
 _PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
@@ -34,6 +35,10 @@ class ToolFacts:
     batch: bool
     returns: frozenset[str] | None = None
     """The top-level fields of its success result (``None``: not known)."""
+    tables: frozenset[str] = frozenset()
+    """The fields of its result that hold a table (a ``save`` may go one field into them)."""
+    fits: Fits | None = None
+    """Its arguments' types, to check the values a template gives them (``None``: not known)."""
 
 
 def placeholders(value: Any) -> list[str]:
@@ -58,13 +63,16 @@ def world_tools(world: WorldFile) -> dict[str, ToolFacts]:
     out: dict[str, ToolFacts] = {}
     for name, svc in world.services.items():
         for op, w in svc.writes.items():
+            tool = f"{name}_{op}"
             returns = None if svc.proxy else frozenset(_returns(svc, w))
-            out[f"{name}_{op}"] = ToolFacts("write", frozenset(w.args), _required(w),
-                                            frozenset(w.effect), w.batch is not None, returns)
+            out[tool] = ToolFacts("write", frozenset(w.args), _required(w), frozenset(w.effect),
+                                  w.batch is not None, returns, _tables(svc, w),
+                                  Fits.of_args(tool, w.args))
         for op, r in svc.reads.items():
-            out[f"{name}_{op}"] = ToolFacts("read", frozenset(r.args), _required(r),
-                                            None, False, None if svc.proxy else frozenset({
-                                                "items"}))
+            tool = f"{name}_{op}"
+            out[tool] = ToolFacts("read", frozenset(r.args), _required(r), None, False,
+                                  None if svc.proxy else frozenset({"items"}),
+                                  fits=Fits.of_args(tool, r.args))
     return out
 
 
@@ -85,6 +93,16 @@ def _returns(svc: ServiceDef, w: Write) -> set[str]:
     made = {f for x in svc.writes.values() if x.record == w.record
             and x.action in ("create", "upsert") for f in (*x.args, *x.set)}
     return {ident, *made, *w.set, *w.set_args} | ({"changed"} if w.action == "upsert" else set())
+
+
+def _tables(svc: ServiceDef, w: Write) -> frozenset[str]:
+    """The fields of a played write's result that hold a table: the record's ``object``
+    arguments (a batch answers ids and a count; a proxied write's answer is not known)."""
+    if svc.proxy or w.batch is not None or w.action == "delete":
+        return frozenset()
+    return frozenset(f for x in svc.writes.values() if x.record == w.record
+                     and x.action in ("create", "upsert") for f, a in x.args.items()
+                     if a.type == "object")
 
 
 def _required(tool: Write | Read) -> frozenset[str]:

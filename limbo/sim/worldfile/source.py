@@ -25,19 +25,34 @@ from limbo.sim.worldfile.lines import Lines
 MAX_BYTES = 2_000_000
 """Largest world file read (a world of hundreds of tools is far smaller)."""
 MAX_FILES = 200
+MAX_DEPTH = 32
+"""Deepest nesting of tables and arrays (a world needs about eight): deeper files are refused
+in one line before anything walks them, so no reader recurses past Python's limit."""
+BOM = "\ufeff"
 _TOML_AT = re.compile(r"\(at line (\d+), column \d+\)")
 
 
 @dataclass(frozen=True)
 class WorldProblem:
-    """One thing wrong with a world file, where it is."""
+    """One thing wrong with a world file, where it is: the file, the line and the key path
+    (empty for a problem of the whole file)."""
 
     file: str
     line: int
     message: str
+    path: tuple[str | int, ...] = ()
 
     def __str__(self) -> str:
-        return f"{self.file}:{self.line}: {self.message}"
+        where = f"{dotted(self.path)}: " if self.path else ""
+        return f"{self.file}:{self.line}: {where}{self.message}"
+
+
+def dotted(path: Sequence[str | int]) -> str:
+    """A key path as a reader finds it in the file: ``templates[1].steps[0].intent``."""
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else f".{part}" if text else str(part)
+    return text
 
 
 class WorldFileError(UsageError):
@@ -89,7 +104,7 @@ class Source:
 
     def problem(self, path: Sequence[str | int], message: str) -> None:
         file, line = self.where(path)
-        self.problems.append(WorldProblem(file, line, message))
+        self.problems.append(WorldProblem(file, line, message, tuple(path)))
 
 
 def read(path: Path) -> Source:
@@ -98,10 +113,12 @@ def read(path: Path) -> Source:
     source = Source(path)
     files = _files(path, source)
     sha = hashlib.sha256()
+    left = MAX_BYTES
     for file in files:
-        data = _bytes(file, source)
+        data = _bytes(file, source, left)
         if data is None:
             continue
+        left -= len(data)
         sha.update(f"{file.name}\0{len(data)}\0".encode())
         sha.update(data)
         part = _parse(file, data, source)
@@ -136,14 +153,17 @@ def _files(path: Path, source: Source) -> list[Path]:
     return [path]
 
 
-def _bytes(file: Path, source: Source) -> bytes | None:
+def _bytes(file: Path, source: Source, left: int) -> bytes | None:
+    """The file's bytes, when they fit in the ``left`` bytes a world may still have."""
     try:
         size = file.stat().st_size
-        if size > MAX_BYTES:
-            source.problems.append(WorldProblem(str(file), 1, f"the file is {size:,} bytes; a world "
-                                                         f"file may have at most {MAX_BYTES:,}"))
+        if size > left:
+            whole = "a world" if left < MAX_BYTES else "a world file"
+            source.problems.append(WorldProblem(str(file), 1, f"the file is {size:,} bytes; "
+                                                         f"{whole} may have at most {MAX_BYTES:,}"))
             return None
-        return file.read_bytes()
+        data = file.read_bytes()
+        return data if len(data) <= left else None
     except OSError as exc:
         source.problems.append(WorldProblem(str(file), 1, f"cannot read: {exc.strerror}"))
         return None
@@ -157,6 +177,7 @@ def _parse(file: Path, data: bytes, source: Source) -> Part | None:
         source.problems.append(WorldProblem(str(file), line, f"not UTF-8 text (byte {exc.start}); "
                                                         f"TOML files are UTF-8"))
         return None
+    text = text.removeprefix(BOM)  # as some editors start a UTF-8 file; TOML has no use for it
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -165,11 +186,75 @@ def _parse(file: Path, data: bytes, source: Source) -> Part | None:
         source.problems.append(WorldProblem(str(file), int(found.group(1)) if found else 1,
                                        f"not valid TOML: {message}"))
         return None
+    except RecursionError:  # nesting in the hundreds: the parser itself recurses per level
+        source.problems.append(_too_deep(file, text, None))
+        return None
+    deep = too_deep(raw, MAX_DEPTH)
+    if deep is not None:
+        source.problems.append(_too_deep(file, text, deep))
+        return None
     part = Part(file, raw, Lines(text))
     for at, what in _unsupported(raw, ()):
-        source.problems.append(WorldProblem(str(file), part.lines.line(at), f"{'.'.join(map(str, at))}: "
-                                                                       f"{what}"))
+        source.problems.append(WorldProblem(str(file), part.lines.line(at), what, at))
     return part
+
+
+def too_deep(value: Any, limit: int) -> tuple[str | int, ...] | None:
+    """The path of the first value nested deeper than ``limit`` (walked without recursion, so
+    any depth is safe), or ``None``."""
+    stack: list[tuple[tuple[str | int, ...], Any]] = [((), value)]
+    while stack:
+        at, node = stack.pop()
+        if len(at) > limit:
+            return at
+        if isinstance(node, dict):
+            stack.extend(((*at, k), v) for k, v in reversed(node.items()))
+        elif isinstance(node, list):
+            stack.extend(((*at, i), v) for i, v in reversed(list(enumerate(node))))
+    return None
+
+
+def _too_deep(file: Path, text: str, deep: tuple[str | int, ...] | None) -> WorldProblem:
+    """The problem of a file nested too deep, at the line (and key path) where it goes past
+    the limit: ``deep`` is that path when the file parsed."""
+    lines = Lines(text)
+    line = bracket_line(text, MAX_DEPTH)
+    if deep is not None:
+        placed = next((n for p, n in lines.at.items() if p[:len(deep)] == deep), None)
+        line = min(line, placed or lines.line(deep))
+    else:
+        deep = next((p for p, n in lines.at.items() if n == line), ())
+    shown = ".".join(map(str, deep[:6])) + (".…" if len(deep) > 6 else "")
+    return WorldProblem(str(file), line, f"{shown or '(the file)'}: nested deeper than "
+                                         f"{MAX_DEPTH} levels of tables and arrays; a world "
+                                         f"file needs far fewer: write the values flat")
+
+
+_TOKEN = re.compile(r'"""|\'\'\'|\\.|["\'#\n\[\]{}]')
+
+
+def bracket_line(text: str, limit: int) -> int:
+    """The line on which brackets and braces (outside strings and comments) first nest deeper
+    than ``limit`` (the last line when they never do: the depth is then in dotted keys)."""
+    depth, line, quote = 0, 1, ""
+    for token in _TOKEN.finditer(text):
+        tok = token.group()
+        if tok == "\n":
+            line += 1
+            quote = "" if quote in ("#", '"', "'") else quote
+        elif quote:
+            if tok[0] == "\\" and quote in ("'", "'''"):  # a literal string has no escapes
+                tok = tok[1:]
+            quote = "" if tok == quote else quote
+        elif tok in ('"""', "'''", '"', "'", "#"):
+            quote = tok
+        elif tok in "[{":
+            depth += 1
+            if depth > limit:
+                return line
+        elif tok in "]}":
+            depth -= 1
+    return line
 
 
 def _unsupported(value: Any, at: tuple[str | int, ...]) -> list[tuple[tuple[str | int, ...], str]]:

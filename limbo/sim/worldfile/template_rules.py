@@ -7,16 +7,23 @@ on a ticket after a refund); ``tools`` holds the facts of both.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 from limbo.sim.tasks import Step, VarSpec
 from limbo.sim.worldfile.format import TemplateDef, WorldFile
+from limbo.sim.worldfile.plan_rules import MAX_ROWS, check_intents, check_sizes, check_values
 from limbo.sim.worldfile.rules import Report, ToolFacts, hint, placeholders
 
 
 def check_templates(world: WorldFile, tools: Mapping[str, ToolFacts], taken: set[str],
-                    report: Report) -> None:
-    """Every template of ``world``; ``taken``: template ids LIMBO already has."""
+                    report: Report, values: bool = True) -> None:
+    """Every template of ``world``; ``taken``: template ids LIMBO already has; ``values``:
+    whether to check the values steps pass (not when the tools themselves have problems)."""
+    if not world.templates:
+        report(("world",), "the world declares no template, so `limbo run` would run no "
+                               "episode and `limbo proxy` has no task to give: add a "
+                               "[[templates]] with the request and the plan (docs/worlds.md)")
     seen: set[str] = set()
     for i, t in enumerate(world.templates):
         at = ("templates", i)
@@ -27,9 +34,23 @@ def check_templates(world: WorldFile, tools: Mapping[str, ToolFacts], taken: set
         if t.service is not None and t.service not in world.services:
             report((*at, "service"), f"template {t.id!r} is about service {t.service!r}, which "
                                      f"the world does not declare{hint(t.service, world.services)}")
-        _check_steps(t, at, tools, report)
-        _check_focal(t, at, tools, world, report)
-        _check_parameters(t, at, report)
+        said: list[str] = []
+        told = _counting(report, said)
+        _check_steps(t, at, tools, told)
+        _check_focal(t, at, tools, world, told)
+        _check_parameters(t, at, told)
+        check_intents(t, at, tools, told)
+        check_sizes(t, at, told)
+        if values and not said:  # its parameters can be drawn and its steps' tools are known
+            check_values(t, at, tools, report)
+
+
+def _counting(report: Report, said: list[str]) -> Report:
+    def told(path: Sequence[str | int], message: str) -> None:
+        said.append(message)
+        report(path, message)
+
+    return told
 
 
 def _check_steps(t: TemplateDef, at: tuple[str | int, ...], tools: Mapping[str, ToolFacts],
@@ -79,15 +100,40 @@ def _check_call(step: Step, facts: ToolFacts, at: Sequence[str | int], report: R
 
 
 def _check_save(step: Step, facts: ToolFacts, at: Sequence[str | int], report: Report) -> None:
-    """Every ``save`` path starts at a field the tool's result has."""
+    """Every ``save`` names a parameter and follows a path the tool's result has: a field,
+    or one field into a field that holds a table."""
+    for name in step.save:
+        _parameter_name(name, (*at, "save", name), "a saved value", report)
     if facts.returns is None:
         return
     for name, path in step.save.items():
-        head = path.split(".")[0]
+        head, *rest = path.split(".")
         if head not in facts.returns:
             report((*at, "save"), f"step {step.id!r} saves {name} from {head!r}, which the "
                                   f"result of {step.tool} does not have"
                                   f"{hint(head, facts.returns)}")
+        elif rest and (head not in facts.tables or len(rest) > 1):
+            report((*at, "save"), f"step {step.id!r} saves {name} from {path!r}, but "
+                                  f"{'.'.join([head, *rest[:-1]])} holds no table (only an "
+                                  f"object argument has fields): write save = {{ {name} = "
+                                  f"\"{head}\" }}")
+
+
+def _parameter_name(name: str, at: Sequence[str | int], what: str, report: Report) -> None:
+    """A parameter is written ``{name}``, lower case; ``instance`` is LIMBO's own."""
+    if not _NAME.fullmatch(name):
+        report(at, f"{what} is named {name!r}, which {{{name}}} in a text would not take (a "
+                   f"parameter's name is lower case: a-z, 0-9, _); write {name.lower()!r}"
+                   if name.lower() != name and _NAME.fullmatch(name.lower()) else
+                   f"{what} is named {name!r}; a parameter's name is a-z, 0-9 and _, not "
+                   f"starting with a digit")
+    elif name in RESERVED_PARAMETERS:
+        report(at, f"{what} is named {name!r}, which LIMBO sets itself (the instance number, "
+                   f"the row number of a rows variable); name it otherwise")
+
+
+_NAME = re.compile(r"[a-z_][a-z0-9_]*")
+RESERVED_PARAMETERS = ("instance", "i")
 
 
 def focal_steps(t: TemplateDef) -> list[Step]:
@@ -140,6 +186,7 @@ def _check_parameters(t: TemplateDef, at: tuple[str | int, ...], report: Report)
     variable's format), the instance number, a setup step's ``save`` or an earlier step's."""
     known = {"instance"}
     for name, spec in t.vars.items():
+        _parameter_name(name, (*at, "vars", name), "a variable", report)
         _check_draw(spec, (*at, "vars", name), report)
         uses = placeholders(spec.format) + (placeholders(spec.rows.fields) if spec.rows else [])
         _unset(uses, known | ({"i"} if spec.rows else set()), (*at, "vars", name),
@@ -156,9 +203,6 @@ def _check_parameters(t: TemplateDef, at: tuple[str | int, ...], report: Report)
         known |= set(step.save)
 
 
-MAX_ROWS = 1000
-
-
 def _check_draw(spec: VarSpec, at: Sequence[str | int], report: Report) -> None:
     """A parameter can be drawn: a range that steps forward, a row count that is bounded."""
     if spec.range is not None:
@@ -173,6 +217,10 @@ def _check_draw(spec: VarSpec, at: Sequence[str | int], report: Report) -> None:
                        f"0 <= low <= high <= {MAX_ROWS}")
     if spec.choice is not None and not spec.choice:
         report(at, "choice lists no value")
+    for field, values in spec.rows.fields.items() if spec.rows is not None else ():
+        if values == []:
+            report(at, f"rows field {field!r} lists no value to pick: list some, or write a "
+                       f"text")
 
 
 def _unset(uses: list[str], known: set[str], at: Sequence[str | int], what: str, template: str,
