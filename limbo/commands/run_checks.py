@@ -15,7 +15,15 @@ from limbo.commands.common import with_params
 from limbo.commands.model_check import check_models
 from limbo.commands.paths import check_output
 from limbo.experiments.design import check_comparisons
-from limbo.experiments.grid import FACTOR_FIELDS, Grid, check_size, load_grid, resolved, validated
+from limbo.experiments.grid import (
+    FACTOR_FIELDS,
+    MAX_REPEATS,
+    Grid,
+    check_size,
+    load_grid,
+    resolved,
+    validated,
+)
 from limbo.log.errored import RETRY_CHOICES
 
 MAX_CONCURRENCY = 10_000
@@ -63,6 +71,10 @@ def apply_flags(grid: Grid, args: argparse.Namespace) -> Grid:
         if args.instances < 1:
             raise UsageError(f"--instances must be at least 1, got {args.instances}")
         changes["instances"] = args.instances
+    if args.repeats is not None:
+        if not 1 <= args.repeats <= MAX_REPEATS:
+            raise UsageError(f"--repeats must be between 1 and {MAX_REPEATS:,}, got {args.repeats}")
+        changes["repeats"] = args.repeats
     if not changes:
         return grid
     return validated({**grid.model_dump(), **changes, "overrides": changes}, "command line",
