@@ -92,7 +92,8 @@ def _cell(data: Data, rows: pd.DataFrame, base: pd.DataFrame | None, column: str
                        clusters=k)
     base = base[base[column].notna()]
     diff, lo, hi, k = difference(data, rows, base, column)
-    shown = f"{mean:.{digits}f} ({diff:+.{digits}f} [{lo:+.{digits}f}, {hi:+.{digits}f}])"
+    interval = "" if math.isnan(lo) else f" [{lo:+.{digits}f}, {hi:+.{digits}f}]"
+    shown = f"{mean:.{digits}f} ({diff:+.{digits}f}{interval})"
     return t.Entry(shown, diff, denominator=len(rows), lo=lo, hi=hi, clusters=k)
 
 
@@ -104,8 +105,9 @@ def difference(data: Data, rows: pd.DataFrame, base: pd.DataFrame,
     arm = np.r_[np.ones(len(rows), bool), np.zeros(len(base), bool)]
     found = tost_clustered_arms(both[column].to_numpy(float), arm, data.uncertainty.labels(both),
                                 weights)
-    lo, hi = _around(found.diff, found.se, found.clusters)
-    return float(found.diff), lo, hi, int(found.clusters)
+    diff = data.mean(rows, column) - data.mean(base, column)  # also with one cluster (no SE)
+    lo, hi = _around(diff, found.se, found.clusters)
+    return diff, lo, hi, int(found.clusters)
 
 
 def mean_interval(data: Data, rows: pd.DataFrame, column: str) -> tuple[float, float, int]:
