@@ -241,6 +241,22 @@ class _Tally:
             self.on_result(self.ran, self.total, self.summary)
 
 
+class _Round:
+    """The tally as an executor sees it for one ``--precision`` round: a pass of the round's
+    cells (a forked pass sizes its chunks by ``total``, so a small round still reaches every
+    worker), whose records go to the run's one tally."""
+
+    def __init__(self, tally: _Tally, total: int) -> None:
+        self.tally, self.total = tally, total
+        self.scrub, self.keep_fds = tally.scrub, tally.keep_fds
+
+    def emit(self, line: bytes, cell: Mapping[str, Any], outcome: Mapping[str, Any]) -> None:
+        self.tally.emit(line, cell, outcome)
+
+    def emit_group(self, items: list[Item]) -> None:
+        self.tally.emit_group(items)
+
+
 def local_executor(workers: int) -> Executor:
     """The executor of ``--workers``: this process, or forked ones."""
     from limbo.run.forked import Forked
@@ -292,7 +308,8 @@ def _run(cells: Iterable[Cell], ctx: RunContext, executor: Executor, manifest: d
             executor.run(_todo(cells, set(todo)), ctx, budget, tally)
         else:
             schedule.read(record_files(ctx.out), set(the_plan.mine) - set(pending))
-            schedule.drive(lambda batch: executor.run(iter(batch), ctx, budget, tally), ctx.limit)
+            schedule.drive(lambda batch: executor.run(iter(batch), ctx, budget,
+                                                      _Round(tally, len(batch))), ctx.limit)
     except BaseException as exc:
         _fail(run, base, tally, exc)
         raise

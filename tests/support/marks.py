@@ -68,6 +68,7 @@ SLOW: dict[str, float] = {
     "test_precision.py::test_the_runs_page_shows_what_the_example_prints": 2.2,
     "test_precision.py::test_peeking_breaks_a_fixed_n_interval_and_not_the_sequence": 2.2,
     "test_precision.py::test_the_simulation_computes_the_shipped_sequence": 1.1,
+    "test_precision.py::test_forked_workers_stop_each_arm_where_one_process_does": 5.4,
     "test_fault_cost.py::test_limbo_proxy_runs_are_priced_too": 10.5,
     "test_repeats.py::test_replicate_zero_is_the_run_without_repeats_byte_for_byte": 4.2,
     "test_repeats.py::test_records_of_both_versions_validate_against_the_published_schema": 2.1,
