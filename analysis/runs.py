@@ -59,8 +59,10 @@ class Run:
         source = self.manifest.get("source") or \
             f"run {str(self.manifest.get('fingerprint', '?'))[:12]}"
         version = self.manifest.get("version") or self.design.get("limbo", "?")
+        stopped = (self.manifest.get("precision") or {}).get("note")
         return (f"{names} {source} (grid digest {self.design.get('grid_digest', '?')}, "
-                f"LIMBO {version}, grader {self.design.get('grader', '?')})")
+                f"LIMBO {version}, grader {self.design.get('grader', '?')})"
+                + (f"; {stopped}" if isinstance(stopped, str) else ""))
 
 
 Fallback = Callable[[], dict[str, Any]]

@@ -20,7 +20,8 @@ Row = dict[str, Any]
 
 def row_of(cell: dict[str, Any], outcome: dict[str, Any]) -> Row:
     """The fields as recorded; their types are checked per column (:func:`check_types`)."""
-    row: Row = {name: cell[name] for name in CELL_FIELDS}
+    row: Row = {name: cell[name] for name in CELL_FIELDS if name != "replicate"}
+    row["replicate"] = cell.get("replicate", 0)  # only /2 records carry it (≥ 1)
     for name in (*FLAGS, *NUMBERS, "report_status", "termination"):
         row[name] = outcome[name]
     wclass = outcome.get("focal_write_class") or {}
@@ -29,8 +30,9 @@ def row_of(cell: dict[str, Any], outcome: dict[str, Any]) -> Row:
     return row
 
 
-EXPECTED = {**{name: "str" for name in CELL_FIELDS if name not in ("instance", "seed")},
-            "instance": "int", "seed": "int", **dict.fromkeys(FLAGS, "bool"),
+EXPECTED = {**{name: "str" for name in CELL_FIELDS
+               if name not in ("instance", "seed", "replicate")},
+            "instance": "int", "seed": "int", "replicate": "int", **dict.fromkeys(FLAGS, "bool"),
             **dict.fromkeys(NUMBERS, "number"), "report_status": "str", "termination": "str"}
 """The type every column must have: a "false" string must not read as true."""
 _INFERRED = {"str": ("string",), "int": ("integer",), "bool": ("boolean",),

@@ -33,6 +33,7 @@ from limbo.sim.worldfile.kit import Kit, kit, load_world
 
 ALL = "all"
 MAX_CELLS = 1_000_000
+MAX_REPEATS = 1_000
 """The most cells one grid may expand to: a run keeps each cell's id in memory (and a grid
 this size is weeks of model calls). A larger grid is refused before it starts."""
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
@@ -65,6 +66,10 @@ class Grid(BaseModel):
     focal_writes: Literal["all", "first"] = "all"
     instances: int = Field(1, ge=1, le=10_000)
     """Instances 0 .. instances-1 of every template."""
+    repeats: int = Field(1, ge=1, le=MAX_REPEATS, exclude_if=lambda n: n == 1)
+    """Samples of every cell (``--repeats``): replicates 0 .. repeats-1, each in the cell's
+    world with its own model-sampling seed. Left out of the grid's dump when 1, so a grid
+    without repeats keeps its digest."""
     timing: Timing = Timing()
     limits: Limits = Limits()
     world: str | None = None
@@ -165,7 +170,8 @@ def included(grid: Grid) -> list[Grid]:
         if sub.include:
             raise UsageError(f"grid {grid.name} includes {ref}, which includes grids itself; "
                              f"list the grids it includes instead")
-        out.append(validated({**sub.model_dump(), **grid.overrides}, f"grid {ref}"))
+        repeats = {"repeats": grid.repeats} if grid.repeats != 1 else {}
+        out.append(validated({**sub.model_dump(), **repeats, **grid.overrides}, f"grid {ref}"))
     return out
 
 
@@ -213,7 +219,7 @@ def count_cells(grid: Grid) -> int:
     temps, ops = found.templates, found.ops
     cannot_run = _unavailable(lv["harnesses"])
     per = (len(lv["models"]) * len(lv["conditions"]) * len(lv["contracts"]) * grid.instances
-           * sum(1 for h in lv["harnesses"] if h not in cannot_run))
+           * grid.repeats * sum(1 for h in lv["harnesses"] if h not in cannot_run))
     total = 0
     for t_name in lv["templates"]:
         t = temps[t_name]
@@ -330,10 +336,13 @@ def _cross(grid: Grid, lv: dict[str, list[str]], template: str, service: str,
                     for fault in lv["faults"]:
                         for fw in focal:
                             for instance in range(grid.instances):
-                                yield {"model": model, "harness": harness, "condition": condition,
-                                       "contract": contract, "fault": fault, "service": service,
-                                       "template": template, "instance": instance,
-                                       "focal_write": fw}
+                                cell = {"model": model, "harness": harness,
+                                        "condition": condition, "contract": contract,
+                                        "fault": fault, "service": service, "template": template,
+                                        "instance": instance, "focal_write": fw}
+                                yield cell
+                                for replicate in range(1, grid.repeats):
+                                    yield {**cell, "replicate": replicate}
 
 
 def world_kit(grid: Grid) -> Kit:

@@ -122,7 +122,7 @@ def test_an_unknown_version_is_skipped_and_counted_and_a_writer_refuses_it(tmp_p
     line = _edited(good[0], schema="limbo.episode/9")
     judged = reader.decode(line)
     assert isinstance(judged, reader.Skip) and judged.kind == reader.UNKNOWN
-    assert "'limbo.episode/9' is not one this LIMBO reads (limbo.episode/1)" in judged.reason
+    assert "'limbo.episode/9' is not one this LIMBO reads (limbo.episode/1, limbo.episode/2)" in judged.reason
     assert reader.parts(line) == judged
     run = _run(tmp_path, b"".join([*good, line]))
     loaded = load([run])

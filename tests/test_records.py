@@ -226,4 +226,5 @@ def spawn_python(code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 def test_schema_is_a_cli_command(capsys) -> None:
     result = cli(capsys, "schema")
     assert result.code == 0
-    assert json.loads(result.out)["properties"]["schema"]["const"] == "limbo.episode/1"
+    assert json.loads(result.out)["properties"]["schema"]["enum"] == ["limbo.episode/1",
+                                                                     "limbo.episode/2"]

@@ -42,7 +42,7 @@ def _edited(line: str, how: str, episode_id: str = "ep-edited") -> str:
     elif how == "event":
         record["events"][1]["type"] = "teleport"
     else:
-        record["schema"] = "limbo.episode/2"
+        record["schema"] = "limbo.episode/9"
     return json.dumps(record, ensure_ascii=False, separators=(", ", ": "))
 
 
@@ -90,7 +90,7 @@ def test_a_record_of_another_version_is_refused_in_one_line_and_left_alone(capsy
     run = _run_dir(tmp_path, lines, _edited(lines[0], "version"))
     before = (run / "episodes.jsonl").read_bytes()
     needle = (f"episodes.jsonl line {len(lines) + 1}: episode ep-edited: schema "
-              f"'limbo.episode/2' is not one this LIMBO reads ({', '.join(READABLE)})")
+              f"'limbo.episode/9' is not one this LIMBO reads ({', '.join(READABLE)})")
     refused(cli(capsys, "status", str(run)), needle)
     refused(cli(capsys, "run", *GRID, "--out", str(run), "--quiet"), needle)
     refused(cli(capsys, "show", str(run), "ep-edited"), needle)

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from limbo.analysis.data import Data
+from limbo.analysis.fault_cost import table15
+from limbo.analysis.sampling import table14, table16
 from limbo.analysis.table import Table
 from limbo.analysis.tables.conditions import table5, table7, table13
 from limbo.analysis.tables.cue import table10
@@ -19,7 +21,7 @@ from limbo.analysis.tables.waits import table6
 
 TABLES: dict[int, Callable[[Data], Table]] = {
     3: table3, 4: table4, 5: table5, 6: table6, 7: table7, 8: table8, 9: table9, 10: table10,
-    12: table12, 13: table13,
+    12: table12, 13: table13, 14: table14, 15: table15, 16: table16,
 }
 
 

@@ -44,7 +44,7 @@ _BUILTINS: dict[Kind, tuple[str, ...]] = {
     "service": ("limbo.services",),
     "fault": ("limbo.faults",),
     "condition": ("limbo.harnesses.conditions", "limbo.harnesses.scaffolds"),
-    "policy": ("limbo.harnesses.policies",),
+    "policy": ("limbo.harnesses.policies", "limbo.harnesses.noisy"),
     "harness": ("limbo.harnesses.minimal", "limbo.harnesses.production"),
     "model": ("limbo.harnesses.policies", "limbo.providers", "limbo.inspect.model"),
 }

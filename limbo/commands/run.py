@@ -21,7 +21,7 @@ from typing import Any
 from limbo.base.errors import UsageError
 from limbo.base.provenance import provenance
 from limbo.base.secrets import scrub
-from limbo.commands import check
+from limbo.commands import check, run_samples
 from limbo.commands.common import (
     add_plugin_flag,
     add_provider_flags,
@@ -70,6 +70,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         p.add_argument(f"--{flag}", action="append", metavar=flag.upper(),
                        help=f"replace the grid's {field} (repeatable)")
     p.add_argument("--instances", type=int, help="instances per template (replaces the grid's)")
+    p.add_argument("--repeats", type=int, metavar="K",
+                   help="run every cell K times, each in the same world with its own "
+                        "model-sampling seed (replicate 0 .. K-1; default 1)")
     p.add_argument("--world", metavar="FILE_OR_DIR",
                    help="run the grids on a world file (your own API, docs/worlds.md) instead "
                         "of the built-in services")
@@ -95,6 +98,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--max-cost", type=float, metavar="USD",
                    help="a model budget: start an episode only while, at the mean cost per "
                         "episode so far, it stays within USD")
+    run_samples.add_flags(p)
     _add_real_model_flags(p)
     add_plugin_flag(p)
     p.add_argument("--dry-run", action="store_true",
@@ -139,6 +143,7 @@ def run_grids(args: argparse.Namespace, console: Any, settings: Settings) -> int
     executor made here (the command's edge: every setting is read by now)."""
     shard = parse_shard(args.shard) if args.shard else None
     check_numbers(args)
+    run_samples.check(args)
     check_executor(args)
     outs: list[Path] = []
     errored = 0
@@ -221,13 +226,18 @@ def _run_grid(grid: Grid, ctx: RunContext, args: argparse.Namespace, console: An
                 "transport": transports(resolved(grid)["models"]),
                 "plugins": [where(p) for p in args.plugin],
                 "prices": [str(p.resolve()) for p in args.prices]}
+    schedule = run_samples.schedule(args, grid, source)
     progress = Progress(console, len(the_plan.mine), args.quiet)
     try:
         result = run_cells(source, ctx, manifest, progress, lambda text: say(console, text),
-                           the_plan)
+                           the_plan, schedule)
     finally:
         progress.close()
-    return report_end(result, grid.name, out, console, argv)
+    code = report_end(result, grid.name, out, console, argv)
+    facts = schedule.facts()["precision"] if schedule is not None else None
+    for line in run_samples.end_lines(grid, out, facts):
+        say(console, line)
+    return code
 
 
 def _same_worlds(out: Path, grid: Grid, the_plan: Plan) -> None:

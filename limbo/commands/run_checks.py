@@ -20,6 +20,7 @@ from limbo.episode.world_trial import tried
 from limbo.experiments.design import check_comparisons
 from limbo.experiments.grid import (
     FACTOR_FIELDS,
+    MAX_REPEATS,
     Grid,
     check_size,
     load_grid,
@@ -76,6 +77,10 @@ def apply_flags(grid: Grid, args: argparse.Namespace) -> Grid:
         if args.instances < 1:
             raise UsageError(f"--instances must be at least 1, got {args.instances}")
         changes["instances"] = args.instances
+    if args.repeats is not None:
+        if not 1 <= args.repeats <= MAX_REPEATS:
+            raise UsageError(f"--repeats must be between 1 and {MAX_REPEATS:,}, got {args.repeats}")
+        changes["repeats"] = args.repeats
     if not changes:
         return grid
     return validated({**grid.model_dump(), **changes, "overrides": changes}, "command line",

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from limbo.base.errors import UsageError
+from limbo.commands import run_samples
 from limbo.commands.common import console
 from limbo.log.errored import ERROR_TERMINATIONS, TIMEOUT, ErrorGroups, retry_command
 from limbo.log.rated import ERRORED
@@ -76,13 +77,15 @@ def report(run_dir: Path) -> dict[str, Any]:
              if proxy_status.is_proxy_dir(found, run_dir) else None)
     if proxy is not None and not grids:  # limbo proxy: each episode is its own cell
         total = proxy["cells"]
+    precision, unsampled = run_samples.unsampled(found.values(), total, len(result.ids))
     return {
         "run_dir": str(run_dir), "kind": kinds[0] if len(kinds) == 1 else kinds,
         "grids": [{"name": (m.get("grid") or {}).get("name"), "fingerprint": f,
                    "cells": m.get("grid_cells")} for f, m in grids.items()],
         "writers": [describe_holder(note) for _, note in writers],
         "cells": total, "done": len(result.ids), "rated": result.rated,
-        "missing": None if total is None else max(0, total - len(result.ids)),
+        "missing": None if total is None else max(0, total - len(result.ids) - unsampled),
+        "precision": precision, "unsampled": unsampled,
         "errored": {t: result.terminations[t] for t in ERRORED if result.terminations[t]},
         "errors": groups.to_json(),
         "retry": ({"errors": retry_command(argv, False), "timeouts": retry_command(argv, True)}
@@ -142,6 +145,8 @@ def verdict(info: dict[str, Any]) -> tuple[bool, str]:
         problems.append(f"{errored} cell(s) ended in an error (retry them with --retry-errors)")
     if problems:
         return False, "; ".join(problems)
+    if info["unsampled"]:
+        return True, "every cell the --precision rule needed is recorded exactly once"
     return True, "every cell of the grid is recorded exactly once"
 
 
@@ -154,6 +159,8 @@ def _lines(info: dict[str, Any]) -> list[str]:
     out.append(f"episodes: {info['done']} done, {info['missing'] if info['missing'] is not None else '?'} "
                f"missing, {info['rated']} rated, errored: {errored}")
     out += _error_lines(info)
+    if info["precision"]:
+        out.append(f"precision: {info['precision']}; {info['unsampled']} cell(s) not needed")
     out.append(f"quarantine: {info['quarantined']} line(s) in {QUARANTINE}; "
                f"{len(info['bad_lines'])} bad line(s) still in the records files")
     if info["superseded"]:

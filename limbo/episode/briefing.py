@@ -61,7 +61,8 @@ class ReferenceAdapter(ModelAdapter):
 def context(world: World) -> EpisodeContext:
     """The neutral context every adapter of ``world``'s episode gets."""
     cell = world.cell
-    return EpisodeContext(episode_id=cell.episode_id, seed=cell.seed, contract=cell.contract)
+    return EpisodeContext(episode_id=cell.episode_id, seed=cell.sampling_seed,
+                          contract=cell.contract)
 
 
 def answer_key(world: World) -> ReferenceContext:

@@ -74,6 +74,8 @@ class EpisodeContext(BaseModel):
 
     episode_id: str
     seed: int
+    """The model-sampling seed: the world's seed, or — for replicate r ≥ 1 of ``limbo run
+    --repeats`` — one derived from it and r (:attr:`limbo.sim.cell.Cell.sampling_seed`)."""
     contract: Contract
 
 

@@ -23,6 +23,7 @@ from limbo.episode.isolation import AdapterFailure, Isolated, escapes, where
 from limbo.episode.models import ModelAdapter, make_adapter
 from limbo.log.grading import grade
 from limbo.log.records import (
+    REPLICATE_SCHEMA,
     SCHEMA,
     EpisodeRecord,
     Header,
@@ -159,7 +160,8 @@ def _record(cell: Cell, header: Header, outcome: Outcome, started: float,
     """The record, its keys in the order they are written (``runtime`` last: what differs
     between two runs of one cell is cut off the end, :mod:`tools.same_records`)."""
     return EpisodeRecord(
-        schema=SCHEMA, episode_id=cell.episode_id, cell=cell.public(),
+        schema=REPLICATE_SCHEMA if cell.replicate else SCHEMA, episode_id=cell.episode_id,
+        cell=cell.public(),
         header=header, outcome=outcome, report=loop.report if loop else None,
         events=world.log.events if world else [],
         ledger=cast(list[LedgerEntry], world.ledger) if world else [],

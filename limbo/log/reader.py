@@ -32,7 +32,7 @@ import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import IO, Any, cast, get_args
 
 from pydantic import ValidationError
 
@@ -45,9 +45,10 @@ from limbo.log.records import (
     SCHEMA_PREFIX,
     TERMINATIONS,
     EpisodeRecord,
+    Version,
 )
 
-READABLE: tuple[str, ...] = (SCHEMA,)
+READABLE: tuple[str, ...] = get_args(Version)
 """The record versions this LIMBO reads: the one list every reader refers to."""
 
 UNPARSEABLE, INVALID, UNKNOWN = "unparseable", "invalid record", "unknown schema"
@@ -233,6 +234,19 @@ def parts(raw: bytes) -> Parts | Skip:
     if termination not in TERMINATIONS:
         return Skip(INVALID, _termination(termination))
     return found
+
+
+def runtime_of(text: str) -> dict[str, Any] | None:
+    """A record line's ``runtime`` (the record's last part, found by offset as :func:`parts`
+    finds cell and outcome, so nothing before it is decoded); ``None`` when there is none."""
+    at = text.rfind('"runtime": ')
+    if at < 0:
+        return None
+    try:
+        found, _ = _DECODER.raw_decode(text, at + 11)
+    except ValueError:
+        return None
+    return found if isinstance(found, dict) else None
 
 
 def _fast(text: str) -> Parts | None:

@@ -40,8 +40,10 @@ from limbo.sim.events import TERMINATIONS as TERMINATIONS
 from limbo.sim.events import Attempt, Event, Report, Termination
 
 SCHEMA_PREFIX = "limbo.episode/"
-Version = Literal["limbo.episode/1"]
-"""The version of the record shape that this LIMBO writes (bump it with any change of shape)."""
+Version = Literal["limbo.episode/1", "limbo.episode/2"]
+"""The versions of the record shape that this LIMBO writes (add one with any change of
+shape): ``/2`` is ``/1`` with ``cell.replicate`` (≥ 1), written only for the extra samples of
+``limbo run --repeats``; every other record is ``/1``, byte for byte as before repeats."""
 EPISODE_ID = r"^[A-Za-z0-9_.:-]{1,200}$"
 
 _WRITTEN = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False,
@@ -73,11 +75,16 @@ def _checked(value: Any, check: Callable[[Any], Any]) -> Any:
 # -- the parts a lower floor defines, as written ---------------------------------------------
 
 
+def _replicate_optional(schema: dict[str, Any]) -> None:
+    """The schema's ``replicate`` is present only in ``/2`` records (see :data:`Version`)."""
+    schema["required"] = [name for name in schema.get("required", []) if name != "replicate"]
+
+
 class RecordCell(CellFields):
     """The cell the episode ran (:class:`limbo.sim.cell.Cell` without timing and limits, which the
-    header holds)."""
+    header holds); ``replicate`` only in a ``limbo.episode/2`` record."""
 
-    model_config = _WRITTEN
+    model_config = ConfigDict(**_WRITTEN, json_schema_extra=_replicate_optional)
 
     contract: Contract = Field(strict=False)
     """A contract's name (strict validation would want the enum itself)."""
@@ -253,6 +260,8 @@ EDGE: TypeAdapter[EpisodeRecord] = TypeAdapter(EpisodeRecord)
 """The record's edge: checks a stored record's whole shape, and generates its JSON Schema."""
 _HINTS = get_type_hints(EpisodeRecord)
 SCHEMA: Version = get_args(Version)[0]
+REPLICATE_SCHEMA: Version = get_args(Version)[1]
+"""The version of a record whose cell carries a replicate index (≥ 1)."""
 RECORD_FIELDS: tuple[str, ...] = tuple(_HINTS)
 """The record's keys, in the order they are written (the analysis loader finds ``cell`` and
 ``outcome`` by offset, so the order is part of the shape)."""
@@ -277,7 +286,8 @@ def json_schema(part: Literal["record", "event"] = "record") -> dict[str, Any]:
     """The JSON Schema (draft 2020-12) of a record, or of one event, generated from the types."""
     adapter: TypeAdapter[Any] = EDGE if part == "record" else TypeAdapter(Event)
     schema = adapter.json_schema(mode="serialization", by_alias=True)
-    title = f"{SCHEMA} record" if part == "record" else f"{SCHEMA} event"
+    versions = " and ".join(get_args(Version))
+    title = f"{versions} record" if part == "record" else f"{versions} event"
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": title, **{
         k: v for k, v in schema.items() if k != "title"}}
 

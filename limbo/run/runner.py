@@ -42,12 +42,14 @@ from limbo.log.store import (
     manifest_file,
     manifests,
     read_manifest,
+    record_files,
     scan,
     temp_name,
     write_manifest,
 )
 from limbo.run.context import Executor, Item, RunContext
 from limbo.run.plan import Plan, plan
+from limbo.run.precision import Precision
 from limbo.run.summary import Summary
 from limbo.sim.cell import Cell
 
@@ -204,8 +206,11 @@ class _Tally:
     :class:`~limbo.run.context.Sink`)."""
 
     def __init__(self, writer: RecordWriter, total: int, keep_fds: list[int],
-                 on_result: Callable[[int, int, Summary], None] | None) -> None:
+                 on_result: Callable[[int, int, Summary], None] | None,
+                 observe: Callable[[bytes], None] | None = None) -> None:
         self.writer, self.total, self.on_result = writer, total, on_result
+        self.observe = observe
+        """Hears every record's line once it is written (a ``--precision`` schedule)."""
         self.keep_fds = keep_fds
         """The run's lock and records file: a forked worker closes them."""
         self.summary, self.ran = Summary(), 0
@@ -215,6 +220,8 @@ class _Tally:
         self.writer.write(line)
         self.summary.add(cell, outcome)
         self.ran += 1
+        if self.observe is not None:
+            self.observe(line)
         if self.on_result is not None:
             self.on_result(self.ran, self.total, self.summary)
 
@@ -225,11 +232,29 @@ class _Tally:
         if not items:
             return
         self.writer.write(b"".join(item[0] for item in items))
-        for _line, cell, outcome in items:
+        for line, cell, outcome in items:
             self.summary.add(cell, outcome)
+            if self.observe is not None:
+                self.observe(line)
         self.ran += len(items)
         if self.on_result is not None:
             self.on_result(self.ran, self.total, self.summary)
+
+
+class _Round:
+    """The tally as an executor sees it for one ``--precision`` round: a pass of the round's
+    cells (a forked pass sizes its chunks by ``total``, so a small round still reaches every
+    worker), whose records go to the run's one tally."""
+
+    def __init__(self, tally: _Tally, total: int) -> None:
+        self.tally, self.total = tally, total
+        self.scrub, self.keep_fds = tally.scrub, tally.keep_fds
+
+    def emit(self, line: bytes, cell: Mapping[str, Any], outcome: Mapping[str, Any]) -> None:
+        self.tally.emit(line, cell, outcome)
+
+    def emit_group(self, items: list[Item]) -> None:
+        self.tally.emit_group(items)
 
 
 def local_executor(workers: int) -> Executor:
@@ -242,9 +267,11 @@ def local_executor(workers: int) -> Executor:
 
 def run_cells(cells: Iterable[Cell], ctx: RunContext, manifest: dict[str, Any],
               on_result: Callable[[int, int, Summary], None] | None = None,
-              notice: Notice = lambda text: None, the_plan: Plan | None = None) -> RunResult:
+              notice: Notice = lambda text: None, the_plan: Plan | None = None,
+              schedule: Precision | None = None) -> RunResult:
     """Run every cell of ``cells`` (iterable more than once) not yet recorded in ``ctx.out``,
-    on ``ctx.executor`` (made here, and closed, when the context names none)."""
+    on ``ctx.executor`` (made here, and closed, when the context names none) — or, with a
+    ``schedule`` (``--precision``), the cells it picks, round by round."""
     started = stopwatch()
     the_plan = the_plan or plan(cells, ctx.shard)
     run = RunDir(ctx.out, ctx.shard)
@@ -252,7 +279,8 @@ def run_cells(cells: Iterable[Cell], ctx: RunContext, manifest: dict[str, Any],
     own = ctx.executor is None
     executor = ctx.executor or local_executor(ctx.workers)
     try:
-        return _run(cells, ctx, executor, manifest, the_plan, run, on_result, notice, started)
+        return _run(cells, ctx, executor, manifest, the_plan, run, on_result, notice, started,
+                    schedule)
     finally:
         run.close()
         if own:
@@ -261,7 +289,7 @@ def run_cells(cells: Iterable[Cell], ctx: RunContext, manifest: dict[str, Any],
 
 def _run(cells: Iterable[Cell], ctx: RunContext, executor: Executor, manifest: dict[str, Any],
          the_plan: Plan, run: RunDir, on_result: Callable[[int, int, Summary], None] | None,
-         notice: Notice, started: float) -> RunResult:
+         notice: Notice, started: float, schedule: Precision | None = None) -> RunResult:
     assert run.writer is not None
     retried = run.retried
     pending = [i for i in the_plan.mine if i not in run.scan.ids]
@@ -271,24 +299,33 @@ def _run(cells: Iterable[Cell], ctx: RunContext, executor: Executor, manifest: d
     base = {**_manifest(run, manifest, the_plan, skipped, len(todo)), "retried": retried}
     write_manifest(run.manifest, base, scrubber())
     fds = [run.writer.fd, *([run.lock.fd] if run.lock.fd is not None else [])]
-    tally = _Tally(run.writer, len(todo), fds, on_result)
+    tally = _Tally(run.writer, len(todo), fds, on_result,
+                   schedule.observe if schedule is not None else None)
     budget = None if ctx.max_cost is None else executor.budget(ctx.max_cost)
     status, reason = "complete", None
     try:
-        executor.run(_todo(cells, set(todo)), ctx, budget, tally)
+        if schedule is None:
+            executor.run(_todo(cells, set(todo)), ctx, budget, tally)
+        else:
+            schedule.read(record_files(ctx.out), set(the_plan.mine) - set(pending))
+            schedule.drive(lambda batch: executor.run(iter(batch), ctx, budget,
+                                                      _Round(tally, len(batch))), ctx.limit)
     except BaseException as exc:
         _fail(run, base, tally, exc)
         raise
-    if tally.ran < len(todo) and ctx.max_cost is not None:
+    short = tally.ran < len(todo) if schedule is None else schedule.stopped is not None
+    if short and ctx.max_cost is not None:
         status, reason = "stopped", f"--max-cost {ctx.max_cost} would be exceeded by the next episode"
     limits = executor.limits()
     write_manifest(run.manifest, {**base, "status": status, "stop_reason": reason,
                                   "ended_at": now_iso(), "ran": tally.ran,
-                                  **({"limiter": limits} if limits else {})}, scrubber())
+                                  **({"limiter": limits} if limits else {}),
+                                  **(schedule.facts() if schedule is not None else {})}, scrubber())
     summary = tally.summary
     if skipped:  # a resumed run: summarise everything recorded, not this pass
         summary = Summary.of(iter_records(ctx.out))
-    return RunResult(summary, tally.ran, skipped, len(pending) - tally.ran, reason,
+    left = len(pending) - tally.ran if schedule is None else schedule.unfinished()
+    return RunResult(summary, tally.ran, skipped, left, reason,
                      stopwatch() - started, retried, _errored_before(run, the_plan)
                      + tally.summary.errors.count())
 

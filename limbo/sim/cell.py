@@ -17,16 +17,20 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from limbo.base.hashing import digest
 from limbo.base.memo import per_object
+from limbo.base.rng import derive_seed
 from limbo.services import Contract
 from limbo.sim.config import Limits, Timing
 from limbo.sim.transport import split_transport
 
 CELL_ID_VERSION = 1
+SEED_RANGE = 2**31
+"""Seeds are below this (a grid's world seeds are; so are the replicates' sampling seeds)."""
 
 
 class CellFields(BaseModel):
-    """The ten fields a record's ``cell`` holds: model, harness, condition, contract, fault,
-    service, template, instance, focal write, seed (the record's schema is built from them)."""
+    """The fields a record's ``cell`` holds: model, harness, condition, contract, fault,
+    service, template, instance, focal write, seed, and — for the extra samples of ``limbo run
+    --repeats`` only — the replicate index (the record's schema is built from them)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -40,6 +44,11 @@ class CellFields(BaseModel):
     instance: int = Field(0, ge=0)
     focal_write: str
     seed: int = 0
+    """The world's seed (services, faults, latency draw from it)."""
+    replicate: int = Field(0, ge=0)
+    """Which sample of the cell this is (``--repeats K``: 0 .. K-1). Replicate 0 is the cell a
+    run without repeats runs, recorded and hashed without the field; another replicate runs
+    in the same world with its own model-sampling seed (:attr:`Cell.sampling_seed`)."""
 
 
 class Cell(CellFields):
@@ -70,8 +79,21 @@ class Cell(CellFields):
                                                                       **given}.items()))}
 
     def public(self) -> dict[str, Any]:
-        """The ten cell fields of the episode record."""
-        return {name: getattr(self, name) for name in PUBLIC_FIELDS}
+        """The cell fields of the episode record (``replicate`` only when it is not 0, so a
+        run without repeats records and hashes exactly what it did before repeats existed)."""
+        out = {name: getattr(self, name) for name in PUBLIC_FIELDS}
+        if not self.replicate:
+            del out["replicate"]
+        return out
+
+    @property
+    def sampling_seed(self) -> int:
+        """The seed of the model's own draws (the reference policies', the response cache's
+        key): the world's seed for replicate 0, one derived from it and the index for the
+        others, so replicates are distinct samples in one world."""
+        if not self.replicate:
+            return self.seed
+        return derive_seed(self.seed, f"replicate.{self.replicate}") % SEED_RANGE
 
     @cached_property
     def episode_id(self) -> str:
@@ -104,6 +126,8 @@ def episode_id(cell: dict[str, Any]) -> str:
     """Digest of the canonical cell (timing and limits included when they differ from the
     defaults, so default cells keep short, stable ids; a world file's identity when set)."""
     body = {k: v for k, v in cell.items() if k not in ("timing", "limits", "world")}
+    if not body.get("replicate"):  # replicate 0 is the cell without repeats
+        body.pop("replicate", None)
     if cell.get("world") is not None:
         body["world"] = cell["world"]
     for name, default in (("timing", _TIMING), ("limits", _LIMITS)):
