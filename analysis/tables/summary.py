@@ -1,0 +1,101 @@
+"""Table 0: the summary of whatever is loaded — every run has numbers.
+
+The paper's tables hold the paper's population only; a run of the README's ``default`` grid, a
+world-file grid, a ``limbo mcp`` or a ``limbo proxy`` run is in none of them. This table holds
+every loaded episode: duplicate rate, task success, exactly-once success and overclaim (as
+``limbo run``'s summary defines them) by arm × contract × world × fault family, each rate with
+its clustered interval, and the runs it pools.
+
+An *arm* is the agent under test: its model (or, for ``limbo mcp`` and ``limbo proxy``, the
+agent's label), with its harness and condition when they are not the minimal loop's vanilla —
+arms are always told apart by all three, so loading another run never pools a number into one
+it does not share all three with.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from limbo.analysis import table as t
+from limbo.analysis.data import Data, ordered
+from limbo.analysis.runs import BUILT_IN
+from limbo.analysis.tables.common import weighting_note
+from limbo.analysis.tables.harnesses import HARNESS_ORDER
+
+METRICS = {"dup": "duplicate", "TS": "task_success", "EOS": "exactly_once",
+           "overclaim": "overclaim"}
+"""The summary's rates, as ``limbo run``'s summary prints them, over rated episodes."""
+FAMILY_ORDER = ("read-back resolves", "late commit", "read-back cannot", "not executed",
+                "phantom", "none")
+KEYS = ["model", "harness", "condition", "contract", "world", "family"]
+HEADER = ["arm", "contract", "world", "fault family", *METRICS, "episodes", "worlds",
+          "replicates"]
+
+
+def arm(model: str, harness: str, condition: str) -> str:
+    """The arm's label: the model, then its harness and condition where they are not the
+    minimal loop's vanilla (``policy/blind · guard``, ``external/mcp-client · mcp``)."""
+    parts = [model, *([harness] if harness != "minimal" else []),
+             *([condition] if condition != "vanilla" else [])]
+    return " · ".join(parts)
+
+
+def groups(frame: pd.DataFrame) -> list[tuple[tuple[str, ...], pd.Index]]:
+    """(key, index labels) of each arm × contract × world × family with episodes, in the
+    table's order: arms by name, contracts native first, the built-in world first, families
+    in the order of the fault table (docs/faults.md)."""
+    found = frame.groupby(KEYS, observed=True, sort=False).indices
+    keys = [tuple(map(str, k)) for k in found]
+    contracts = ordered({k[3] for k in keys}, ("native", "keys-everywhere"))
+    worlds = ordered({k[4] for k in keys}, (BUILT_IN,))
+    families = ordered({k[5] for k in keys}, FAMILY_ORDER)
+    harnesses = ordered({k[1] for k in keys}, HARNESS_ORDER)
+    conditions = ordered({k[2] for k in keys})
+    order = sorted(zip(keys, found.values(), strict=True), key=lambda kv: (
+        kv[0][0], harnesses.index(kv[0][1]), conditions.index(kv[0][2]),
+        contracts.index(kv[0][3]), worlds.index(kv[0][4]), families.index(kv[0][5])))
+    return [(key, frame.index[positions]) for key, positions in order]
+
+
+def table0(data: Data) -> t.Table:
+    """Every loaded episode: dup, TS, EOS and overclaim by arm × contract × world × fault
+    family, with clustered intervals, the worlds and replicates behind each row."""
+    table = t.Table(0, "Summary of every loaded run: rates by arm, contract, world and fault "
+                    "family", HEADER, keys=4)
+    frame = data.frame
+    if frame.empty:
+        table.absent = "No episodes loaded."
+        return table
+    table.sources = data.describe_runs(np.ones(len(frame), dtype=bool))
+    if frame["model"].astype(str).str.startswith("policy/").any():
+        from limbo.analysis.data import REFERENCE_CAVEAT
+
+        table.caveat = REFERENCE_CAVEAT
+    small = frame[[*KEYS, "template", "instance", "rated", *METRICS.values()]]
+    for key, labels in groups(small):
+        rows = small.loc[labels]
+        rated = rows[rows["rated"].to_numpy()]
+        rates = data.rates(rated, tuple(METRICS.values()))
+        worlds = rated.groupby(["template", "instance"], observed=True).ngroups
+        table.add(t.label(arm(*key[:3])), *map(t.label, key[3:]), *map(t.rate, rates),
+                  t.count(len(rows)), t.count(worlds), t.count(data.seeds.count(rated.index)))
+    table.notes += [weighting_note(data, table), _pooled(frame), DEFINITIONS]
+    return table
+
+
+DEFINITIONS = ("dup: a write committed more than once; TS: the task's intended effects all "
+               "happened; EOS: each exactly once; overclaim: the agent reported a clean "
+               "completion of an episode that did not end exactly once — each over rated "
+               "episodes (the fault fired, not errored), as `limbo run`'s summary counts them. "
+               "Episodes: every episode of the row, errored ones included; worlds: the worlds "
+               "(template, instance) its rated episodes ran in; replicates: the most seeds of "
+               "one world among them.")
+
+
+def _pooled(frame: pd.DataFrame) -> str:
+    """What the table pools: runs, worlds, and what wrote the runs."""
+    kinds = frame["source"].astype(str).value_counts()
+    what = ", ".join(f"{n:,} from {kind} runs" for kind, n in sorted(kinds.items()))
+    return (f"Pools every loaded episode ({len(frame):,}: {what}), paper grids or not; the "
+            f"paper's tables (3–13) hold only their captions' populations.")
