@@ -107,16 +107,17 @@ class Run:
         names = "+".join(e["name"] for e in self.design["experiments"])
         if not self.recorded:
             return f"{names or 'records'} {FALLBACK}: no design recorded, read as this LIMBO's grids"
-        if self.kind in ("mcp", "proxy"):
-            names = f"limbo {self.kind}"
-        names += self.overridden()
         source = self.manifest.get("source") or \
             f"run {str(self.manifest.get('fingerprint', '?'))[:12]}"
+        digest = f"grid digest {self.design.get('grid_digest', '?')}"
+        if self.kind in ("mcp", "proxy"):  # no grid: what served the episodes, and how many
+            names, source = f"limbo {self.kind}", "run"
+            digest = (f"{episodes:,} episode{'s' if episodes != 1 else ''}"
+                      if episodes is not None else "")
         version = self.manifest.get("version") or self.design.get("limbo", "?")
         facts = [self.partial(episodes), *(f"world file {w}" for w, _ in self.worlds()),
-                 f"grid digest {self.design.get('grid_digest', '?')}", f"LIMBO {version}",
-                 f"grader {self.design.get('grader', '?')}"]
-        return f"{names} {source} ({', '.join(f for f in facts if f)})"
+                 digest, f"LIMBO {version}", f"grader {self.design.get('grader', '?')}"]
+        return f"{names}{self.overridden()} {source} ({', '.join(f for f in facts if f)})"
 
     def overridden(self) -> str:
         """`` [contracts=keys-everywhere, seed=1]``: what the command line replaced in the grid

@@ -14,11 +14,13 @@ it does not share all three with.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
 from limbo.analysis import table as t
-from limbo.analysis.data import Data, ordered
+from limbo.analysis.data import REFERENCE_CAVEAT, Data, TracedRate, ordered
 from limbo.analysis.runs import BUILT_IN
 from limbo.analysis.tables.common import weighting_note
 from limbo.analysis.tables.harnesses import HARNESS_ORDER
@@ -58,6 +60,36 @@ def groups(frame: pd.DataFrame) -> list[tuple[tuple[str, ...], pd.Index]]:
     return [(key, frame.index[positions]) for key, positions in order]
 
 
+@dataclass(frozen=True)
+class Row:
+    """One row of the summary: its key (model, harness, condition, contract, world, family),
+    the rate of each of :data:`METRICS`, and what it pools."""
+
+    key: tuple[str, ...]
+    rates: list[TracedRate]
+    episodes: int
+    worlds: int
+    replicates: int
+
+    @property
+    def arm(self) -> str:
+        return arm(*self.key[:3])
+
+
+def summary_rows(data: Data) -> list[Row]:
+    """Every row of the summary, in order (:func:`groups`)."""
+    frame = data.frame
+    small = frame[[*KEYS, "template", "instance", "rated", *METRICS.values()]]
+    found = []
+    for key, labels in groups(small):
+        rows = small.loc[labels]
+        rated = rows[rows["rated"].to_numpy()]
+        worlds = rated.groupby(["template", "instance"], observed=True).ngroups
+        found.append(Row(key, data.rates(rated, tuple(METRICS.values())), len(rows), worlds,
+                         data.seeds.count(rated.index)))
+    return found
+
+
 def table0(data: Data) -> t.Table:
     """Every loaded episode: dup, TS, EOS and overclaim by arm × contract × world × fault
     family, with clustered intervals, the worlds and replicates behind each row."""
@@ -69,17 +101,10 @@ def table0(data: Data) -> t.Table:
         return table
     table.sources = data.describe_runs(np.ones(len(frame), dtype=bool))
     if frame["model"].astype(str).str.startswith("policy/").any():
-        from limbo.analysis.data import REFERENCE_CAVEAT
-
         table.caveat = REFERENCE_CAVEAT
-    small = frame[[*KEYS, "template", "instance", "rated", *METRICS.values()]]
-    for key, labels in groups(small):
-        rows = small.loc[labels]
-        rated = rows[rows["rated"].to_numpy()]
-        rates = data.rates(rated, tuple(METRICS.values()))
-        worlds = rated.groupby(["template", "instance"], observed=True).ngroups
-        table.add(t.label(arm(*key[:3])), *map(t.label, key[3:]), *map(t.rate, rates),
-                  t.count(len(rows)), t.count(worlds), t.count(data.seeds.count(rated.index)))
+    for row in summary_rows(data):
+        table.add(t.label(row.arm), *map(t.label, row.key[3:]), *map(t.rate, row.rates),
+                  t.count(row.episodes), t.count(row.worlds), t.count(row.replicates))
     table.notes += [weighting_note(data, table), _pooled(frame), DEFINITIONS]
     return table
 
