@@ -267,21 +267,27 @@ def _open(path: Path, problems: list[Problem] | None = None) -> IO[bytes]:
 
 
 def _copies(builder: _Builder, runs: list[Run]) -> list[str]:
-    """Judge each identical copy: runs of two different grids that both hold a cell (E1's
-    instance 0 is also E6's vanilla arm) is expected — one line saying so, returned; any other
-    copy (a run loaded twice, a stray file) is a ``duplicate`` problem."""
+    """Judge each identical copy: two runs of different grids, or of one grid under other
+    options, that both hold a cell (E1's instance 0 is also E6's vanilla arm) is expected —
+    one line saying so, returned; any other copy (a run loaded twice, a stray file) is a
+    ``duplicate`` problem."""
     run_of = {f: run for run in runs for f in run.files}
     shared: Counter[tuple[str, str]] = Counter()
     for where, first, file_no, first_no in builder.copies:
-        grids = [_grids(run_of[f]) for f in (first_no, file_no)]
-        if run_of[file_no] is not run_of[first_no] and all(grids) and grids[0] != grids[1]:
-            shared[(grids[0], grids[1])] += 1
+        a, b = run_of[first_no], run_of[file_no]
+        if a is not b and a.recorded and b.recorded and _identity(a) != _identity(b):
+            shared[(_grids(a) + a.overridden(), _grids(b) + b.overridden())] += 1
             continue
         builder.problems.append(Problem("duplicate", where, f"also at {first}; identical, "
                                         f"counted once"))
     return [f"{n:,} episode{'s' if n != 1 else ''} held by both the {a} and the {b} run (their "
             f"grids share these cells) counted once, in the experiments of each"
             for (a, b), n in sorted(shared.items())]
+
+
+def _identity(run: Run) -> tuple[str, object]:
+    """What tells two runs apart: their grids and the digest of what those grids ran."""
+    return _grids(run), run.design.get("grid_digest")
 
 
 def _grids(run: Run) -> str:
