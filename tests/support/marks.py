@@ -36,6 +36,7 @@ SLOW: dict[str, float] = {
     # whole files, from an earlier run of the whole suite
     "test_analysis_paper.py": 55.0,
     "test_analysis_identity.py": 155.0,
+    "test_analysis_summary.py": 110.0,
     "test_grid_runner.py": 40.0,
     "test_harnesses_guard.py": 88.0,
     "test_harnesses_production.py": 51.0,
