@@ -76,6 +76,9 @@ class TracedRate(ClusteredRate):
     boot_hi: float = math.nan
 
 
+RATE_FIELDS = tuple(f.name for f in fields(ClusteredRate))
+
+
 def ordered(levels: Any, order: tuple[str, ...] = CONDITION_ORDER) -> list[str]:
     """Levels in the paper's order first, then the rest alphabetically."""
     present = set(levels)
@@ -206,7 +209,7 @@ class Data:
             r, boot = self.uncertainty.rate(rows[outcome].to_numpy(), rows, weights,
                                             f"rate:{outcome}")
             lo, hi = (math.nan, math.nan) if boot is None else (float(boot.lo), float(boot.hi))
-            found.append(TracedRate(**{f.name: getattr(r, f.name) for f in fields(ClusteredRate)},
+            found.append(TracedRate(**{name: getattr(r, name) for name in RATE_FIELDS},
                                     behind=Behind(rows.index, outcome), boot_lo=lo, boot_hi=hi))
         return found
 

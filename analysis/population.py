@@ -81,14 +81,15 @@ def _reasons(rows: pd.DataFrame, names: list[str]) -> Counter[str]:
             allowed.setdefault(column, set()).update(levels)
     fields = [c for c in ("contract", "harness", "condition") if c in allowed]
     found: Counter[str] = Counter()
-    keys = rows[["world", *fields]].astype(str).itertuples(index=False, name=None)
-    for (world, *values), n in Counter(keys).items():
+    sizes = rows.groupby(["world", *fields], observed=True, sort=False).size()
+    for key, n in sizes.items():
+        world, *values = map(str, key if isinstance(key, tuple) else (key,))
         bad = [(c, v) for c, v in zip(fields, values, strict=True) if v not in allowed[c]]
         if world != BUILT_IN:
             found[f"ran on world file {world} (these tables hold the built-in services "
-                  f"only)"] += n
+                  f"only)"] += int(n)
         elif bad:
-            found[f"ran under {bad[0][0]} {bad[0][1]}, which no caption here has"] += n
+            found[f"ran under {bad[0][0]} {bad[0][1]}, which no caption here has"] += int(n)
         else:
-            found["is outside every caption here"] += n
+            found["is outside every caption here"] += int(n)
     return found

@@ -36,7 +36,10 @@ class Seeds:
     def count(self, labels: Any) -> int:
         """The replicates of the rows ``labels`` (index labels): the most seeds any one task
         has among them (0 without rows)."""
-        at = self.index.get_indexer(labels)
+        return self.count_at(self.index.get_indexer(labels))
+
+    def count_at(self, at: np.ndarray) -> int:
+        """:meth:`count` of the rows at positions ``at`` of the loaded frame."""
         if not len(at):
             return 0
         stride = int(self.seed.max()) + 1

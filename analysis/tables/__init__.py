@@ -27,7 +27,7 @@ def _with_replicates(build: Callable[[Data], Table]) -> Callable[[Data], Table]:
     @functools.wraps(build)
     def table(data: Data) -> Table:
         found = build(data)
-        if not found.absent:
+        if not found.absent and not any(n.startswith("Replicates:") for n in found.notes):
             found.notes.append(replicates_note(data, found))
         return found
 

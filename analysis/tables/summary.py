@@ -43,21 +43,21 @@ def arm(model: str, harness: str, condition: str) -> str:
     return " · ".join(parts)
 
 
-def groups(frame: pd.DataFrame) -> list[tuple[tuple[str, ...], pd.Index]]:
-    """(key, index labels) of each arm × contract × world × family with episodes, in the
-    table's order: arms by name, contracts native first, the built-in world first, families
-    in the order of the fault table (docs/faults.md)."""
+def groups(frame: pd.DataFrame) -> list[tuple[tuple[str, ...], np.ndarray]]:
+    """(key, row positions) of each arm × contract × world × family with episodes, in the
+    table's order: arms by model, harness and condition (the paper's orders first), contracts
+    native first, the built-in world first, families in the order of the fault table
+    (docs/faults.md)."""
     found = frame.groupby(KEYS, observed=True, sort=False).indices
     keys = [tuple(map(str, k)) for k in found]
-    contracts = ordered({k[3] for k in keys}, ("native", "keys-everywhere"))
-    worlds = ordered({k[4] for k in keys}, (BUILT_IN,))
-    families = ordered({k[5] for k in keys}, FAMILY_ORDER)
-    harnesses = ordered({k[1] for k in keys}, HARNESS_ORDER)
-    conditions = ordered({k[2] for k in keys})
+    orders = [ordered({k[1] for k in keys}, HARNESS_ORDER), ordered({k[2] for k in keys}),
+              ordered({k[3] for k in keys}, ("native", "keys-everywhere")),
+              ordered({k[4] for k in keys}, (BUILT_IN,)), ordered({k[5] for k in keys},
+                                                                  FAMILY_ORDER)]
     order = sorted(zip(keys, found.values(), strict=True), key=lambda kv: (
-        kv[0][0], harnesses.index(kv[0][1]), conditions.index(kv[0][2]),
-        contracts.index(kv[0][3]), worlds.index(kv[0][4]), families.index(kv[0][5])))
-    return [(key, frame.index[positions]) for key, positions in order]
+        kv[0][0], *(levels.index(value) for levels, value in zip(orders, kv[0][1:],
+                                                                  strict=True))))
+    return [(key, np.asarray(positions)) for key, positions in order]
 
 
 @dataclass(frozen=True)
@@ -77,16 +77,19 @@ class Row:
 
 
 def summary_rows(data: Data) -> list[Row]:
-    """Every row of the summary, in order (:func:`groups`)."""
+    """Every row of the summary, in order (:func:`groups`). Rows are taken by position from
+    a frame of the few columns a rate reads: the summary has hundreds of rows on a large
+    grid, four rates each."""
     frame = data.frame
-    small = frame[[*KEYS, "template", "instance", "rated", *METRICS.values()]]
+    small = frame[["template", "instance", *METRICS.values()]]
+    rated = frame["rated"].to_numpy()
+    worlds = frame.groupby(["template", "instance"], observed=True, sort=False).ngroup()
+    worlds = worlds.to_numpy()
     found = []
-    for key, labels in groups(small):
-        rows = small.loc[labels]
-        rated = rows[rows["rated"].to_numpy()]
-        worlds = rated.groupby(["template", "instance"], observed=True).ngroups
-        found.append(Row(key, data.rates(rated, tuple(METRICS.values())), len(rows), worlds,
-                         data.seeds.count(rated.index)))
+    for key, at in groups(frame[KEYS]):
+        mine = at[rated[at]]
+        found.append(Row(key, data.rates(small.iloc[mine], tuple(METRICS.values())), len(at),
+                         len(np.unique(worlds[mine])), data.seeds.count_at(mine)))
     return found
 
 
@@ -102,10 +105,12 @@ def table0(data: Data) -> t.Table:
     table.sources = data.describe_runs(np.ones(len(frame), dtype=bool))
     if frame["model"].astype(str).str.startswith("policy/").any():
         table.caveat = REFERENCE_CAVEAT
-    for row in summary_rows(data):
+    rows = summary_rows(data)
+    for row in rows:
         table.add(t.label(row.arm), *map(t.label, row.key[3:]), *map(t.rate, row.rates),
                   t.count(row.episodes), t.count(row.worlds), t.count(row.replicates))
-    table.notes += [weighting_note(data, table), _pooled(frame), DEFINITIONS]
+    table.notes += [weighting_note(data, table), _pooled(frame), DEFINITIONS,
+                    data.seeds.note([row.replicates for row in rows])]
     return table
 
 
