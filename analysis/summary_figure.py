@@ -9,8 +9,6 @@ grid and say nothing the table does not).
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
 from limbo.analysis.data import Data
@@ -33,9 +31,7 @@ def _line(row: Row, varies: tuple[bool, bool]) -> str:
 
 def figure0(data: Data) -> Drawn:
     """The summary: dup, TS, EOS and overclaim by arm, contract, world and fault family."""
-    table = dataclasses.replace(data, uncertainty=dataclasses.replace(data.uncertainty,
-                                                                      replicates=0))
-    rows = [r for r in summary_rows(table) if r.rates[0].n]
+    rows = [r for r in summary_rows(data) if r.rates[0].n]
     if not rows:
         return Drawn(0, None, "no rated episode in the loaded runs (every one errored or never "
                               "reached its fault), so there is no rate to draw")

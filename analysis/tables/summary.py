@@ -14,6 +14,7 @@ it does not share all three with.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -76,10 +77,18 @@ class Row:
         return arm(*self.key[:3])
 
 
+def plain(data: Data) -> Data:
+    """``data`` without a bootstrap (its caches shared): the summary's rates have the tables'
+    interval only — hundreds of rows, four rates each, would each take a bootstrap."""
+    return dataclasses.replace(data, uncertainty=dataclasses.replace(data.uncertainty,
+                                                                     replicates=0))
+
+
 def summary_rows(data: Data) -> list[Row]:
-    """Every row of the summary, in order (:func:`groups`). Rows are taken by position from
-    a frame of the few columns a rate reads: the summary has hundreds of rows on a large
-    grid, four rates each."""
+    """Every row of the summary, in order (:func:`groups`), its rates with the tables'
+    interval and no bootstrap: the summary has hundreds of rows on a large grid, four rates
+    each. Rows are taken by position from a frame of the few columns a rate reads."""
+    data = plain(data)
     frame = data.frame
     small = frame[["template", "instance", *METRICS.values()]]
     rated = frame["rated"].to_numpy()
@@ -98,6 +107,7 @@ def table0(data: Data) -> t.Table:
     family, with clustered intervals, the worlds and replicates behind each row."""
     table = t.Table(0, "Summary of every loaded run: rates by arm, contract, world and fault "
                     "family", HEADER, keys=4)
+    data = plain(data)
     frame = data.frame
     if frame.empty:
         table.absent = "No episodes loaded."
