@@ -225,6 +225,8 @@ def test_a_partial_run_says_how_much_of_its_grid_it_holds(runs: dict[str, Path])
     planned = json.loads((runs["e1-partial"] / "manifest.json").read_text())["grid_cells"]
     assert len(rows) == 200 < planned
     table3, text = tables(runs["e1-partial"], number=3)
+    assert "which no loaded run holds (`limbo run e1s`)" in text  # E1s named only as missing
+    assert "E1 and the E1s supplement" not in text
     check(table3[("all models", "EOS: all faults")], [r for r in rows if r["fault"] != "none"],
           "exactly_once")
     assert f"(200 of {planned:,} episodes, grid digest" in text

@@ -149,3 +149,19 @@ def test_limbo_view_opens_on_the_summary(runs: dict[str, Path]) -> None:
     summary = text[text.index("<section id='summary'>"):text.index("<section id='runs'>")]
     assert "Table 0: Summary" in summary and "figure-0" in summary
     assert "external/mcp-client · mcp" in summary and "external/mcp-client · proxy" in summary
+
+
+def test_the_reports_cells_left_out_are_a_table(runs: dict[str, Path], tmp_path: Path) -> None:
+    """The cells a grid's expansion dropped, by reason, as rows of a table on the overview."""
+    from html import escape
+
+    dropped = json.loads((runs["default"] / "manifest.json").read_text())["dropped"]
+    assert dropped
+    done = limbo("report", str(runs["default"]), "--out", str(tmp_path / "site"))
+    assert done.returncode == 0, done.stderr
+    page = (tmp_path / "site" / "index.html").read_text()
+    table = page.split("<table class='counts dropped'>")[1].split("</table>")[0]
+    for reason, cells in dropped.items():
+        assert (f"<tr><th scope='row'>{escape(reason)}</th><td class='num'>{cells}</td></tr>"
+                in table)
+    assert "Cells left out: {" not in page

@@ -37,6 +37,7 @@ SLOW: dict[str, float] = {
     "test_analysis_paper.py": 55.0,
     "test_analysis_identity.py": 155.0,
     "test_analysis_summary.py": 110.0,
+    "test_analysis_figures_legible.py": 3.0,
     "test_grid_runner.py": 40.0,
     "test_harnesses_guard.py": 88.0,
     "test_harnesses_production.py": 51.0,
