@@ -176,8 +176,9 @@ class Data:
         not all."""
         found = []
         for run in self.loaded.runs:
-            mine = run.held if grids is None else np.logical_or.reduce(
-                [run.members[g] for g in grids if g in run.members] or [run.held & False])
+            mine = run.held.copy() if grids is None else np.zeros_like(run.held)
+            for grid in grids or ():
+                mine |= run.members.get(grid, mine)
             if (mine & rows).any():
                 found.append(run.describe(int(run.held.sum())))
         return sorted(set(found))

@@ -108,8 +108,8 @@ class Loaded:
     """The runs the episodes came from, in load order (the frame's ``run`` column indexes
     it), each with its design (:mod:`limbo.analysis.runs`)."""
     shared: list[str] = field(default_factory=list)
-    """Lines saying which episodes two runs of different grids both hold (counted once):
-    information, not a problem."""
+    """Lines saying which episodes two runs of different grids (or of one grid under other
+    options) both hold, counted once: information, not a problem."""
 
     def fault_table(self) -> dict[str, tuple[str, str | None, tuple[str, ...]]]:
         """Mode → (family, group, every family), as the loaded runs recorded them."""

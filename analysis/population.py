@@ -36,7 +36,8 @@ def of_grids(frame: pd.DataFrame, grids: Iterable[str]) -> Mask:
 
 def population(frame: pd.DataFrame, name: str) -> Mask:
     """Rows of the paper's experiment ``name`` (its grids, its caption, built-in services);
-    for a name that is no paper experiment, the rows of the grid of that name."""
+    for a name that is no paper experiment, the built-in world's rows of the grid of that
+    name."""
     grids, fixed = CAPTIONS.get(name, ((name,), {}))
     mask = of_grids(frame, grids)
     if not mask.any():

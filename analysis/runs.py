@@ -120,15 +120,15 @@ class Run:
         return f"{names}{self.overridden()} {source} ({', '.join(f for f in facts if f)})"
 
     def overridden(self) -> str:
-        """`` [contracts=keys-everywhere, seed=1]``: what the command line replaced in the grid
-        (``limbo run e2 --contract keys-everywhere``), or ``""``."""
+        """`` [contracts: keys-everywhere; seed: 1]``: what the command line replaced in the
+        grid (``limbo run e2 --contract keys-everywhere --seed 1``), or ``""``."""
         grid = self.manifest.get("grid")
         found = grid.get("overrides") if isinstance(grid, dict) else None
         if not isinstance(found, dict) or not found:
             return ""
-        shown = [f"{k}={','.join(map(str, v)) if isinstance(v, list) else v}"
+        shown = [f"{k}: {', '.join(map(str, v)) if isinstance(v, list) else v}"
                  for k, v in sorted(found.items())]
-        return f" [{', '.join(shown)}]"
+        return f" [{'; '.join(shown)}]"
 
     def partial(self, episodes: int | None) -> str:
         """``1,206 of 5,760 episodes; stopped: …`` for a run holding fewer episodes than its
