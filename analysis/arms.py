@@ -17,8 +17,6 @@ from typing import Any
 
 import pandas as pd
 
-from limbo.analysis.runs import EXPERIMENT
-
 
 @dataclass(frozen=True)
 class RecordedComparison:
@@ -61,30 +59,35 @@ class Matched:
         gone = (f" Arms without any episode: {', '.join(self.missing)}." if self.missing
                 else "")
         return (f"{c.experiment} comparison '{c.name}': arms {', '.join(self.arms)} matched on "
-                f"{', '.join(c.pair_on)} — {self.cells} cells in every arm; episodes left "
-                f"unmatched: {left}.{gone}")
+                f"{', '.join(c.pair_on)} within each seed — {self.cells} cells in every arm; "
+                f"episodes left unmatched: {left}.{gone}")
 
 
-def in_experiment(frame: pd.DataFrame, name: str) -> pd.DataFrame:
-    """The episodes of experiment ``name`` (none when no loaded run holds it)."""
-    column = EXPERIMENT + name
-    if column not in frame.columns:
-        return frame.iloc[:0]
-    return frame[frame[column].to_numpy()]
-
-
-def comparison(designs: list[dict[str, Any]], experiment: str,
-               name: str) -> RecordedComparison | None:
-    """Comparison ``name`` of ``experiment`` as the first run holding it recorded it."""
+def comparison(designs: list[dict[str, Any]], experiment: str, name: str,
+               grids: tuple[str, ...] = ()) -> RecordedComparison | None:
+    """Comparison ``name`` of ``experiment`` as the first run holding it recorded it — in a
+    grid of ``experiment``'s name or of one of ``grids`` (E2k's episodes may come from a run of
+    grid e2 under keys everywhere, whose design records e2's comparisons)."""
     for design in designs:
         for found in design.get("experiments", ()):
-            if found["name"] != experiment:
+            if found["name"] not in (experiment, *grids):
                 continue
             for c in found.get("comparisons", ()):
                 if c["name"] == name:
                     return RecordedComparison(experiment, name, c["factor"], tuple(c["arms"]),
-                                      tuple(c["pair_on"]))
+                                              tuple(c["pair_on"]))
     return None
+
+
+REPLICATE = "seed"
+"""The cell field that tells replicates apart: a cell's seed derives from its grid's seed and its
+task only, so every arm of one run of a grid shares it, and runs under other grid seeds do not.
+Cells are matched, and episodes paired, within a replicate."""
+
+
+def within_replicate(pair_on: tuple[str, ...]) -> list[str]:
+    """The pairing factors with the replicate added (recorded designs do not name it)."""
+    return [*pair_on, *([REPLICATE] if REPLICATE not in pair_on else [])]
 
 
 def match(rows: pd.DataFrame, c: RecordedComparison,
@@ -101,7 +104,7 @@ def match(rows: pd.DataFrame, c: RecordedComparison,
     if rows.empty or not arms or any(a not in present for a in arms):
         empty = {arm: rows.iloc[:0] for arm in arms}
         return Matched(c, empty, 0, {a: int((rows[c.factor] == a).sum()) for a in arms}, missing)
-    key = rows.groupby(list(c.pair_on), observed=True, sort=False).ngroup()
+    key = rows.groupby(within_replicate(c.pair_on), observed=True, sort=False).ngroup()
     levels = rows[c.factor].astype(str)
     present = levels.groupby(key.to_numpy()).nunique()
     whole = set(present.index[present.to_numpy() == len(arms)])

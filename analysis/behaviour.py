@@ -109,8 +109,9 @@ def figure6(data: Data) -> Drawn:
     not_run = rows["fault"].isin(paper.NOT_EXECUTED).to_numpy()
     models = sorted(rows["model"].astype(str).unique())
     fig, axes = new_figure(12, 1.6 + 0.45 * len(models), panels=2)
-    for ax, part, title in ((axes[0], rows[not_run], "not executed (_pre worlds)"),
-                            (axes[1], rows[~not_run], "committed (timeout_post, late, stale)")):
+    for ax, part, kind in ((axes[0], rows[not_run], "not executed"),
+                           (axes[1], rows[~not_run], "committed")):
+        title = f"{kind}: {', '.join(sorted(set(part['fault'].astype(str))))} (n={len(part)})"
         shares = part.groupby("model", observed=True)["behaviour"].value_counts(normalize=True)
         _panel(ax, shares.unstack(fill_value=0.0).to_dict(), models, title)
     found = tests(rows)

@@ -9,6 +9,8 @@ that does not use it.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import math
 import re
 from collections.abc import Callable, Hashable, Iterator
@@ -19,11 +21,13 @@ import numpy as np
 import pandas as pd
 
 from limbo.analysis import paper
-from limbo.analysis.arms import Matched, comparison, in_experiment, match
+from limbo.analysis.arms import Matched, comparison, match
 from limbo.analysis.cluster import ClusteredRate
 from limbo.analysis.loader import Loaded
+from limbo.analysis.population import left_out, population
 from limbo.analysis.recovery import Recovery, classify
-from limbo.analysis.runs import EXPERIMENT, tool_kinds
+from limbo.analysis.runs import tool_kinds
+from limbo.analysis.seeds import Seeds
 from limbo.analysis.stats import equal_weights
 from limbo.analysis.table import Behind
 from limbo.analysis.uncertainty import Uncertainty
@@ -74,6 +78,9 @@ class TracedRate(ClusteredRate):
     boot_hi: float = math.nan
 
 
+RATE_FIELDS = tuple(f.name for f in fields(ClusteredRate))
+
+
 def ordered(levels: Any, order: tuple[str, ...] = CONDITION_ORDER) -> list[str]:
     """Levels in the paper's order first, then the rest alphabetically."""
     present = set(levels)
@@ -107,19 +114,31 @@ class Data:
         return self.cached("rated", lambda: self.frame[self.frame["rated"]])
 
     def experiment(self, name: str) -> pd.DataFrame:
-        """Every episode of experiment ``name`` (its grid's name), rated or not, in the order
-        of their cells (:data:`CELL_ORDER`): which run an episode was loaded from first (shared
-        cells load once) never changes the order of a sum, so never the last digit of a
-        number; nor does the model's name, which every episode id digests."""
-        return self.cached(("experiment", name), lambda: in_experiment(self.frame, name)
+        """Every episode of the paper's experiment ``name`` (:mod:`limbo.analysis.population`:
+        its grids' runs, its caption's contract, harness and condition, the built-in
+        services), rated or not, in the order of their cells (:data:`CELL_ORDER`): which run an
+        episode was loaded from first (shared cells load once) never changes the order of a
+        sum, so never the last digit of a number; nor does the model's name, which every
+        episode id digests."""
+        return self.cached(("experiment", name), lambda: self.frame[self.member(name)]
                            .sort_values(list(CELL_ORDER), kind="stable"))
+
+    def member(self, name: str) -> np.ndarray:
+        """Which rows of the frame are experiment ``name``'s (a boolean mask)."""
+        return self.cached(("member", name), lambda: population(self.frame, name))
+
+    @property
+    def seeds(self) -> Seeds:
+        """Each row's world and seed, for counting replicates (:mod:`limbo.analysis.seeds`)."""
+        return self.cached("seeds", lambda: Seeds.of(self.frame))
 
     def matched(self, experiment: str, name: str, rows: pd.DataFrame | None = None,
                 arms: tuple[str, ...] | None = None) -> Matched | None:
         """The arms of ``experiment``'s comparison ``name`` (all, or ``arms``) on the cells they
         all have, among ``rows`` (default: the whole experiment); ``None`` when no loaded run
         records that comparison."""
-        found = comparison([r.design for r in self.loaded.runs], experiment, name)
+        found = comparison([r.design for r in self.loaded.runs], experiment, name,
+                           paper.CAPTIONS.get(experiment, ((), {}))[0])
         if found is None:
             return None
         if rows is not None:
@@ -145,21 +164,35 @@ class Data:
         return self.cached(("sources", experiments), lambda: self._sources(experiments))
 
     def _sources(self, experiments: tuple[str, ...]) -> list[str]:
-        frame, found = self.frame, []
-        owner = frame["run"].to_numpy()
-        for i, run in enumerate(self.loaded.runs):
-            names = {e["name"] for e in run.design["experiments"]} & set(experiments)
-            mine = owner == i
-            if any(frame[EXPERIMENT + n].to_numpy()[mine].any() for n in names):
-                found.append(run.describe())
+        inside = np.zeros(len(self.frame), dtype=bool)
+        for name in experiments:
+            inside |= self.member(name)
+        grids = {g for name in experiments for g in paper.CAPTIONS.get(name, ((name,), {}))[0]}
+        return self.describe_runs(inside, grids)
+
+    def describe_runs(self, rows: np.ndarray, grids: set[str] | None = None) -> list[str]:
+        """One line per loaded run that holds any of the rows ``rows`` (a mask) — as one of
+        ``grids``' episodes, if given — with how many of its grid's episodes it holds when
+        not all."""
+        found = []
+        for run in self.loaded.runs:
+            mine = run.held.copy() if grids is None else np.zeros_like(run.held)
+            for grid in grids or ():
+                mine |= run.members.get(grid, mine)
+            if (mine & rows).any():
+                found.append(run.describe(int(run.held.sum())))
         return sorted(set(found))
 
     def stamp(self, table: Table, *experiments: str) -> Table:
         """Give ``table`` its provenance (the runs of ``experiments`` it was computed from —
-        by default the experiments its number reads, :data:`paper.TABLE_EXPERIMENTS`) and,
-        when any of their episodes is a reference policy's, the caveat that says so."""
+        by default the experiments its number reads, :data:`paper.TABLE_EXPERIMENTS`), what of
+        their grids' episodes it leaves out and why (:func:`~limbo.analysis.population.
+        left_out`) and, when any of their episodes is a reference policy's, the caveat that
+        says so."""
         experiments = experiments or paper.TABLE_EXPERIMENTS[table.number]
         table.sources = self.sources(*experiments)
+        table.left_out = self.cached(("left out", experiments),
+                                     lambda: left_out(self.frame, experiments))
         models = set().union(*(set(map(str, self.experiment(e)["model"].unique()))
                                for e in experiments))
         if any(m.startswith("policy/") for m in models):
@@ -170,11 +203,27 @@ class Data:
         """Weighted rate of ``outcome`` over ``rows`` (weights computed within them) with its
         interval for the chosen unit of replication (:class:`Uncertainty`); it remembers the
         rows, so a table entry made from it links to its episodes."""
-        r, boot = self.uncertainty.rate(rows[outcome].to_numpy(), rows, self.weights(rows),
-                                        f"rate:{outcome}")
-        lo, hi = (math.nan, math.nan) if boot is None else (float(boot.lo), float(boot.hi))
-        return TracedRate(**{f.name: getattr(r, f.name) for f in fields(ClusteredRate)},
-                          behind=Behind(rows.index, outcome), boot_lo=lo, boot_hi=hi)
+        return self.rates(rows, (outcome,))[0]
+
+    def rates(self, rows: pd.DataFrame, outcomes: tuple[str, ...]) -> list[TracedRate]:
+        """:meth:`rate` of each of ``outcomes`` over the same ``rows`` (weights computed once).
+
+        A rate is a function of the outcomes, worlds and weights of its rows, in order, and of
+        the unit and bootstrap chosen; two cells alike in all of them (a scripted policy under
+        prompts it ignores) share one computation — the summary's 2,200 rates on the paper
+        grid are 386 distinct ones."""
+        weights, found = self.weights(rows), []
+        u = self.uncertainty
+        shape = (self.weighting, u.cluster, u.replicates, _digest(rows["template"]),
+                 _digest(rows["instance"]))
+        for outcome in outcomes:
+            y = rows[outcome].to_numpy()
+            r, boot = self.cached(("rate", outcome, *shape, _digest(y)),
+                                  functools.partial(u.rate, y, rows, weights, f"rate:{outcome}"))
+            lo, hi = (math.nan, math.nan) if boot is None else (float(boot.lo), float(boot.hi))
+            found.append(TracedRate(**{name: getattr(r, name) for name in RATE_FIELDS},
+                                    behind=Behind(rows.index, outcome), boot_lo=lo, boot_hi=hi))
+        return found
 
     def weights(self, rows: pd.DataFrame) -> np.ndarray | None:
         if self.weighting == "none" or rows.empty:
@@ -210,6 +259,17 @@ class Data:
         if not todo.empty:
             self._delays.update(self.loaded.each_events(todo, lambda _, events: _delay(events)))
         return pd.Series([self._delays[i] for i in rows.index], index=rows.index, dtype=float)
+
+
+def _digest(values: Any) -> bytes:
+    """A short digest of a column or array's values in order (categories by their codes: one
+    frame's categories are shared by all its slices)."""
+    if isinstance(values, pd.Series):
+        values = values.cat.codes if isinstance(values.dtype, pd.CategoricalDtype) else values
+        values = values.to_numpy()
+    data = np.ascontiguousarray(values)
+    body = data.tobytes() if data.dtype.kind != "O" else "\x1f".join(map(str, data)).encode()
+    return hashlib.blake2b(body + str(data.dtype).encode(), digest_size=16).digest()
 
 
 def _delay(events: Iterator[dict[str, Any]]) -> float:

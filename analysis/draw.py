@@ -45,8 +45,16 @@ def footer(fig: Figure, data: Data, *experiments: str) -> None:
     from limbo.analysis.table import Table
 
     stamped = data.stamp(Table(0, "", []), *experiments)
-    lines = [f"Computed from: {s}" for s in stamped.sources]
-    lines += [stamped.caveat] if stamped.caveat else []
+    footer_lines(fig, stamped.sources, bool(stamped.caveat))
+
+
+def footer_lines(fig: Figure, sources: list[str], policies: bool) -> None:
+    """``sources`` (one line per run) and, when ``policies``, the reference-policy caveat, in
+    small type under the figure."""
+    from limbo.analysis.data import REFERENCE_CAVEAT
+
+    lines = [f"Computed from: {s}" for s in sources]
+    lines += [REFERENCE_CAVEAT] if policies else []
     # Legends sit to the right of the axes, so the layout engine stacks this under the axes
     # without it meeting a legend.
     fig.supxlabel("\n".join(lines), fontsize=5, color="0.3", ha="left", x=0.01)

@@ -12,17 +12,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 import numpy as np
 import pandas as pd
+from matplotlib import transforms
 from matplotlib.axes import Axes
+from matplotlib.colors import ListedColormap
 from matplotlib.ticker import ScalarFormatter
 
 from limbo.analysis import paper
 from limbo.analysis.behaviour import figure6
 from limbo.analysis.data import Data, absent, ordered
 from limbo.analysis.draw import GREYS, HATCHES, Drawn, footer, new_figure
+from limbo.analysis.summary_figure import figure0
 from limbo.analysis.tables.e1 import e1_with_batch_supplement
 from limbo.analysis.tables.waits import FIXED, TAIL, wait_order
 
@@ -37,6 +41,9 @@ SVG_METADATA: dict[str, str | None] = {"Date": None, "Creator": None}
 """No date or version stamp, and (with a fixed ``svg.hashsalt``) no random ids: the same logs
 give byte-identical figure files."""
 MARKERS = ("o", "s", "^", "v", "D", "P", "X", "*", "h", "<", ">", "p")
+HEAT = ListedColormap(matplotlib.colormaps["Greys"](np.linspace(0.0, 0.8, 256)), "limbo-greys")
+"""Figure 2's scale: white at 0 % to a dark grey at 100 % (never black, so a printed value
+stays legible); the colour bar ends at 100 %."""
 
 
 def _mode_columns(modes: set[str]) -> list[tuple[str, list[str]]]:
@@ -60,13 +67,13 @@ def figure2(data: Data) -> Drawn:
     for (model, mode), cell in rows.groupby(["model", "fault"], observed=True):
         values[models.index(model), modes.index(mode)] = 100 * data.rate(cell, "duplicate").rate
     fig, (ax,) = new_figure(2.2 + 0.75 * len(modes), 1.8 + 0.45 * len(models))
-    shown = ax.imshow(np.ma.masked_invalid(values), cmap="Greys", vmin=0, vmax=140,
+    shown = ax.imshow(np.ma.masked_invalid(values), cmap=HEAT, vmin=0, vmax=100,
                       aspect="auto")
     ax.set_facecolor("white")
     for (i, j), value in np.ndenumerate(values):
         text = "n/a" if np.isnan(value) else f"{value:.0f}"
         ax.text(j, i, text, ha="center", va="center", fontsize=8,
-                color="white" if value > 80 else "black")
+                color="white" if value > 55 else "black")
     bar = fig.colorbar(shown, ax=ax, shrink=0.9, ticks=[0, 25, 50, 75, 100])
     bar.set_label("duplicate rate (%)", fontsize=8)
     ax.set_xticks(range(len(modes)), modes, rotation=45, ha="right", fontsize=8)
@@ -208,17 +215,30 @@ def _wait_panel(data: Data, ax: Axes, rows: pd.DataFrame, title: str) -> None:
         if waits:
             ax.plot(part.loc[waits, "time"], part.loc[waits, "eos"], style, color="black",
                     markerfacecolor=fill, label=f"wait-Δ, {contract}")
-            for k, c in enumerate(waits):  # alternate above and below: no label overlaps
-                ax.annotate(f"Δ={c[5:]} s", (part.loc[c, "time"], part.loc[c, "eos"]),
-                            fontsize=6, xytext=(5, 7 if k % 2 else -11),
-                            textcoords="offset points")
         for condition, p in part.drop(index=waits).iterrows():
             ax.scatter(p["time"], p["eos"], marker=CONDITION_MARKERS.get(condition, "P"), s=60,
                        facecolor=fill, edgecolor="black", zorder=3,
                        label=f"{condition}, {contract}")
+    _label_waits(ax, frame[frame["condition"].str.startswith("wait-").to_numpy()])
     ax.set_xscale("log")
     ax.xaxis.set_major_formatter(ScalarFormatter())  # 1, 10, 100: minutes, not powers of ten
     ax.set_xlabel("mean agent-visible time (sim. minutes, log scale)")
+
+
+def _label_waits(ax: Axes, points: pd.DataFrame) -> None:
+    """Label each wait condition's point with its Δ: for each Δ the higher line's label sits
+    above its point and the lower's below, so the two contracts' labels never meet; where both
+    points coincide (within 3 pp and 5% of the time) one label serves both."""
+    for condition, same in points.groupby("condition", sort=False):
+        same = same.sort_values("eos", ascending=False)
+        top, low = same.iloc[0], same.iloc[-1]
+        label = f"Δ={str(condition)[5:]} s"
+        ax.annotate(label, (top["time"], top["eos"]), fontsize=6, xytext=(4, 6),
+                    textcoords="offset points")
+        apart = abs(top["eos"] - low["eos"]) > 3 or abs(np.log(top["time"] / low["time"])) > 0.05
+        if len(same) > 1 and apart:
+            ax.annotate(label, (low["time"], low["eos"]), fontsize=6, xytext=(4, -11),
+                        textcoords="offset points")
 
 
 def figure4(data: Data) -> Drawn:
@@ -242,6 +262,39 @@ def figure4(data: Data) -> Drawn:
     return Drawn(4, fig)
 
 
+SPREAD_PT = 7.0
+"""How far apart (in points) the markers of conditions at one point are drawn, side by side."""
+
+
+def _condition_panel(data: Data, ax: Axes, rows: pd.DataFrame, conditions: list[str]) -> None:
+    """One model's conditions: a marker each at (mean tool calls, EOS) with whiskers and a ring
+    of area ∝ duplicate rate. Conditions at the same point (the reference policies often
+    behave alike under several prompts) are drawn side by side around it, never on top of
+    each other; the ring and whiskers stay at the point."""
+    points = []
+    for k, condition in enumerate(conditions):
+        cell = rows[(rows["condition"] == condition).to_numpy()]
+        if not cell.empty:
+            x, y = mean_point(data, cell, "tool_calls"), rate_point(data, cell, "exactly_once")
+            points.append((k, condition, *x, *(100 * v for v in y),
+                           data.rate(cell, "duplicate").rate))
+    frame = pd.DataFrame(points, columns=["k", "condition", "x", "x_lo", "x_hi", "y", "y_lo",
+                                          "y_hi", "dup"])
+    _errorbars(ax, frame, "x", "y")
+    # An outlined ring, not a filled disc: rings of nearby conditions never hide markers.
+    ax.scatter(frame["x"], frame["y"], s=900 * frame["dup"], facecolor="none", edgecolor="0.55",
+               linewidth=0.8, zorder=1)
+    spot = frame[["x", "y"]].round(2).astype(str).agg("|".join, axis=1)
+    for _, same in frame.groupby(spot.to_numpy(), sort=False):
+        for i, p in enumerate(same.itertuples()):
+            inches = (i - (len(same) - 1) / 2) * SPREAD_PT / 72
+            shift = ax.transData + transforms.ScaledTranslation(inches, 0,
+                                                                ax.figure.dpi_scale_trans)
+            ax.scatter(p.x, p.y, s=28, marker=MARKERS[p.k % len(MARKERS)], facecolor="white",
+                       edgecolor="black", linewidth=0.9, label=p.condition, zorder=3 + i,
+                       transform=shift)
+
+
 def figure5(data: Data) -> Drawn:
     """EOS against mean tool calls per condition, one panel per model (E2, native); the grey
     disc's area is proportional to the duplicate rate."""
@@ -257,33 +310,25 @@ def figure5(data: Data) -> Drawn:
     fig, axes = new_figure(3.8 * columns, 3.2 * -(-len(models) // columns) + 0.8, len(models),
                      columns, sharex=True, sharey=True)
     for ax, model in zip(axes, models, strict=True):
-        for k, condition in enumerate(conditions):
-            cell = rows[(rows["model"] == model) & (rows["condition"] == condition)]
-            if cell.empty:
-                continue
-            x, x_lo, x_hi = mean_point(data, cell, "tool_calls")
-            y, y_lo, y_hi = (100 * v for v in rate_point(data, cell, "exactly_once"))
-            _errorbars(ax, pd.DataFrame({"x": [x], "x_lo": [x_lo], "x_hi": [x_hi], "y": [y],
-                                         "y_lo": [y_lo], "y_hi": [y_hi]}), "x", "y")
-            # An outlined ring, not a filled disc: rings of nearby conditions never hide
-            # each other's markers.
-            ax.scatter(x, y, s=900 * data.rate(cell, "duplicate").rate, facecolor="none",
-                       edgecolor="0.55", linewidth=0.8, zorder=1)
-            ax.scatter(x, y, s=28, marker=MARKERS[k % len(MARKERS)], facecolor="white",
-                       edgecolor="black", linewidth=0.9, label=condition, zorder=3 + k)
+        _condition_panel(data, ax, rows[(rows["model"] == model).to_numpy()], conditions)
         ax.set_title(model, fontsize=8)
         ax.set_xlabel("mean tool calls per episode", fontsize=8)
         ax.set_ylabel("EOS (%)", fontsize=8)
-    handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, fontsize=7, loc="outside right upper")
+    found: dict[str, Any] = {}
+    for ax in axes:  # every condition once, whichever panel has it
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            found.setdefault(label, handle)
+    fig.legend([found[c] for c in conditions if c in found],
+               [c for c in conditions if c in found], fontsize=7, loc="outside right upper")
     fig.suptitle("Figure 5: EOS vs tool calls per condition (E2, native); grey ring area ∝ "
                  f"duplicate rate\n{bars_say(data)}", fontsize=10)
     footer(fig, data, "e2")
     return Drawn(5, fig)
 
 
-FIGURES: dict[int, Callable[[Data], Drawn]] = {2: figure2, 3: figure3, 4: figure4, 5: figure5,
-                                               6: figure6}
+FIGURES: dict[int, Callable[[Data], Drawn]] = {0: figure0, 2: figure2, 3: figure3, 4: figure4,
+                                               5: figure5, 6: figure6}
+"""Every figure by number: 0 draws the summary of whatever is loaded, the others the paper's."""
 
 
 def render_safely(data: Data, out: Path) -> list[tuple[int, list[Path], str]]:

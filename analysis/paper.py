@@ -46,3 +46,23 @@ TABLE_EXPERIMENTS = {3: ("e1", "e1s"), 4: ("e1", "e3"), 5: ("e2", "e2k"), 6: ("e
                      13: ("e2", "e2k")}
 """The experiments each table reads (its caption's): no episode of any other enters it, and
 its provenance names the runs that hold these."""
+
+NATIVE: tuple[str, ...] = ("native",)
+KEYS: tuple[str, ...] = ("keys-everywhere",)
+E1_CELLS: dict[str, tuple[str, ...]] = {"contract": NATIVE, "harness": ("minimal",), "condition": ("vanilla",)}
+CAPTIONS: dict[str, tuple[tuple[str, ...], dict[str, tuple[str, ...]]]] = {
+    "e1": (("e1",), E1_CELLS),
+    "e1s": (("e1s",), E1_CELLS),
+    "e2": (("e2", "e2k"), {"contract": NATIVE, "harness": ("minimal",)}),
+    "e2k": (("e2", "e2k"), {"contract": KEYS, "harness": ("minimal",)}),
+    "e3": (("e3", "e3k"), {"contract": NATIVE}),
+    "e3k": (("e3", "e3k"), {"contract": KEYS}),
+    "e5": (("e5",), {"harness": ("minimal",)}),
+    "e6": (("e6",), {"contract": NATIVE, "harness": ("minimal",)}),
+}
+"""Each of the paper's experiments as its caption states it: the grids whose runs may hold its
+episodes, and the cell fields the caption fixes (Table 3: "minimal harness, vanilla, native";
+E2 and E3 are run twice, once per contract, so an E2 run under keys everywhere is E2k whatever
+its grid is called). Every experiment is on LIMBO's built-in services. The arms a comparison
+contrasts (E2's conditions, E3's vanilla and guard, E5's waits, E6's cue) are fixed by the
+comparison itself."""

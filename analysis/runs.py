@@ -32,6 +32,8 @@ from limbo.base.errors import UsageError
 EXPERIMENT = "exp:"
 """Prefix of the frame's membership columns: ``exp:e1`` is true for E1's episodes."""
 FALLBACK = "(built-in grids)"
+BUILT_IN = "built-in"
+"""The ``world`` of an episode that ran on LIMBO's own services (no world file)."""
 
 
 @dataclass
@@ -44,25 +46,100 @@ class Run:
     manifest: dict[str, Any] = field(default_factory=dict)
     files: list[int] = field(default_factory=list)
     """Numbers of its record files in :attr:`Loaded.files`."""
+    manifests: list[dict[str, Any]] = field(default_factory=list)
+    """Every manifest of the run (one per shard)."""
+    held: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    """Which rows of the loaded frame the run holds (an episode two runs hold is in both)."""
+    members: dict[str, np.ndarray] = field(default_factory=dict)
+    """Experiment name → the rows the run holds as that experiment's."""
 
     @property
     def recorded(self) -> bool:
         """Whether the design is the run's own (read from its manifest)."""
         return bool(self.manifest.get("design"))
 
-    def describe(self) -> str:
-        """One line: grids, fingerprint, LIMBO version, grader version — no path, so the line is
-        the same wherever the run is stored."""
+    @property
+    def kind(self) -> str:
+        """What wrote the run: ``grid`` (``limbo run``), ``mcp``, ``proxy``, ``inspect`` (an
+        Inspect log), or ``records`` (record files without a manifest)."""
+        from limbo.log.store import kind_of
+
+        if str(self.manifest.get("source", "")).startswith("Inspect"):
+            return "inspect"
+        return kind_of(self.manifest) if self.manifest else "records"
+
+    def worlds(self) -> list[tuple[str, frozenset[str]]]:
+        """The world files the run's episodes ran on: (identity ``name@digest``, its own
+        services) each; none for the built-in world. A ``limbo proxy`` or ``limbo mcp`` run
+        names its one world; a grid's run lists the world files its grids ran."""
+        found: dict[str, frozenset[str]] = {}
+        for manifest in self.manifests or [self.manifest]:
+            world = manifest.get("world")
+            if isinstance(world, str) and world:
+                found.setdefault(world, frozenset())
+            for fact in manifest.get("worlds") or ():
+                if isinstance(fact, dict) and isinstance(fact.get("identity"), str):
+                    found.setdefault(fact["identity"], frozenset(map(str, fact.get("services")
+                                                                     or ())))
+        return sorted(found.items())
+
+    def planned(self) -> int | None:
+        """How many episodes the run's grid has (``None`` when no manifest says)."""
+        for manifest in self.manifests or [self.manifest]:
+            if isinstance(manifest.get("grid_cells"), int):
+                return int(manifest["grid_cells"])
+        return None
+
+    def ended(self) -> str:
+        """How the run's last pass ended when that was not ``complete`` (``stopped: …``)."""
+        for manifest in self.manifests or [self.manifest]:
+            status = manifest.get("status")
+            if status in ("stopped", "interrupted", "failed", "running"):
+                reason = manifest.get("stop_reason")
+                return f"{status}{f': {reason}' if reason else ''}"
+        return ""
+
+    def describe(self, episodes: int | None = None) -> str:
+        """One line: grids (or what served the episodes), fingerprint, LIMBO version, grader
+        version — no path, so the line is the same wherever the run is stored; with
+        ``episodes`` (those loaded from it), how many of the grid's it holds when not all
+        ("1,206 of 5,760 episodes")."""
         names = "+".join(e["name"] for e in self.design["experiments"])
         if not self.recorded:
-            return f"{names} {FALLBACK}: no design recorded, read as this LIMBO's grids"
+            return f"{names or 'records'} {FALLBACK}: no design recorded, read as this LIMBO's grids"
         source = self.manifest.get("source") or \
             f"run {str(self.manifest.get('fingerprint', '?'))[:12]}"
+        digest = f"grid digest {self.design.get('grid_digest', '?')}"
+        if self.kind in ("mcp", "proxy"):  # no grid: what served the episodes, and how many
+            names, source = f"limbo {self.kind}", "run"
+            digest = (f"{episodes:,} episode{'s' if episodes != 1 else ''}"
+                      if episodes is not None else "")
         version = self.manifest.get("version") or self.design.get("limbo", "?")
+        facts = [self.partial(episodes), *(f"world file {w}" for w, _ in self.worlds()),
+                 digest, f"LIMBO {version}", f"grader {self.design.get('grader', '?')}"]
         stopped = (self.manifest.get("precision") or {}).get("note")
-        return (f"{names} {source} (grid digest {self.design.get('grid_digest', '?')}, "
-                f"LIMBO {version}, grader {self.design.get('grader', '?')})"
+        return (f"{names}{self.overridden()} {source} ({', '.join(f for f in facts if f)})"
                 + (f"; {stopped}" if isinstance(stopped, str) else ""))
+
+    def overridden(self) -> str:
+        """`` [contracts: keys-everywhere; seed: 1]``: what the command line replaced in the
+        grid (``limbo run e2 --contract keys-everywhere --seed 1``), or ``""``."""
+        grid = self.manifest.get("grid")
+        found = grid.get("overrides") if isinstance(grid, dict) else None
+        if not isinstance(found, dict) or not found:
+            return ""
+        shown = [f"{k}: {', '.join(map(str, v)) if isinstance(v, list) else v}"
+                 for k, v in sorted(found.items())]
+        return f" [{'; '.join(shown)}]"
+
+    def partial(self, episodes: int | None) -> str:
+        """``1,206 of 5,760 episodes; stopped: …`` for a run holding fewer episodes than its
+        grid has, else ``""``."""
+        planned = self.planned()
+        if episodes is None or planned is None or episodes >= planned:
+            return ""
+        ended = self.ended()
+        return f"{episodes:,} of {planned:,} episodes{f'; {ended}' if ended else ''}"
 
 
 Fallback = Callable[[], dict[str, Any]]
@@ -114,7 +191,9 @@ class Runs:
         if run is None:
             manifests = self._manifests(folder) if folder is not None else _inspect(path)
             manifest, found = _design(manifests, self.fallback)
-            run = self.by_key[key] = Run(key, found, manifest)
+            run = self.by_key[key] = Run(key, found, manifest,
+                                         manifests=[m for m in manifests.values()
+                                                    if isinstance(m, dict)])
             if not run.recorded:
                 self.problems.append(("no design", key, "no manifest with a design: experiment "
                                       "membership, fault families and tool kinds are taken from "
@@ -155,12 +234,35 @@ def attach(frame: pd.DataFrame, runs: Iterable[Run], also: list[tuple[str, int]]
     member = {name: np.zeros(len(frame), dtype=bool) for name in names}
     ids = frame["episode_id"]
     for i, run in enumerate(runs):
-        mine = (owner == i) | ids.isin(extra.get(i, ())).to_numpy()
+        run.held = mine = (owner == i) | ids.isin(extra.get(i, ())).to_numpy()
         for experiment in run.design["experiments"]:
-            member[experiment["name"]] |= mine & _inside(frame, experiment)
+            run.members[experiment["name"]] = mine & _inside(frame, experiment)
+            member[experiment["name"]] |= run.members[experiment["name"]]
     for name, mask in member.items():
         frame[EXPERIMENT + name] = mask
     _faults(frame, runs, owner)
+    _worlds(frame, runs, owner)
+
+
+def _worlds(frame: pd.DataFrame, runs: list[Run], owner: np.ndarray) -> None:
+    """Each row's ``world``: :data:`BUILT_IN`, or the identity of the world file it ran on (its
+    run's one world file, or the one whose services hold the row's service); and ``source``,
+    what wrote its run (:attr:`Run.kind`). An episode id digests the world, so an episode found
+    in two runs ran on the same world in both."""
+    world = np.full(len(frame), BUILT_IN, dtype=object)
+    source = np.full(len(frame), "records", dtype=object)
+    services = frame["service"].astype(str).to_numpy()
+    for i, run in enumerate(runs):
+        rows = owner == i
+        source[rows] = run.kind
+        found = run.worlds()
+        if len(found) == 1:
+            world[rows] = found[0][0]
+            continue
+        for identity, own in found:
+            world[rows & np.isin(services, list(own))] = identity
+    frame["world"] = pd.Categorical(world)
+    frame["source"] = pd.Categorical(source)
 
 
 def _inside(frame: pd.DataFrame, experiment: dict[str, Any]) -> np.ndarray:

@@ -153,6 +153,9 @@ class Table:
     """Said before the rows when they are scripted reference policies, not models."""
     sources: list[str] = field(default_factory=list)
     """The runs the table was computed from (grids, fingerprint, LIMBO and grader versions)."""
+    left_out: list[str] = field(default_factory=list)
+    """What of its grids' episodes the table leaves out and why (a world file, a contract
+    the caption does not have), one line each; said even when the table has no data."""
 
     def absent_text(self) -> str:
         """Why the table is empty ("No data — produced by grid e2 …", or why it failed)."""
@@ -175,7 +178,7 @@ class Table:
         lines = [f"### Table {self.number}: {self.title}", ""]
         if self.caveat:
             lines += [f"> {self.caveat}", ""]
-        tail = [f"- {line}" for line in self.provenance()]
+        tail = [f"- {line}" for line in [*self.left_out, *self.provenance()]]
         if self.absent:
             return "\n".join([*lines, self.absent_text(), "", *tail, ""])
         lines.append("| " + " | ".join(self.header) + " |")
@@ -206,7 +209,8 @@ class Table:
             for head, e in zip(self.header[self.keys:], row[self.keys:], strict=True):
                 writer.writerow([self.number, key, head, e.shown,
                                  *(_csv_number(getattr(e, name)) for name in NUMBERS)])
-        for kind, lines in (("note", self.notes), ("provenance", self.provenance())):
+        for kind, lines in (("note", self.notes), ("left out", self.left_out),
+                            ("provenance", self.provenance())):
             for line in lines:
                 writer.writerow([self.number, kind, "", line, *[""] * len(NUMBERS)])
         return out.getvalue()
@@ -214,7 +218,7 @@ class Table:
     def latex(self) -> str:
         lines = [f"% Table {self.number}: {_tex(self.title)}"]
         lines += [f"% {_tex(self.caveat)}"] if self.caveat else []
-        tail = [f"% {_tex(line)}" for line in self.provenance()]
+        tail = [f"% {_tex(line)}" for line in [*self.left_out, *self.provenance()]]
         if self.absent:
             return "\n".join([*lines, f"% {_tex(self.absent)}", *tail, ""])
         lines.append("\\begin{tabular}{" + "l" * self.keys + "r" * (len(self.header) - self.keys)

@@ -191,7 +191,7 @@ def test_bootstrap_progress_only_on_a_terminal(run: Path, tmp_path: Path) -> Non
 
 
 @pytest.mark.parametrize("args,message", [
-    (["--table", "11"], "no table 11; choose from 3, 4, 5"),
+    (["--table", "11"], "no table 11; choose from 0, 3, 4, 5"),
     (["--format", "xls"], "--format 'xls': choose from md, csv, tex"),
     (["--out", __file__], "is a file; name a directory"),
     (["--cluster", "instance"], "invalid choice: 'instance'"),

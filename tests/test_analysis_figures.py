@@ -80,7 +80,7 @@ def test_figure6_states_its_test_and_every_figure_its_runs(data: Data) -> None:
     assert any(t.startswith("p=") and "Holm" in t for t in texts(drawn.figure))
     for number in (2, 3, 4, 6):
         footer = FIGURES[number](data).figure.get_supxlabel()
-        assert "Computed from: e1 run" in footer or "Computed from: e5 run" in footer
+        assert "Computed from: e1 " in footer or "Computed from: e5 " in footer
         assert "Reference policies" in footer
 
 

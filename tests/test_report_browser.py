@@ -245,3 +245,49 @@ def test_view_shows_new_episodes_of_a_run_being_written(chromium, site, tmp_path
     finally:
         os.killpg(proc.pid, signal.SIGINT)
         proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def summary_site(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The report of the README's `limbo run` (the default grid) and a `limbo mcp` episode:
+    runs no paper table holds."""
+    from support.summary_runs import mcp_episode
+
+    root = tmp_path_factory.mktemp("summary-report")
+    done = subprocess.run([str(Path(sys.executable).parent / "limbo"), "run", "default",
+                           "--out", str(root / "default"), "--workers", "2", "--quiet"],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    mcp_episode(root / "mcp", "http500_post")
+    out = root / "site"
+    assert main(["report", str(root / "default"), str(root / "mcp"), "--out", str(out)]) == 0
+    return {"out": out}
+
+
+def test_the_overview_opens_on_the_summary_of_every_run(chromium, summary_site) -> None:
+    """The first section under the heading is the summary: Table 0 with a row for the mcp
+    client beside the reference policies, Figure 0 loaded; an entry leads to its episodes."""
+    page = _page(chromium, offline=True, viewport={"width": 1280, "height": 900})
+    page.goto((summary_site["out"] / "index.html").as_uri())
+    first = page.evaluate("document.querySelector('h1').parentElement"
+                          ".querySelector('section').id")
+    assert first == "summary"
+    section = page.locator("#summary")
+    assert section.locator("h3").first.inner_text().startswith("Table 0: Summary")
+    heads = section.locator("thead th").all_inner_texts()
+    assert heads[:4] == ["arm", "contract", "world", "fault family"]
+    arms = set(section.locator("tbody th:first-child").all_inner_texts())
+    assert "external/mcp-client · mcp" in arms and "policy/blind" in arms
+    image = section.locator("figure#figure-0 img")
+    assert page.evaluate("(img) => img.complete && img.naturalWidth > 0", image.element_handle())
+    browser.shot(page, "6-summary-first", full_page=False)
+    row = section.locator("tbody tr").filter(has=page.locator("th", has_text="mcp")).first
+    link = row.locator("td a").nth(heads.index("dup") - 4)
+    shown = link.inner_text()
+    link.click()
+    page.wait_for_selector("#list tbody tr")
+    banner = page.locator("#cell-banner").inner_text()
+    assert "Table 0" in banner and "external/mcp-client · mcp" in banner
+    assert f"/{page.locator('#list tbody tr').count()}" in shown
+    assert not page.seen["errors"], page.seen["errors"]
+    page.context.close()

@@ -78,7 +78,9 @@ def table_html(table: Table, linked: set[str]) -> str:
     if table.caveat:
         parts.append(f'<p class="caveat">{escape(table.caveat)}</p>')
     provenance = ('<ul class="provenance">' + "".join(f"<li>{escape(line)}</li>"
-                                                      for line in table.provenance()) + "</ul>")
+                                                      for line in [*table.left_out,
+                                                                   *table.provenance()])
+                  + "</ul>")
     if table.absent:
         parts.append(f'<p class="absent">{escape(table.absent_text())}</p>{provenance}</section>')
         return "\n".join(parts)

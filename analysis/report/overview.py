@@ -1,5 +1,6 @@
-"""The overview page: what was run (manifests), how the episodes ended (counts per status, errors
-with their reasons), what the loader could not use, every table and figures 2–6.
+"""The overview page: first the summary of every loaded run (Table 0 and Figure 0), then what
+was run (manifests), how the episodes ended (counts per status, errors with their reasons), what
+the loader could not use, the paper's tables and figures 2–6.
 
 It is plain HTML written here, so it renders before any script runs and never touches the
 episode details.
@@ -21,6 +22,8 @@ import pandas as pd
 from limbo.analysis.report.linked import table_html
 from limbo.analysis.table import Table
 
+SUMMARY = 0
+"""The number of the summary table and figure: shown first, in a section of their own."""
 MAX_ERROR_GROUPS = 50
 """Reasons listed on the overview; the rest are one link away (errors are often all alike)."""
 MANIFEST_FIELDS = ("version", "git_commit", "git_dirty", "started_at", "resumed_at", "ended_at",
@@ -89,8 +92,18 @@ def _manifest_html(path: Path, manifest: dict[str, Any] | str) -> str:
         facts.append(("command", "limbo " + " ".join(map(str, argv))))
     levels, dropped = _mapping(manifest.get("levels")), _mapping(manifest.get("dropped"))
     return (head + _dl(facts) + "<details><summary>factor levels</summary>"
-            + _dl(sorted(levels.items())) + "</details>"
-            + (f"<p>Cells left out: {escape(_text(dropped))}</p>" if dropped else ""))
+            + _dl(sorted(levels.items())) + "</details>" + _dropped_html(dropped))
+
+
+def _dropped_html(dropped: dict[str, Any]) -> str:
+    """The cells the grid's expansion left out, as a table: why, and how many."""
+    if not dropped:
+        return ""
+    rows = "".join(f"<tr><th scope='row'>{escape(str(why))}</th><td class='num'>"
+                   f"{escape(_text(n))}</td></tr>" for why, n in sorted(dropped.items()))
+    return ("<table class='counts dropped'><caption>Cells left out when the grid was expanded"
+            "</caption><thead><tr><th scope='col'>why</th><th scope='col'>cells</th></tr>"
+            f"</thead><tbody>{rows}</tbody></table>")
 
 
 def _browse(**filters: str) -> str:
@@ -163,15 +176,22 @@ class Overview:
     table_failures: list[str] = field(default_factory=list)
 
     def html(self) -> str:
+        summary = [t for t in self.tables if t.number == SUMMARY]
+        tables = [t for t in self.tables if t.number != SUMMARY]
         contents = "".join(f"<li><a href='#table-{t.number}'>Table {t.number}</a></li>"
-                           for t in self.tables)
+                           for t in tables)
         problems = "".join(f"<li>{escape(p)}</li>" for p in [*self.problems,
                                                               *self.table_failures])
         sections = [
             "<h1>LIMBO run report</h1>",
             f"<p class='sources'>From {escape(', '.join(self.sources))}</p>",
-            f"<nav aria-label='tables'><ul class='inline'>{contents}"
-            "<li><a href='#figures'>Figures</a></li></ul></nav>",
+            f"<nav aria-label='tables'><ul class='inline'><li><a href='#summary'>Summary</a>"
+            f"</li>{contents}<li><a href='#figures'>Figures</a></li></ul></nav>",
+            "<section id='summary'><h2>Summary of every loaded run</h2><p>Every loaded episode, "
+            "paper grid or not (the paper's tables below hold their captions' populations "
+            "only). Each rate links to the episodes it was computed over.</p>"
+            + "\n".join(table_html(t, self.linked) for t in summary)
+            + _figures_html([f for f in self.figures if f.number == SUMMARY]) + "</section>",
             "<section id='runs'><h2>What was run</h2>"
             + ("".join(_manifest_html(p, m) for p, m in self.manifests)
                or "<p>No manifest.json beside the records.</p>") + "</section>",
@@ -183,8 +203,9 @@ class Overview:
                             "</section>")
         sections.append("<section id='tables'><h2>Tables</h2><p>Each rate links to the "
                         "episodes it was computed over.</p>"
-                        + "\n".join(table_html(t, self.linked) for t in self.tables)
+                        + "\n".join(table_html(t, self.linked) for t in tables)
                         + "</section>")
         sections.append("<section id='figures'><h2>Figures</h2>"
-                        + _figures_html(self.figures) + "</section>")
+                        + _figures_html([f for f in self.figures if f.number != SUMMARY])
+                        + "</section>")
         return "\n".join(sections)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 
+from limbo.analysis import paper
 from limbo.analysis import table as t
 from limbo.analysis.arms import Matched
 from limbo.analysis.data import Data
@@ -65,3 +67,17 @@ def spread(table: t.Table, clusters: str) -> str:
             f"{span([e.clusters for e in cells], 0)} {clusters}, effective n "
             f"{span([e.n_eff for e in cells], 1)}; each cell's n, n_eff, clusters and design "
             f"effect are in the CSV.")
+
+
+def replicates_note(data: Data, table: t.Table) -> str:
+    """How many replicates (seeds of a world) each cell of ``table`` has: from the episodes
+    behind each entry, or, for a table of tests, from the episodes of its experiments."""
+    seeds = data.seeds
+    counts = [seeds.count(e.behind.rows) for row in table.rows for e in row
+              if e.behind is not None and not e.empty]
+    if not counts:
+        inside = np.zeros(len(data.frame), dtype=bool)
+        for name in paper.TABLE_EXPERIMENTS.get(table.number, ()):
+            inside |= data.member(name)
+        counts = [seeds.count(data.frame.index[inside])]
+    return seeds.note(counts)

@@ -7,7 +7,7 @@ import pandas as pd
 
 from limbo.analysis import pairtable, paper
 from limbo.analysis import table as t
-from limbo.analysis.arms import Matched
+from limbo.analysis.arms import Matched, within_replicate
 from limbo.analysis.data import Data, absent, ordered
 from limbo.analysis.pairing import Pairs, pair
 from limbo.analysis.tables.common import excluded, none_rated, rate_of, weighting_note
@@ -94,8 +94,9 @@ def _mean(data: Data, rows: pd.DataFrame, column: str, digits: int) -> t.Entry:
 
 
 def paired_arms(matched: Matched, a: str, b: str) -> Pairs:
-    """Episodes of arms ``a`` and ``b`` paired one to one on the comparison's pairing factors."""
-    return pair(matched[a], matched[b], matched.comparison.pair_on)
+    """Episodes of arms ``a`` and ``b`` paired one to one on the comparison's pairing factors,
+    within a replicate (two seeds of one cell are two pairs, never an ambiguous key)."""
+    return pair(matched[a], matched[b], within_replicate(matched.comparison.pair_on))
 
 
 def _guard_rows(data: Data) -> list[tuple[str, str, pd.DataFrame]]:

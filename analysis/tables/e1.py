@@ -49,11 +49,19 @@ def table3(data: Data) -> t.Table:
                   rate_of(data, rows[rows["fault"] != "none"], "exactly_once"),
                   t.count(len(rows)))
     table.notes += [weighting_note(data, table), excluded(data.experiment("e1")),
-                    f"Partial batch: E1 and the E1s supplement ({len(batch)} rated episodes); "
-                    f"every other column E1 only (the paper's Table 3)."]
+                    batch_note(data, len(batch))]
     if rated.empty:
         table.notes.append("Columns other than partial batch — " + absent("e1"))
     return table
+
+
+def batch_note(data: Data, rated: int) -> str:
+    """What Table 3's partial-batch column holds: E1s is named only when a run of it is."""
+    if data.experiment("e1s").empty:
+        return (f"Partial batch: E1 only ({rated} rated episodes); the paper's column adds the "
+                f"E1s supplement, which no loaded run holds (`limbo run e1s`).")
+    return (f"Partial batch: E1 and the E1s supplement ({rated} rated episodes); every other "
+            f"column E1 only (the paper's Table 3).")
 
 
 SHAPLEY_FACTORS = {"contract": "contract_class", "mode": "fault", "model": "model",

@@ -1,4 +1,5 @@
-"""``limbo figures``: regenerate the paper's figures 2–6 (PNG and SVG) from episode logs."""
+"""``limbo figures``: the summary (Figure 0) and the paper's figures 2–6 (PNG and SVG) from
+episode logs; exit status 1 when none could be drawn."""
 
 from __future__ import annotations
 
@@ -48,4 +49,8 @@ def run(args: argparse.Namespace) -> int:
         else:
             failed = failed or why.startswith("could not")
             print(f"limbo: figure {number} not drawn: {why}", file=sys.stderr)
+    if not any(files for _, files, _ in drawn):
+        print(f"limbo: error: no figure drawn into {args.out} (each says why above)",
+              file=sys.stderr)
+        return 1
     return 1 if failed else 0

@@ -191,7 +191,7 @@ def _append(out: Path, record: EpisodeRecord, cell: Any, transport: str) -> None
         writer.close()
     write_manifest(manifest_file(out, None), {
         "kind": MCP, "command": "limbo mcp", "episodes": len(scan(out).ids),
-        "cell": cell.public(), "transport": transport, "ended_at": now_iso(),
+        "cell": cell.public(), "world": cell.world, "transport": transport, "ended_at": now_iso(),
         "last_episode": cell.episode_id, "design": _design(cell), **provenance()}, scrubber())
 
 

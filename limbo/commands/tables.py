@@ -121,6 +121,8 @@ def load_data(args: argparse.Namespace, command: str, u: Uncertainty) -> Data:
     for line in loaded.messages():
         print(f"limbo: warning: {line}", file=sys.stderr)
     print(f"limbo: {loaded.counts()}", file=sys.stderr)
+    for line in loaded.notes():
+        print(f"limbo: {line}", file=sys.stderr)
     if args.regrade:
         from limbo.analysis.regrade import regrade
 

@@ -35,6 +35,9 @@ MARKS: dict[str, tuple[str, ...]] = {
 SLOW: dict[str, float] = {
     # whole files, from an earlier run of the whole suite
     "test_analysis_paper.py": 55.0,
+    "test_analysis_identity.py": 155.0,
+    "test_analysis_summary.py": 110.0,
+    "test_analysis_figures_legible.py": 3.0,
     "test_grid_runner.py": 40.0,
     "test_harnesses_guard.py": 88.0,
     "test_harnesses_production.py": 51.0,
