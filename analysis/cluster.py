@@ -137,7 +137,12 @@ def _ends(inner: Array, outer: Array, rate: Array, n_kish: Array, m_tilde: Array
         return picked
 
     beyond = np.minimum(last + 1, SCAN)
-    found = _root(at(points, last), at(points, beyond), at(u, last), *cell)
+    near, far = at(points, last), at(points, beyond)
+    g_near, g_far = at(excess, last), at(excess, beyond)
+    with np.errstate(divide="ignore", invalid="ignore"):  # the secant between them
+        start = np.where(g_near > g_far, near + (far - near) * g_near / (g_near - g_far),
+                         (near + far) / 2)
+    found = _root(near, far, start, at(u, last), *cell)
     return np.where(whole, outer, found)
 
 
@@ -155,11 +160,10 @@ def _excess(mu: Array, rate: Array, n_kish: Array, m_tilde: Array, q2: Array,
     return value, derivative, u
 
 
-def _root(near: Array, far: Array, u: Array, rate: Array, n_kish: Array, m_tilde: Array,
-          q2: Array, counts: bb.WorldCounts) -> Array:
-    """The sign change of the excess between ``near`` (≥ 0) and ``far`` (< 0), cells × 2;
-    ``u`` is logit ρ̃ at ``near``, where the search for ρ̃ starts."""
-    x: Array = (near + far) / 2
+def _root(near: Array, far: Array, x: Array, u: Array, rate: Array, n_kish: Array,
+          m_tilde: Array, q2: Array, counts: bb.WorldCounts) -> Array:
+    """The sign change of the excess between ``near`` (≥ 0) and ``far`` (< 0), cells × 2, from
+    ``x``; ``u`` is logit ρ̃ at ``near``, where the search for ρ̃ starts."""
     for _ in range(100):
         value, slope, u = _excess(x, rate, n_kish, m_tilde, q2, counts, u)
         near, far = np.where(value >= 0, x, near), np.where(value >= 0, far, x)
