@@ -122,9 +122,10 @@ class SignFlip:
 
 def sign_flip(d: Sequence[int] | Array, seed: int | str = 0) -> SignFlip:
     """P(|Σ s_k d_k| ≥ |Σ d_k|) over independent signs s_k = ±1: exact — the distribution of
-    Σ s_k d_k convolved world by world over the integers (ties counted: ≥) — whenever G·Σ|d_k|
-    is at most EXACT_WORK, else (1 + #{|T*| ≥ T}) / (B + 1) over B = MC_REPLICATES flips drawn
-    from ``seed`` (the identity counted once, so p is never 0; at that floor p is a bound)."""
+    Σ s_k d_k convolved world by world over the integers (ties counted: ≥) — for up to
+    EXACT_WORLDS worlds with d_k ≠ 0 and G·Σ|d_k| up to EXACT_WORK, else (1 + #{|T*| ≥ T}) /
+    (B + 1) over B = MC_REPLICATES flips drawn from ``seed`` (the identity counted once, so p is
+    never 0; at that floor p is a bound)."""
     values = np.asarray(d, dtype=np.int64)
     values = values[values != 0]
     t, g, sizes = int(abs(values.sum())), len(values), np.abs(values)
