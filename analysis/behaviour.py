@@ -21,10 +21,11 @@ import pandas as pd
 from matplotlib.axes import Axes
 
 from limbo.analysis import paper
+from limbo.analysis import table as t
 from limbo.analysis.data import Data, absent
 from limbo.analysis.draw import GREYS, HATCHES, Drawn, footer, new_figure
+from limbo.analysis.paired import holm_bounds
 from limbo.analysis.recovery import BEHAVIOURS
-from limbo.analysis.stats import holm
 from limbo.base.rng import derive_seed
 
 PERMUTATIONS = 4000
@@ -115,11 +116,14 @@ def figure6(data: Data) -> Drawn:
         shares = part.groupby("model", observed=True)["behaviour"].value_counts(normalize=True)
         _panel(ax, shares.unstack(fill_value=0.0).to_dict(), models, title)
     found = tests(rows)
-    adjusted = list(holm([f.pvalue for f in found])) if found else []
-    for f, p_holm in zip(found, adjusted, strict=True):
-        axes[1].annotate(f"p={f.pvalue:.2g} (Holm {p_holm:.2g}; n={f.n_not_executed}"
-                         f"+{f.n_committed})", (101, models.index(f.model)), fontsize=6,
-                         va="center", annotation_clip=False)
+    floors = [f.pvalue * (PERMUTATIONS + 1) < 1.5 for f in found]  # no shuffle as extreme
+    adjusted, bounds = holm_bounds([f.pvalue for f in found], floors)
+    for f, floor, p_holm, bound in zip(found, floors, adjusted, bounds, strict=True):
+        axes[1].annotate(f"{t.p_text(f.pvalue, model=False, bound=floor)} (Holm "
+                         f"{t.pvalue(float(p_holm), bound=bool(bound)).shown}; "
+                         f"n={f.n_not_executed}+{f.n_committed})",
+                         (101, models.index(f.model)), fontsize=6, va="center",
+                         annotation_clip=False)
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, fontsize=7, loc="outside right upper")
     fig.suptitle("Figure 6: first action after the focal timeout, by model (E1); p: permutation "

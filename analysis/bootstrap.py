@@ -5,7 +5,7 @@ over-confident as an interval that counts them. Here each replicate draws K clus
 replacement out of the K observed (a world drawn twice counts twice, a world not drawn is
 absent) and recomputes the statistic; the interval is the (α/2, 1 − α/2) percentiles of the
 replicates. It gives intervals where no formula does (Shapley shares, the difference of two
-arms, a figure's points) and checks the design-effect interval of a rate.
+arms, a figure's points) and checks the clustered interval of a rate.
 
 Every replicate is a vector of per-cluster multiplicities. A statistic linear in per-cluster
 sums (a rate, a weighted mean, a paired difference) is then a matrix product over cluster-level
@@ -145,7 +145,7 @@ def bootstrap_rate(y: Sequence[float] | Array, clusters: Sequence[Any] | Array,
                    weights: Array | None = None, *, replicates: int = 1000,
                    seed: int | str = 0, alpha: float = 0.05,
                    progress: Progress | None = None) -> Interval:
-    """The cluster-bootstrap interval of a weighted rate: the check §8 asks of the design-effect
+    """The cluster-bootstrap interval of a weighted rate: the check §8 asks of the clustered
     interval of :func:`~limbo.analysis.cluster.clustered_rate` on the same arguments."""
     return bootstrap_sums(mean_sums(y, clusters, weights), ratio, replicates=replicates,
                           seed=seed, alpha=alpha, progress=progress)

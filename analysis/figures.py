@@ -137,9 +137,10 @@ CONDITION_MARKERS = {"vanilla": "v", "guard": ">", "state-oracle": "D", "outcome
 
 def rate_point(data: Data, cell: pd.DataFrame, outcome: str) -> tuple[float, float, float]:
     """A rate and its 95% interval: the cluster bootstrap's when one is drawn (the default of
-    ``limbo figures``), else the design-effect Wilson interval the tables print."""
+    ``limbo figures``), else — and where the bootstrap has no width, a rate of 0% or 100% or
+    worlds that all agree — the interval the tables print."""
     r = data.rate(cell, outcome)
-    if data.uncertainty.replicates:
+    if data.uncertainty.replicates and r.boot_lo < r.boot_hi:
         return r.rate, r.boot_lo, r.boot_hi
     return r.rate, r.lo, r.hi
 
@@ -160,9 +161,10 @@ def bars_say(data: Data, wilson: bool = False) -> str:
     """What a figure's error bars are, for its title."""
     u = data.uncertainty
     if u.replicates:
-        return f"bars: 95% cluster bootstrap ({u.noun} resampled, B = {u.replicates})"
+        return (f"bars: 95% cluster bootstrap ({u.noun} resampled, B = {u.replicates}"
+                + ("; the tables' interval where it has no width)" if wilson else ")"))
     if wilson:
-        return f"bars: 95% Wilson on the effective n ({u.noun} as clusters)"
+        return f"bars: 95% clustered interval of the tables ({u.noun} as clusters)"
     return "no error bars (--bootstrap 0)"
 
 

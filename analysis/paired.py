@@ -7,8 +7,9 @@ not twelve independent coin flips. The clustered tests of ``reference/stats.md``
 world's net discordance d_k = b_k − c_k as the unit:
 
 * the **sign-flip permutation test** (primary): under H0 each world's d_k is as likely to have
-  either sign, so |Σ d_k| is compared with its distribution over all sign flips — enumerated
-  exactly for up to 20 worlds with d_k ≠ 0, else by seeded Monte Carlo;
+  either sign, so |Σ d_k| is compared with its distribution over all 2^G sign flips — exact,
+  by convolving the worlds' two-point distributions over the integers (up to 1,000 worlds with
+  d_k ≠ 0 and G·Σ|d_k| ≤ 2·10⁷), else by seeded Monte Carlo, whose floor is shown as a bound;
 * **Durkalski's statistic** X² = (Σ d_k)² / Σ d_k², ≈ χ²₁ when enough worlds discord.
 
 With one discordant pair per world both reduce to McNemar: the sign-flip p to the exact test,
@@ -29,8 +30,11 @@ from limbo.analysis.labels import cluster_codes
 from limbo.base.rng import derive_seed
 
 Array = np.ndarray
-EXACT_UP_TO = 20
-"""Worlds with d_k ≠ 0 up to which all 2^G sign flips are enumerated (2^20 sums, 8 MB)."""
+EXACT_WORK = 20_000_000
+"""The exact null distribution costs about G·Σ|d_k| operations (G worlds with d_k ≠ 0): 500
+worlds with |d_k| ≤ 80, or 30 worlds with |d_k| up to 20,000, take well under a second."""
+EXACT_WORLDS = 1000
+"""Beyond this many worlds a probability 2^−G can underflow float64: Monte Carlo instead."""
 MC_REPLICATES = 100_000
 """Monte Carlo sign flips beyond that: the p-value's Monte Carlo SE is then ≤ 0.0016."""
 _MC_ENTRIES = 4_000_000
@@ -111,31 +115,52 @@ class SignFlip:
     exact: bool
     """The exact distribution over all 2^G flips; otherwise MC_REPLICATES seeded Monte Carlo
     flips."""
+    bound: bool = False
+    """Monte Carlo saw no flip as extreme as the data: ``pvalue`` is its floor 1/(B + 1), an
+    upper bound, and is shown as one ("< 1e-05")."""
 
 
 def sign_flip(d: Sequence[int] | Array, seed: int | str = 0) -> SignFlip:
-    """P(|Σ s_k d_k| ≥ |Σ d_k|) over independent signs s_k = ±1: exact over all 2^G flips
-    for G ≤ EXACT_UP_TO or when every |d_k| is equal (a binomial), else
-    (1 + #{|T*| ≥ T}) / (B + 1) over B = MC_REPLICATES flips drawn from ``seed`` (the identity
-    counted once, so p is never 0). Integer sums: no rounding decides a tie."""
-    flips = np.asarray(d, dtype=np.int64)
-    flips = flips[flips != 0]
-    t, g = int(abs(flips.sum())), len(flips)
-    if g and np.all(np.abs(flips) == abs(flips[0])):
-        return SignFlip(t, g, _equal_flips(t // abs(int(flips[0])), g), True)
-    if g <= EXACT_UP_TO:
-        sums = np.zeros(1, dtype=np.int64)
-        for value in flips:
-            sums = np.concatenate([sums + value, sums - value])
-        return SignFlip(t, g, float(np.count_nonzero(np.abs(sums) >= t)) / len(sums), True)
-    weights = flips.astype(float)  # integer sums below 2^53: exact in float64
+    """P(|Σ s_k d_k| ≥ |Σ d_k|) over independent signs s_k = ±1: exact — the distribution of
+    Σ s_k d_k convolved world by world over the integers (ties counted: ≥) — for up to
+    EXACT_WORLDS worlds with d_k ≠ 0 and G·Σ|d_k| up to EXACT_WORK, else (1 + #{|T*| ≥ T}) /
+    (B + 1) over B = MC_REPLICATES flips drawn from ``seed`` (the identity counted once, so p is
+    never 0; at that floor p is a bound)."""
+    values = np.asarray(d, dtype=np.int64)
+    values = values[values != 0]
+    t, g, sizes = int(abs(values.sum())), len(values), np.abs(values)
+    if g and np.all(sizes == sizes[0]):
+        return SignFlip(t, g, _equal_flips(t // int(sizes[0]), g), True)
+    if g <= EXACT_WORLDS and g * int(sizes.sum()) <= EXACT_WORK:
+        return SignFlip(t, g, _convolved(sizes, t), True)
+    weights = values.astype(float)  # integer sums below 2^53: exact in float64
     rng = np.random.default_rng(derive_seed(seed, "analysis.sign_flip"))
     block = max(1, min(MC_REPLICATES, _MC_ENTRIES // g))
     hits = 0
     for start in range(0, MC_REPLICATES, block):
         signs = _signs(rng, min(block, MC_REPLICATES - start), g)
         hits += int(np.count_nonzero(np.abs(signs @ weights) >= t))
-    return SignFlip(t, g, (1 + hits) / (MC_REPLICATES + 1), False)
+    return SignFlip(t, g, (1 + hits) / (MC_REPLICATES + 1), False, hits == 0)
+
+
+def _convolved(sizes: Array, t: int) -> float:
+    """P(|Σ s_k·sizes_k| ≥ t) for independent fair signs, by building the distribution of the
+    sum one world at a time: an array over the integers −Σ|d| … Σ|d| of probabilities, each
+    world moving half of it up and half down by its |d_k|. Every entry is a multiple of 2^−G
+    held in float64 (exactly, for G ≤ 53; to a relative 1e-16 per world beyond)."""
+    total = int(sizes.sum())
+    dist = np.zeros(2 * total + 1)
+    dist[total] = 1.0
+    reach = 0
+    for size in sizes.tolist():
+        span = slice(total - reach, total + reach + 1)
+        moved = dist[span] * 0.5
+        dist[span] = 0.0
+        dist[total - reach + size:total + reach + size + 1] += moved
+        dist[total - reach - size:total + reach - size + 1] += moved
+        reach += size
+    sums = np.abs(np.arange(-total, total + 1))
+    return float(min(1.0, dist[sums >= t].sum()))
 
 
 def _equal_flips(ones: int, g: int) -> float:
@@ -181,10 +206,28 @@ def clustered_mcnemar(a: Sequence[bool] | Array, b: Sequence[bool] | Array,
                             sign_flip(d, seed), x2, p)
 
 
-def holm_each(tests: Sequence[ClusteredMcNemar | None]) -> tuple[Array, Array]:
+def holm_each(tests: Sequence[ClusteredMcNemar | None]) -> tuple[Array, Array, Array]:
     """Holm over one family of comparisons, applied to the sign-flip p-values and, separately,
     to the unclustered McNemar p-values; ``None`` (a comparison without pairs) stays NaN and is
-    not counted in the family."""
+    not counted in the family. The third array says which adjusted sign-flip p is a bound
+    (:func:`holm_bounds`)."""
     flips = [np.nan if t is None else t.sign_flip.pvalue for t in tests]
     plain = [np.nan if t is None else t.mcnemar.pvalue for t in tests]
-    return holm(flips), holm(plain)
+    adjusted, bound = holm_bounds(flips, [t is not None and t.sign_flip.bound for t in tests])
+    return adjusted, holm(plain), bound
+
+
+def holm_bounds(pvalues: Sequence[float], bounds: Sequence[bool]) -> tuple[Array, Array]:
+    """Holm's adjustment of p-values some of which are upper bounds (a Monte Carlo floor), and
+    which adjusted values are bounds: those whose step-down maximum is a bound's own scaled p
+    (an upper bound times m − j + 1 is still an upper bound; a maximum set by an exact p is
+    exact)."""
+    p = np.asarray(pvalues, dtype=float)
+    adjusted = holm(p)
+    ok = np.flatnonzero(~np.isnan(p))
+    order = ok[np.argsort(p[ok], kind="stable")]
+    scaled = np.full(p.shape, np.nan)
+    scaled[order] = np.minimum(1.0, (len(order) - np.arange(len(order))) * p[order])
+    with np.errstate(invalid="ignore"):
+        own = scaled == adjusted
+    return adjusted, np.asarray(bounds, dtype=bool) & own

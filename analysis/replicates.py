@@ -3,7 +3,7 @@
 Kept apart from the statistics (no numpy here): the command-line parsers read it, and they are
 built for every command, ``limbo run`` included, where the ``analysis`` extra may be missing.
 
-* ``tables``: none. A rate's interval is the design-effect Wilson interval and needs no
+* ``tables``: none. A rate's interval is the clustered Wilson interval and needs no
   bootstrap (``--bootstrap B`` adds one as a check); Table 4's shares, whose only interval is a
   bootstrap, are refitted in every replicate, which would take the default ``limbo tables``
   from seconds to most of a minute on the paper's grid.

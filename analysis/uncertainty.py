@@ -65,7 +65,7 @@ class Uncertainty:
 
     def rate(self, y: Any, rows: pd.DataFrame, weights: Array | None,
              what: str = "rate") -> tuple[ClusteredRate, bs.Interval | None]:
-        """The weighted rate of ``y`` over ``rows`` with its design-effect Wilson interval, and
+        """The weighted rate of ``y`` over ``rows`` with its clustered Wilson interval, and
         (with a bootstrap) its cluster-bootstrap interval, the check §8 asks for."""
         found = clustered_rate(y, cluster_ids(rows, self.cluster), weights)
         if not self.replicates or found.n == 0:

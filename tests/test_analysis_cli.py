@@ -73,8 +73,8 @@ def test_files_in_every_format(run: Path, tmp_path: Path, capsys) -> None:
     assert "\\begin{tabular}" in tex and "policy/verify" in tex
     assert all(ord(ch) < 128 for ch in tex)  # every symbol the tables use is escaped
     header = (tmp_path / "table3.csv").read_text().splitlines()[0]
-    assert header == ("table,row,column,shown,value,numerator,denominator,n_eff,lo,hi,clusters,"
-                      "deff,boot_lo,boot_hi")
+    assert header == ("table,row,column,shown,unit,value,numerator,denominator,n_eff,lo,hi,"
+                      "clusters,deff,boot_lo,boot_hi")
 
 
 def eos_cell(out: Path) -> dict[str, str]:

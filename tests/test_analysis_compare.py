@@ -107,8 +107,9 @@ def check(output: str, counts: dict) -> None:
             assert rows[(key, "pairs")]["shown"] == str(counts[family]["pairs"])
             assert rows[(key, "b (A only)")]["shown"] == str(b)
             assert rows[(key, "c (B only)")]["shown"] == str(c)
+            assert rows[(key, "Δ (pp)")]["unit"] == "pp"  # the CSV's value in the unit shown
             assert float(rows[(key, "Δ (pp)")]["value"]) == pytest.approx(
-                (c - b) / counts[family]["pairs"])
+                100 * (c - b) / counts[family]["pairs"])
             assert float(rows[(key, "McNemar p (unclustered)")]["value"]) == pytest.approx(
                 p, rel=1e-9)
             assert float(rows[(key, "Holm p (unclustered)")]["value"]) == pytest.approx(
@@ -246,3 +247,29 @@ def test_runs_with_nothing_in_common(runs: tuple[Path, Path], tmp_path: Path) ->
     assert done.returncode == 0, done.stderr
     done = limbo("compare", str(runs[0]), str(other), "--by", "model")
     assert done.returncode == 2 and "pairs with one of" in done.stderr
+
+
+def test_thirty_worlds_all_one_way_print_the_exact_sign_flip_p(tmp_path: Path) -> None:
+    """Must-show 4: verify against blind over 30 worlds (two templates × 15 instances), where
+    blind duplicates every lost acknowledgement and partial batch that verify reads back — 75
+    discordant pairs, all one way, two or three per world. The sign-flip p is exact, 2/2^30 =
+    1.86e-09 (the two all-alike sign flips), printed as such — not a Monte Carlo floor."""
+    for name, model in (("verify", "policy/verify"), ("blind", "policy/blind")):
+        done = limbo("run", "e6", "--model", model, "--condition", "vanilla",
+                     "--template", "charge_invoice", "--template", "import_batch",
+                     "--instances", "15", "--fault", "timeout_post", "--fault", "partial_batch",
+                     "--out", str(tmp_path / name), "--quiet", "--workers", "2")
+        assert done.returncode == 0, done.stderr
+    a, b = tmp_path / "verify", tmp_path / "blind"
+    counts = hand_count(read(a), read(b))["read-back resolves"]
+    d = discordance(counts["dup worlds"])
+    assert len(d) == 30 and all(v < 0 for v in d) and set(map(abs, d)) == {2, 3}
+    assert sign_flip(d) == 2 / 2 ** 30
+    cells = {(r["row"], r["column"]): r for r in csv_blocks(
+        limbo("compare", str(a), str(b), "--format", "csv").stdout)[0]}
+    key = "read-back resolves / dup"
+    assert cells[(key, "clusters")]["shown"] == "30"
+    assert float(cells[(key, "sign-flip p")]["value"]) == pytest.approx(2 / 2 ** 30, rel=1e-12)
+    shown = limbo("compare", str(a), str(b)).stdout
+    row = next(line for line in shown.splitlines() if line.startswith("| read-back resolves | dup"))
+    assert row.split(" | ")[9:11] == ["1.9e-09", "1.9e-09"]  # sign-flip p and its Holm p

@@ -18,19 +18,17 @@ import sys
 from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from statistics import NormalDist
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support.handcount import clustered_wilson
+from support.rate_routes import clustered as clustered_interval
 
 LIMBO = str(Path(sys.executable).parent / "limbo")
 GRIDS = ("e1", "e2", "e3", "e6")
 TEMPLATES = ("--template", "charge_invoice", "--template", "import_batch")
 PAIR_ON = ("model", "harness", "contract", "fault", "template", "instance", "focal_write")
-Z = NormalDist().inv_cdf(0.975)
 Row = dict[str, Any]
 
 
@@ -91,15 +89,18 @@ def kish(rows: list[Row], outcome: Callable[[Row], bool]) -> tuple[float, float,
     """(rate, lo, hi): equal weight per template, Wilson on Kish's effective n over the design
     effect of clustering by world (the default)."""
     sizes = Counter(r["template"] for r in rows)
-    return clustered_wilson([outcome(r) for r in rows], [1 / sizes[r["template"]] for r in rows],
-                            [(r["template"], r["instance"]) for r in rows], Z)[:3]
+    return clustered_interval([outcome(r) for r in rows], [1 / sizes[r["template"]] for r in rows],
+                     [(r["template"], r["instance"]) for r in rows])[:3]
 
 
 def check(cell: dict[str, str], rows: list[Row], outcome: Callable[[Row], bool]) -> None:
+    """The CSV's rate and interval (in percent, its unit) against a recomputation from the
+    records (support/rate_routes.py's library route)."""
     rate, lo, hi = kish(rows, outcome)
-    assert float(cell["value"]) == pytest.approx(rate, rel=1e-12)
-    assert float(cell["lo"]) == pytest.approx(lo, rel=1e-9, abs=1e-12)
-    assert float(cell["hi"]) == pytest.approx(hi, rel=1e-9)
+    assert cell["unit"] == "%"
+    assert float(cell["value"]) == pytest.approx(100 * rate, rel=1e-12)
+    assert float(cell["lo"]) == pytest.approx(100 * lo, rel=1e-8, abs=1e-10)
+    assert float(cell["hi"]) == pytest.approx(100 * hi, rel=1e-8)
     assert int(float(cell["denominator"])) == len(rows)
 
 

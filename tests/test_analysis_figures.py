@@ -94,3 +94,23 @@ def test_the_permutation_test_separates_and_does_not_invent() -> None:
     assert permutation_test(np.array(panel), np.array(apart), seed=1) < 0.01
     assert permutation_test(np.array(panel), np.array(apart), seed=1) == permutation_test(
         np.array(panel), np.array(apart), seed=1)
+
+
+def test_a_bootstrap_without_width_gives_way_to_the_tables_interval(data: Data) -> None:
+    """A rate of 0% or 100%: every resampled set of worlds agrees, the bootstrap interval is a
+    point, and the figure draws the tables' clustered interval instead; a rate whose worlds
+    differ keeps its bootstrap interval."""
+    from limbo.analysis.figures import rate_point
+    from limbo.analysis.uncertainty import Uncertainty
+
+    booted = Data(data.loaded, uncertainty=Uncertainty(replicates=200))
+    frame = booted.rated
+    verify = frame[(frame["model"] == "policy/verify") & (frame["fault"] == "timeout_post")]
+    rate, lo, hi = rate_point(booted, verify, "duplicate")
+    table = booted.rate(verify, "duplicate")
+    assert rate == 0.0 and table.boot_lo == table.boot_hi == 0.0
+    assert (lo, hi) == (table.lo, table.hi) and hi > 0.05
+    mixed = frame[frame["model"] == "policy/verify"]
+    rate, lo, hi = rate_point(booted, mixed, "duplicate")
+    table = booted.rate(mixed, "duplicate")
+    assert 0 < rate < 1 and (lo, hi) == (table.boot_lo, table.boot_hi) and lo < hi

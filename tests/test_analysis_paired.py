@@ -18,7 +18,7 @@ from support.handcount import mcnemar as mcnemar_by_hand
 
 from limbo.analysis.gee import MIN_CLUSTERS, gee_clustered
 from limbo.analysis.paired import (
-    EXACT_UP_TO,
+    EXACT_WORLDS,
     MC_REPLICATES,
     clustered_mcnemar,
     durkalski,
@@ -51,25 +51,66 @@ def test_sign_flip_is_the_brute_force_enumeration(d: list[int]) -> None:
     assert result.pvalue == pytest.approx(brute_force(d), rel=1e-12)
 
 
-def test_sign_flip_is_exact_up_to_twenty_worlds_then_monte_carlo() -> None:
-    """21 discordant worlds: seeded Monte Carlo with p = (1 + #)/(B + 1), within 4.5 Monte
-    Carlo SE of the exact distribution (convolved world by world), the same for the same
-    seed."""
-    d = [3, -1, 2, 2, -4, 1, 5, -2, 1, 1, 3, -1, 2, 1, -3, 2, 1, 1, -1, 2, 4]
-    assert len(d) == EXACT_UP_TO + 1
-    assert sign_flip(d[:EXACT_UP_TO]).exact
+def halves(d: list[int]) -> float:
+    """The exact sign-flip p by meeting in the middle: every sum of each half's signs (2^12 and
+    2^13 of them for 25 worlds), then the pairs of sums whose total reaches |Σ d| counted by
+    sorting — an independent route for sums too large to convolve."""
+    t = abs(sum(d))
+    left, right = d[:len(d) // 2], d[len(d) // 2:]
+
+    def sums(part: list[int]) -> np.ndarray:
+        signs = np.array(list(itertools.product((1, -1), repeat=len(part))), dtype=np.int64)
+        return signs @ np.array(part, dtype=np.int64)
+
+    a, b = sums(left), np.sort(sums(right))
+    hits = sum(len(b) - np.searchsorted(b, t - x) + np.searchsorted(b, -t - x, side="right")
+               for x in a.tolist())
+    return hits / 2 ** len(d)
+
+
+@pytest.mark.parametrize("worlds", [21, 30, 200])
+def test_sign_flip_is_exact_beyond_twenty_worlds(worlds: int) -> None:
+    """Unequal |d_k| in 21, 30 and 200 worlds: the exact distribution, convolved world by world
+    (support/clustered_routes.py's exact fractions) — no Monte Carlo, no floor."""
+    rng = np.random.default_rng(worlds)
+    d = [int(v) for v in rng.choice([-4, -3, -2, -1, 1, 2, 3, 5], size=worlds)]
+    result = sign_flip(d)
+    assert result.exact and not result.bound and result.worlds == worlds
+    assert result.pvalue == pytest.approx(flip_convolved(d), rel=1e-12)
+
+
+def test_thirty_worlds_all_one_way_is_two_in_two_to_the_thirty() -> None:
+    """Must-show 4's shape: 30 worlds, every discordant pair the same way, |d_k| 2 or 3 — only
+    the two all-alike flips reach |Σ d|: p = 2/2^30 = 1.86e-09, where 100,000 Monte Carlo flips
+    could only say p ≤ 1e-05."""
+    d = [2] * 15 + [3] * 15
+    result = sign_flip(d)
+    assert result.exact and result.pvalue == 2 / 2 ** 30
+
+
+def test_monte_carlo_beyond_the_exact_budget_and_its_floor_is_a_bound() -> None:
+    """25 worlds with |d_k| near a million: G·Σ|d| is past the exact budget, so 100,000 seeded
+    Monte Carlo flips — within 4.5 Monte Carlo SE of the exact p (meeting in the middle), the
+    same for the same seed. All one way, nothing is as extreme: p is the floor 1/(B + 1) and is
+    flagged as a bound."""
+    rng = np.random.default_rng(7)
+    d = [int(v) * int(s) for v, s in zip(rng.integers(500_000, 1_500_000, 25),
+                                          rng.choice([-1, 1], 25), strict=True)]
     result = sign_flip(d, seed=11)
-    exact = flip_convolved(d)
+    exact = halves(d)
     se = math.sqrt(exact * (1 - exact) / MC_REPLICATES)
-    assert not result.exact and abs(result.pvalue - exact) < 4.5 * se
+    assert not result.exact and not result.bound and abs(result.pvalue - exact) < 4.5 * se
     assert round(result.pvalue * (MC_REPLICATES + 1)) == pytest.approx(
         result.pvalue * (MC_REPLICATES + 1), abs=1e-6)  # a count over B + 1
     assert sign_flip(d, seed=11) == result and sign_flip(d, seed=12).pvalue != result.pvalue
+    floor = sign_flip([abs(v) for v in d])
+    assert not floor.exact and floor.bound and floor.pvalue == 1 / (MC_REPLICATES + 1)
+    assert halves([abs(v) for v in d]) == 2 / 2 ** 25
 
 
-def test_monte_carlo_never_gives_zero() -> None:
-    result = sign_flip([1] * 39 + [2])  # every world the same way: exact p = 2 / 2^40
-    assert not result.exact and result.pvalue == 1 / (MC_REPLICATES + 1)
+def test_past_a_thousand_worlds_is_monte_carlo() -> None:
+    d = [1, 2] * (EXACT_WORLDS // 2) + [1]
+    assert not sign_flip(d).exact and sign_flip(d[:EXACT_WORLDS]).exact
 
 
 @pytest.mark.parametrize("d", [[1] * 40, [-2] * 25 + [2] * 5, [3, -3] * 15 + [3],
@@ -87,8 +128,8 @@ def test_equal_worlds_beyond_twenty_are_exact(d: list[int]) -> None:
 
 @pytest.mark.parametrize("name", sorted(VECTORS["mcnemar_exact"]))
 def test_one_discordant_pair_per_world_is_mcnemar(name: str) -> None:
-    """§8's reduction: the sign-flip p is the exact McNemar p (Monte Carlo beyond 20 worlds:
-    within its error), Durkalski's X² the uncorrected χ² (b − c)² / (b + c)."""
+    """§8's reduction: the sign-flip p is the exact McNemar p (for any number of worlds),
+    Durkalski's X² the uncorrected χ² (b − c)² / (b + c)."""
     case = VECTORS["mcnemar_exact"][name]
     b, c = case["b"], case["c"]
     a_side = [True] * b + [False] * c + [True, False]  # and two concordant pairs
@@ -96,8 +137,8 @@ def test_one_discordant_pair_per_world_is_mcnemar(name: str) -> None:
     result = clustered_mcnemar(a_side, b_side, range(b + c + 2))
     assert result.mcnemar.pvalue == pytest.approx(case["pvalue"], rel=1e-6)
     assert result.mcnemar.pvalue == pytest.approx(mcnemar_by_hand(b, c), rel=1e-12)
-    tolerance = 1e-12 if b + c <= EXACT_UP_TO else 4.5 * math.sqrt(0.25 / MC_REPLICATES)
-    assert result.sign_flip.pvalue == pytest.approx(case["pvalue"], abs=tolerance)
+    assert result.sign_flip.exact
+    assert result.sign_flip.pvalue == pytest.approx(case["pvalue"], rel=1e-6)
     assert result.durkalski == (0.0 if b + c == 0 else pytest.approx((b - c) ** 2 / (b + c)))
 
 
@@ -131,10 +172,24 @@ def test_twelve_pairs_from_three_worlds_are_not_twelve_coin_flips() -> None:
 def test_holm_is_applied_to_each_kind_of_p_separately() -> None:
     tests = [clustered_mcnemar([True] * 9, [False] * 9, [k // 3 for k in range(9)]),
              clustered_mcnemar([True] * 6 + [False], [False] * 7, range(7)), None]
-    flips, plain = holm_each(tests)
+    flips, plain, bounds = holm_each(tests)
     np.testing.assert_allclose(flips[:2], holm([t.sign_flip.pvalue for t in tests[:2]]))
     np.testing.assert_allclose(plain[:2], holm([t.mcnemar.pvalue for t in tests[:2]]))
-    assert math.isnan(flips[2]) and math.isnan(plain[2])
+    assert math.isnan(flips[2]) and math.isnan(plain[2]) and not bounds.any()
+
+
+def test_a_holm_p_is_a_bound_where_a_monte_carlo_floor_sets_it() -> None:
+    """Three comparisons: one whose sign-flip p is a Monte Carlo floor (a bound), two exact.
+    Holm's step-down maximum for the smallest is the floor times 3: still a bound; where an
+    exact p sets the maximum, the adjusted p is exact."""
+    big = [1, 2] * (EXACT_WORLDS // 2 + 1)  # past a thousand worlds, all one way
+    tests = [clustered_mcnemar([True] * sum(big), [False] * sum(big),
+                               [k for k, v in enumerate(big) for _ in range(v)]),
+             clustered_mcnemar([True] * 6 + [False], [False] * 7, range(7)),
+             clustered_mcnemar([True] * 3 + [False] * 2, [False] * 3 + [True] * 2, range(5))]
+    flips, _, bounds = holm_each(tests)
+    assert tests[0].sign_flip.bound
+    assert flips[0] == 3 / (MC_REPLICATES + 1) and bounds.tolist() == [True, False, False]
 
 
 def test_clustered_tost_by_hand() -> None:
@@ -261,12 +316,15 @@ def exact_by_convolution(d: np.ndarray) -> float:
 
 
 def test_sign_flip_with_many_worlds_stays_right() -> None:
-    """500 discordant worlds: the flips are drawn in blocks (memory stays bounded); the p is
-    within Monte Carlo error of the exact one."""
+    """About 500 discordant worlds: exact; about 1,300: Monte Carlo flips drawn in blocks
+    (memory stays bounded), within Monte Carlo error of the exact p."""
     d = np.random.default_rng(4).integers(-2, 3, 600)  # symmetric: p far from 0 and 1
     result = sign_flip(d, seed=5)
-    exact = exact_by_convolution(d)
-    assert result.worlds == int((d != 0).sum()) > 400 and not result.exact
+    assert result.worlds == int((d != 0).sum()) > 400 and result.exact
+    assert result.pvalue == pytest.approx(exact_by_convolution(d), rel=1e-9)
+    d = np.random.default_rng(4).integers(-2, 3, 1600)
+    result, exact = sign_flip(d, seed=5), exact_by_convolution(d)
+    assert result.worlds > EXACT_WORLDS and not result.exact and not result.bound
     assert abs(result.pvalue - exact) < 4.5 * math.sqrt(exact * (1 - exact) / MC_REPLICATES)
     assert 0.01 < exact < 0.99
 
@@ -280,9 +338,9 @@ def test_pairs_without_a_world_are_refused() -> None:
 
 def test_the_order_pairs_were_loaded_in_does_not_move_the_monte_carlo_p() -> None:
     rng = np.random.default_rng(6)
-    worlds = np.repeat([f"t{k}#0" for k in range(60)], 4)
-    a, b = rng.random(240) < 0.5, rng.random(240) < 0.4
-    order = rng.permutation(240)
+    worlds = np.repeat([f"t{k}#0" for k in range(2400)], 4)
+    a, b = rng.random(9600) < 0.5, rng.random(9600) < 0.4
+    order = rng.permutation(9600)
     first = clustered_mcnemar(a, b, worlds)
     shuffled = clustered_mcnemar(a[order], b[order], worlds[order])
     assert not first.sign_flip.exact and shuffled.sign_flip == first.sign_flip

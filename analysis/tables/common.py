@@ -46,7 +46,9 @@ def weighting_note(data: Data, table: t.Table) -> str:
     the range of n, clusters and effective n over its cells (each cell's are in the CSV)."""
     scheme = {"template": "equal weight per task template", "instance": "equal weight per "
               "task instance", "none": "every episode weighted equally"}[data.weighting]
-    return (f"Rates in %, [95% Wilson interval on the effective n = n / design effect], raw "
+    interval = ("Wilson interval on Kish's n" if data.uncertainty.cluster == "none" else
+                "Wilson interval with the design effect at each candidate rate")
+    return (f"Rates in %, [95% {interval}], raw "
             f"counts; {scheme} within each cell; {data.uncertainty.describe()}"
             f"{' (intervals in the CSV: boot_lo, boot_hi)' if data.uncertainty.replicates else ''}."
             f"{spread(table, data.uncertainty.noun)} Conditional on the fault having fired.")

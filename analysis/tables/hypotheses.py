@@ -31,14 +31,17 @@ Finding = tuple[str, str, str, int]
 
 
 def _pct(r: Rate) -> str:
-    return t.EMPTY if r.n == 0 else f"{100 * r.rate:.1f}% [{100 * r.lo:.0f}–{100 * r.hi:.0f}]"
+    if r.n == 0:
+        return t.EMPTY
+    return f"{100 * r.rate:.1f}% " + ("[—]" if math.isnan(r.lo) else t.ends(r.lo, r.hi, 0,
+                                                                              between="–"))
 
 
 def _or(result: OddsRatio, label: str) -> str:
     if math.isnan(result.beta):
         return f"{label} not estimable ({result.note})"
     lo, hi = result.ci()
-    text = f"{label} OR {result.odds_ratio:.2g} ({lo:.2g}–{hi:.2g}), p={result.pvalue:.2g}"
+    text = f"{label} OR {t.odds(result.odds_ratio, lo, hi)}, {t.p_text(result.pvalue)}"
     return text + (f" [{result.note}]" if result.note else "")
 
 
@@ -189,7 +192,7 @@ def h4(data: Data) -> Finding:
     result = (f"blind re-issue: irreversible {_pct(a)}, reversible {_pct(b)}; difference "
               f"{100 * test.diff:+.1f} pp, 90% interval {100 * test.ci_lo:+.1f} to "
               f"{100 * test.ci_hi:+.1f} pp (t, df={test.clusters - 1}), TOST "
-              f"p={test.pvalue:.2g}")
+              f"{t.p_text(test.pvalue)}")
     outside = test.ci_lo >= test.margin or test.ci_hi <= -test.margin
     return prediction, result, _verdict(test.equivalent, outside), len(rows)
 

@@ -1,12 +1,13 @@
 """Independent computations of the clustered statistics (``reference/stats.md`` §8), and the
 ``clustered`` reference values of tests/fixtures/stats_vectors.json they produce.
 
-    python tests/support/clustered_routes.py [--check]
+    cd tests && python -m support.clustered_routes [--check]
 
 §8 came without reference values. Each one here is computed from literal counts by two
-independent routes — a hand formula in plain Python, and a library or brute-force route (one-way
-ANOVA by statsmodels, all 2^G sign flips, a GEE and its Mancl–DeRouen covariance written out in
-numpy, an OLS with statsmodels' cluster-robust covariance) — and the section is written only if
+independent routes — a hand formula in plain Python, and a library or brute-force route (the
+beta-binomial of scipy.stats for the rate interval, support/rate_routes.py; all 2^G sign flips;
+a GEE and its Mancl–DeRouen covariance written out in numpy; an OLS with statsmodels'
+cluster-robust covariance) — and the section is written only if
 every pair agrees to 1e-10 (``--check`` compares with the file instead). Neither route calls
 LIMBO's statistics: the tests assert those against the values written here, and call some routes
 directly on other data. Values are rounded to 8 significant digits, as in the rest of the file;
@@ -26,15 +27,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from scipy import special
-from scipy.stats import chi2, norm
+from scipy.stats import chi2
 from scipy.stats import t as student
 
-FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "stats_vectors.json"
-Z = float(norm.ppf(0.975))
+from support.rate_routes import RARE, SIX, interval_by_hand, interval_library
 
-# Six worlds of unequal size (episodes, duplicates); worlds 2k and 2k+1 share template k.
-RATE = {"sizes": [8, 5, 12, 6, 9, 4], "successes": [6, 1, 9, 0, 7, 2],
-        "templates": [0, 0, 1, 1, 2, 2]}
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "stats_vectors.json"
+
 # Ten worlds of paired outcomes: b_k pairs true under A only, c_k under B only.
 FLIP = {"b": [4, 0, 3, 1, 5, 0, 2, 3, 0, 1], "c": [0, 2, 0, 1, 1, 0, 0, 1, 0, 0]}
 # Eight worlds of paired episodes: m_k pairs, b_k A only, c_k B only (the rest concordant).
@@ -52,64 +51,16 @@ def agree(a: float, b: float, what: str) -> float:
     return sig(a)
 
 
-def wilson_hand(x: float, n: float) -> tuple[float, float]:
-    p, d = x / n, 1 + Z * Z / n
-    centre = (p + Z * Z / (2 * n)) / d
-    half = Z * math.sqrt(p * (1 - p) / n + Z * Z / (4 * n * n)) / d
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
-def rate_by_hand(weighted: bool) -> dict[str, float]:
-    m, y = RATE["sizes"], RATE["successes"]
-    big_n, k = sum(m), len(m)
-    p = sum(y) / big_n
-    msb = sum(mk * (yk / mk - p) ** 2 for mk, yk in zip(m, y, strict=True)) / (k - 1)
-    msw = sum(yk * (1 - yk / mk) for mk, yk in zip(m, y, strict=True)) / (big_n - k)
-    m0 = (big_n - sum(mk * mk for mk in m) / big_n) / (k - 1)
-    rho = min(1.0, max(0.0, (msb - msw) / (msb + (m0 - 1) * msw)))
-    deff_c = 1 + (sum(mk * mk for mk in m) / big_n - 1) * rho
-    rate, deff_w = p, 1.0
-    if weighted:  # equal weight per template: w = 1 / episodes of the template
-        size = {t: sum(mk for mk, tk in zip(m, RATE["templates"], strict=True) if tk == t)
-                for t in set(RATE["templates"])}
-        w = [1 / size[t] for t, mk in zip(RATE["templates"], m, strict=True) for _ in range(mk)]
-        ys = [1 if i < yk else 0 for mk, yk in zip(m, y, strict=True) for i in range(mk)]
-        rate = sum(wi * yi for wi, yi in zip(w, ys, strict=True)) / sum(w)
-        deff_w = big_n * sum(wi * wi for wi in w) / sum(w) ** 2
-    n_eff = big_n / (deff_w * deff_c)
-    lo, hi = wilson_hand(rate * n_eff, n_eff)
-    return {"msb": msb, "msw": msw, "m0": m0, "icc": rho, "deff_w": deff_w, "deff_c": deff_c,
-            "rate": rate, "n_eff": n_eff, "lo": lo, "hi": hi}
-
-
-def rate_by_library(weighted: bool) -> dict[str, float]:
-    import statsmodels.formula.api as smf
-    from statsmodels.stats.anova import anova_lm
-    from statsmodels.stats.proportion import proportion_confint
-
-    rows = pd.DataFrame([{"g": g, "t": t, "y": float(i < yk)} for g, (mk, yk, t) in enumerate(
-        zip(RATE["sizes"], RATE["successes"], RATE["templates"], strict=True)) for i in range(mk)])
-    table = anova_lm(smf.ols("y ~ C(g)", rows).fit())
-    msb, msw = table["mean_sq"].iloc[0], table["mean_sq"].iloc[1]
-    sizes = rows.groupby("g").size().to_numpy(float)
-    n, k = sizes.sum(), len(sizes)
-    m0 = (n - (sizes ** 2).sum() / n) / (k - 1)
-    icc = float(np.clip((msb - msw) / (msb + (m0 - 1) * msw), 0, 1))
-    deff_c = 1 + ((sizes ** 2).sum() / n - 1) * icc
-    w = (1 / rows.groupby("t")["y"].transform("size")).to_numpy() if weighted else np.ones(int(n))
-    rate = float(np.average(rows["y"], weights=w))
-    deff_w = float(n / (w.sum() ** 2 / (w ** 2).sum()))
-    n_eff = n / (deff_w * deff_c)
-    lo, hi = proportion_confint(rate * n_eff, n_eff, alpha=0.05, method="wilson")
-    return {"msb": msb, "msw": msw, "m0": m0, "icc": icc, "deff_w": deff_w, "deff_c": deff_c,
-            "rate": rate, "n_eff": n_eff, "lo": float(lo), "hi": float(hi)}
-
-
 def rates() -> dict[str, Any]:
-    out: dict[str, Any] = {"data": RATE}
-    for name, weighted in (("unweighted", False), ("template_weights", True)):
-        a, b = rate_by_hand(weighted), rate_by_library(weighted)
-        out[name] = {key: agree(a[key], b[key], f"{name} {key}") for key in a}
+    """The world-clustered rate interval (support/rate_routes.py) on two data sets."""
+    out: dict[str, Any] = {}
+    for name, data, variants in (("six", SIX, (False, True)), ("rare", RARE, (False,))):
+        out[name] = {"data": data}
+        for weighted in variants:
+            variant = "template_weights" if weighted else "unweighted"
+            a, b = interval_library(data, weighted), interval_by_hand(data, weighted)
+            out[name][variant] = {key: agree(a[key], b[key], f"{name} {variant} {key}")
+                                  for key in a}
     return out
 
 
