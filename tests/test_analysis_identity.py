@@ -93,7 +93,8 @@ def rate(rows: list[Row], outcome: str) -> tuple[float, int, int]:
 
 def check(cell: dict[str, str], rows: list[Row], outcome: str) -> None:
     value, numerator, n = rate(rows, outcome)
-    assert float(cell["value"]) == pytest.approx(value, rel=1e-12), cell
+    assert cell["unit"] == "%", cell  # the CSV's rates are in percent, as shown
+    assert float(cell["value"]) == pytest.approx(100 * value, rel=1e-12), cell
     assert (int(float(cell["numerator"])), int(float(cell["denominator"]))) == (numerator, n)
 
 
@@ -209,8 +210,9 @@ def test_two_seeds_are_replicates_and_table13_pairs_within_each(runs: dict[str, 
         pairs = guard_pairs(rows, other)
         assert int(table13[(f"native / {other}", "paired episodes")]["shown"]) == len(pairs)
         gain = sum(g["exactly_once"] - o["exactly_once"] for g, o in pairs) / len(pairs)
+        assert table13[(f"native / {other}", "EOS gain (pp)")]["unit"] == "pp"
         assert float(table13[(f"native / {other}", "EOS gain (pp)")]["value"]) == \
-            pytest.approx(gain, rel=1e-12)
+            pytest.approx(100 * gain, rel=1e-12)
     assert "Replicates: 2 seeds of each world" in text
     table5, text5 = tables(runs["e2"], runs["e2-seed1"], number=5)
     arm = [r for r in rows if r["condition"] == "guard" and r["fault"] == "redelivery"]

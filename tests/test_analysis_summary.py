@@ -85,7 +85,8 @@ def check_row(cells: dict[tuple[str, str], dict[str, str]], key: str, rows: list
         for r in rated:
             size[r["template"]] += 1
         value = sum(1 / size[r["template"]] for r in rated if r[outcome]) / len(size)
-        assert float(cell["value"]) == pytest.approx(value, rel=1e-12), (key, column)
+        assert cell["unit"] == "%", (key, column)  # the CSV's rates are in percent, as shown
+        assert float(cell["value"]) == pytest.approx(100 * value, rel=1e-12), (key, column)
         assert int(float(cell["numerator"])) == sum(bool(r[outcome]) for r in rated)
         assert int(float(cell["denominator"])) == len(rated)
 
