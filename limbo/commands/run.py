@@ -21,6 +21,7 @@ from typing import Any
 from limbo.base.errors import UsageError
 from limbo.base.provenance import provenance
 from limbo.base.secrets import scrub
+from limbo.base.words import plural
 from limbo.commands import check
 from limbo.commands.common import (
     add_plugin_flag,
@@ -53,6 +54,7 @@ from limbo.log.errored import retried
 from limbo.log.rerun import where
 from limbo.log.store import scan
 from limbo.providers.options import using
+from limbo.run.breaker import STREAK
 from limbo.run.context import Executor, RunContext, Settings
 from limbo.run.local import freeze_heap
 from limbo.run.plan import Plan, plan
@@ -120,6 +122,10 @@ def _add_real_model_flags(p: argparse.ArgumentParser) -> None:
                    help="run again the cells whose record ended in infra_error or model_error "
                         "(=timeout: and in timeout); the old records are kept in "
                         "superseded.jsonl, counted by no reader")
+    p.add_argument("--error-streak", type=int, default=STREAK, metavar="N",
+                   help=f"stop the run once N episodes in a row ended in model_error with the "
+                        f"same cause (default {STREAK}; 0: never); the cells left run again "
+                        f"with --retry-errors")
     p.add_argument("--no-preflight", action="store_true",
                    help="do not check each real model with one cheap call before the first "
                         "cell (e.g. to re-run from the response cache without the endpoint)")
@@ -141,7 +147,7 @@ def run_grids(args: argparse.Namespace, console: Any, settings: Settings) -> int
     check_numbers(args)
     check_executor(args)
     outs: list[Path] = []
-    errored = 0
+    code = 0
     grids = load(args)
     with _executor(args, grids) as executor:  # a cluster's workers start while grids are checked
         for text in validate(grids, args):
@@ -153,10 +159,10 @@ def run_grids(args: argparse.Namespace, console: Any, settings: Settings) -> int
             ctx = RunContext(out=Path(), settings=replace(settings, worlds=tuple(world_paths(grid))),
                              workers=args.workers, limit=args.limit, shard=shard,
                              max_cost=args.max_cost, retry=retried(args.retry_errors),
-                             executor=executor)
-            errored += _one_grid(grid, ctx, args, console, outs)
-    code = check.gate_runs(outs, gate, args.junit, console.file) if gate and outs else 0
-    return max(code, 1 if errored else 0)
+                             error_streak=args.error_streak, executor=executor)
+            code = max(code, _one_grid(grid, ctx, args, console, outs))
+    gated = check.gate_runs(outs, gate, args.junit, console.file) if gate and outs else 0
+    return max(code, gated)
 
 
 @contextlib.contextmanager
@@ -188,7 +194,7 @@ def _warm(args: argparse.Namespace) -> None:
 
 def _one_grid(grid: Grid, ctx: RunContext, args: argparse.Namespace, console: Any,
               outs: list[Path]) -> int:
-    """Run (or count) one grid; the errored episodes its run directory holds."""
+    """Run (or count) one grid; its exit status (:func:`limbo.commands.run_output.report_end`)."""
     for text in grid.notices:
         say(console, f"note: {text}")
     if args.dry_run:
@@ -208,9 +214,10 @@ def _run_grid(grid: Grid, ctx: RunContext, args: argparse.Namespace, console: An
     the_plan = plan(source, shard)
     _dropped(grid.name, source.dropped, the_plan, console)
     if args.limit == 0:
-        done = len(set(the_plan.mine) & scan(out).ids) if out.is_dir() else 0
-        say(console, f"grid {grid.name}: --limit 0, so nothing ran; {len(the_plan.mine) - done} "
-                     f"of {len(the_plan.mine)} episodes are left to run in {out}")
+        left = len(the_plan.mine) - len(_kept(out, args) & set(the_plan.mine))
+        say(console, f"grid {grid.name}: --limit 0, so nothing ran; {left:,} of "
+                     f"{plural(len(the_plan.mine), 'episode')} {'is' if left == 1 else 'are'} "
+                     f"left to run in {out}")
         return 0
     _plan_line(grid, source, the_plan, shard, out, args, console)
     argv = [scrub(a) for a in argv_of(args)]
@@ -233,10 +240,10 @@ def _dropped(name: str, dropped: Counter[str], the_plan: Plan, console: Any) -> 
     """Say which cells were dropped and why; a grid left with none runs nothing, which is a
     mistake to fix (a harness not installed here), not a finished run."""
     if the_plan.total == 0 and dropped:
-        why = "; ".join(f"{n} cells: {reason}" for reason, n in sorted(dropped.items()))
+        why = "; ".join(f"{plural(n, 'cell')}: {reason}" for reason, n in sorted(dropped.items()))
         raise UsageError(f"grid {name}: every cell was dropped, so nothing can run ({why})")
     for reason, count in sorted(dropped.items()):
-        say(console, f"dropped {count} cells: {reason}")
+        say(console, f"dropped {plural(count, 'cell')}: {reason}")
 
 
 def _plan_line(grid: Grid, source: CellSource, the_plan: Plan, shard: tuple[int, int] | None,
@@ -248,9 +255,20 @@ def _plan_line(grid: Grid, source: CellSource, the_plan: Plan, shard: tuple[int,
 
     if not may_be_real(resolved(grid)):
         return
-    done = scan(out).ids if out.is_dir() and not args.retry_errors else set()
+    done = _kept(out, args)
     work = count(c for c in source if in_shard(c.episode_id, shard)
                  and c.episode_id not in done)
     if work.cells:
         pending = len(the_plan.mine) - len(done & set(the_plan.mine))
         say(console, plan_line(work, pending, args.concurrency * args.workers))
+
+
+def _kept(out: Path, args: argparse.Namespace) -> set[str]:
+    """The episodes recorded in ``out`` that this run keeps: all, but those ``--retry-errors``
+    sets aside to run again."""
+    if not out.is_dir():
+        return set()
+    found = scan(out)
+    again = retried(args.retry_errors)
+    return {i for i in found.ids
+            if i not in found.errored or found.errored[i].termination not in again}

@@ -74,6 +74,9 @@ def check_numbers(args: argparse.Namespace) -> None:
         raise UsageError(f"--max-cost must be a finite amount of USD >= 0, got {args.max_cost}")
     if args.allow_unpriced and args.max_cost is None:
         raise UsageError("--allow-unpriced only makes sense with --max-cost")
+    if args.error_streak < 0:
+        raise UsageError(f"--error-streak must be at least 0 (0: never stop), got "
+                         f"{args.error_streak}")
     if args.limit is not None and args.limit < 0:
         raise UsageError(f"--limit must be at least 0, got {args.limit}")
     for name in ("workers", "concurrency"):

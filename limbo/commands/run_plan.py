@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from limbo.base.words import plural
 from limbo.sim.cell import Cell
 
 # Rough sizes of one model call in an episode, for the estimates only: the tool definitions
@@ -97,14 +98,16 @@ def plan_line(work: Work, total: int, at_once: int) -> str:
     if work.harnesses:
         each = ", ".join(f"{h} {n:,} × ~{harness_median(h):g} s"
                          for h, n in sorted(work.harnesses.items()))
-        parts.append(f"{sum(work.harnesses.values()):,} drive real harness processes ({each}; "
+        n = sum(work.harnesses.values())
+        parts.append(f"{n:,} {'drives' if n == 1 else 'drive'} real harness processes ({each}; "
                      f"measured medians)")
     if work.models:
-        parts.append(f"{sum(work.models.values()):,} call real models (~{EST_TURNS} calls "
+        n = sum(work.models.values())
+        parts.append(f"{n:,} {'calls' if n == 1 else 'call'} real models (~{EST_TURNS} calls "
                      f"each, ~{EST_CALL_S:g} s a call assumed)")
-    return (f"plan: of the {total:,} episodes to run, " + " and ".join(parts)
-            + f": about {duration(work.seconds / at_once)} of wall time at {at_once} "
-            f"episode(s) at once (--concurrency × --workers)")
+    return (f"plan: of the {plural(total, 'episode')} to run, " + " and ".join(parts)
+            + f": about {duration(work.seconds / at_once)} of wall time at "
+            f"{plural(at_once, 'episode')} at once (--concurrency × --workers)")
 
 
 def harness_lines(work: Work) -> list[str]:

@@ -46,6 +46,7 @@ from limbo.log.store import (
     temp_name,
     write_manifest,
 )
+from limbo.run.breaker import Breaker
 from limbo.run.context import Executor, Item, RunContext
 from limbo.run.plan import Plan, plan
 from limbo.run.summary import Summary
@@ -73,6 +74,11 @@ class RunResult:
     errored: int = 0
     """Cells of this shard whose record ended in an error (``infra_error``, ``model_error``)
     after this pass: the run is not complete until they run again."""
+    stopped_by: str | None = None
+    """What stopped the pass early: ``budget`` (``--max-cost``) or ``errors`` (the same
+    provider failure again and again, :mod:`limbo.run.breaker`)."""
+    responses: tuple[int, int] = (0, 0)
+    """The pass's model turns: answered by the provider, and replayed from the cache."""
 
 
 class RunDir:
@@ -191,29 +197,40 @@ def _same_grid(out: Path, the_plan: Plan, name: str) -> None:
                 f"another --out, or the same grid and flags as before")
 
 
-def _todo(cells: Iterable[Cell], ids: set[str]) -> Iterator[Cell]:
-    """The cells whose ids are in ``ids``, each once."""
+def _todo(cells: Iterable[Cell], ids: set[str], halted: Callable[[], bool]) -> Iterator[Cell]:
+    """The cells whose ids are in ``ids``, each once, until ``halted()``."""
     for cell in cells:
+        if halted():
+            return
         if cell.episode_id in ids:
             ids.discard(cell.episode_id)
             yield cell
 
 
 class _Tally:
-    """Writes each record and keeps the counts and the summary (the executor's
-    :class:`~limbo.run.context.Sink`)."""
+    """Writes each record and keeps the counts, the summary and the error streak (the
+    executor's :class:`~limbo.run.context.Sink`)."""
 
     def __init__(self, writer: RecordWriter, total: int, keep_fds: list[int],
-                 on_result: Callable[[int, int, Summary], None] | None) -> None:
+                 on_result: Callable[[int, int, Summary], None] | None,
+                 breaker: Breaker) -> None:
         self.writer, self.total, self.on_result = writer, total, on_result
         self.keep_fds = keep_fds
         """The run's lock and records file: a forked worker closes them."""
         self.summary, self.ran = Summary(), 0
         self.scrub = scrubber()
+        self.breaker = breaker
+
+    def halted(self) -> bool:
+        return self.breaker.tripped is not None
+
+    def _count(self, cell: Mapping[str, Any], outcome: Mapping[str, Any]) -> None:
+        self.summary.add(cell, outcome)
+        self.breaker.see(cell["model"], outcome["termination"], outcome.get("termination_reason"))
 
     def emit(self, line: bytes, cell: Mapping[str, Any], outcome: Mapping[str, Any]) -> None:
         self.writer.write(line)
-        self.summary.add(cell, outcome)
+        self._count(cell, outcome)
         self.ran += 1
         if self.on_result is not None:
             self.on_result(self.ran, self.total, self.summary)
@@ -226,7 +243,7 @@ class _Tally:
             return
         self.writer.write(b"".join(item[0] for item in items))
         for _line, cell, outcome in items:
-            self.summary.add(cell, outcome)
+            self._count(cell, outcome)
         self.ran += len(items)
         if self.on_result is not None:
             self.on_result(self.ran, self.total, self.summary)
@@ -271,16 +288,19 @@ def _run(cells: Iterable[Cell], ctx: RunContext, executor: Executor, manifest: d
     base = {**_manifest(run, manifest, the_plan, skipped, len(todo)), "retried": retried}
     write_manifest(run.manifest, base, scrubber())
     fds = [run.writer.fd, *([run.lock.fd] if run.lock.fd is not None else [])]
-    tally = _Tally(run.writer, len(todo), fds, on_result)
+    tally = _Tally(run.writer, len(todo), fds, on_result, Breaker(ctx.error_streak))
     budget = None if ctx.max_cost is None else executor.budget(ctx.max_cost)
-    status, reason = "complete", None
+    status, reason, by = "complete", None, None
     try:
-        executor.run(_todo(cells, set(todo)), ctx, budget, tally)
+        executor.run(_todo(cells, set(todo), tally.halted), ctx, budget, tally)
     except BaseException as exc:
         _fail(run, base, tally, exc)
         raise
-    if tally.ran < len(todo) and ctx.max_cost is not None:
-        status, reason = "stopped", f"--max-cost {ctx.max_cost} would be exceeded by the next episode"
+    if tally.ran < len(todo) and tally.breaker.tripped is not None:
+        status, reason, by = "stopped", tally.breaker.tripped, "errors"
+    elif tally.ran < len(todo) and ctx.max_cost is not None:
+        status, reason, by = ("stopped", f"--max-cost {ctx.max_cost} would be exceeded by the "
+                                         f"next episode", "budget")
     limits = executor.limits()
     write_manifest(run.manifest, {**base, "status": status, "stop_reason": reason,
                                   "ended_at": now_iso(), "ran": tally.ran,
@@ -290,7 +310,8 @@ def _run(cells: Iterable[Cell], ctx: RunContext, executor: Executor, manifest: d
         summary = Summary.of(iter_records(ctx.out))
     return RunResult(summary, tally.ran, skipped, len(pending) - tally.ran, reason,
                      stopwatch() - started, retried, _errored_before(run, the_plan)
-                     + tally.summary.errors.count())
+                     + tally.summary.errors.count(), by,
+                     (tally.summary.total.responses, tally.summary.total.cached))
 
 
 def _errored_before(run: RunDir, the_plan: Plan) -> int:

@@ -31,9 +31,18 @@ class Tally:
     timeout: int = 0
     cost: float = 0.0
     cost_unknown: int = 0
+    responses: int = 0
+    """Model turns the provider answered (``runtime.model_calls``, as :func:`tallied` hands
+    it over with the outcome)."""
+    cached: int = 0
+    """Model turns replayed from the response cache."""
 
     def add(self, outcome: Mapping[str, Any]) -> None:
         self.episodes += 1
+        calls = outcome.get("model_calls")
+        if isinstance(calls, Mapping):
+            self.responses += int(calls.get("responses") or 0)
+            self.cached += int(calls.get("cached") or 0)
         cost = outcome.get("cost_usd")
         if cost is None:
             self.cost_unknown += 1
@@ -105,12 +114,16 @@ TALLIED_OUTCOME = ("cost_usd", "termination", "fault_fired", "duplicate", "task_
                    "exactly_once", "overclaim", "termination_reason")
 
 
-def tallied(cell: Mapping[str, Any], outcome: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The fields of a record's cell and outcome that :meth:`Summary.add` reads: what a worker
-    process sends the writer with each record's line (pickling the whole cell and outcome
-    both ways cost twice as much as the line itself)."""
+def tallied(record: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The fields of a record's cell and outcome that :meth:`Summary.add` reads, with how its
+    model turns were answered (``runtime.model_calls``) beside the outcome's: what an executor
+    hands the writer with each record's line (pickling the whole cell and outcome both ways
+    cost a worker process twice as much as the line itself)."""
+    cell, outcome = record["cell"], record["outcome"]
+    calls = (record.get("runtime") or {}).get("model_calls")
     return ({k: cell[k] for k in TALLIED_CELL},
-            {k: outcome[k] for k in TALLIED_OUTCOME if k in outcome})
+            {**{k: outcome[k] for k in TALLIED_OUTCOME if k in outcome},
+             **({"model_calls": calls} if calls else {})})
 
 
 def _pct(value: float | None) -> str:
