@@ -210,7 +210,7 @@ def test_dry_run_prints_cells_and_calls_and_writes_nothing(tmp_path: Path) -> No
     result = limbo("run", "e1s", "--dry-run", "--out", str(tmp_path / "x"))
     assert result.returncode == 0, result.stderr
     assert f"grid e1s: {len(expand(load_grid('e1s')).cells)} episodes" in result.stdout
-    assert "expected model calls" in result.stdout
+    assert "no model calls (runs offline)" in result.stdout
     assert not (tmp_path / "x").exists()
 
 

@@ -121,7 +121,7 @@ def validate(grids: list[Grid], args: argparse.Namespace) -> list[str]:
         resolved(grid)
         check_comparisons(grid)
         check_size(grid)
-        if not args.dry_run:
+        if not args.dry_run or args.pilot:  # a pilot runs real cells
             reach = not args.no_preflight
             notices += check_models(grid.models, args.max_cost, reach, args.allow_unpriced)
     return list(dict.fromkeys(notices))

@@ -86,14 +86,16 @@ EXIT_BUDGET = 3
 """``--max-cost`` stopped the pass with cells left to run."""
 
 
-def report_end(result: RunResult, name: str, out: Any, console: Any, argv: list[str]) -> int:
-    """Print how a grid's pass ended; its exit status: :data:`EXIT_BUDGET` when the budget
-    left cells unrun, else :data:`EXIT_ERRORED` when errored cells (``infra_error``,
-    ``model_error``) remain in this run's shard, else 0."""
-    say(console, _ran_line(result, name, out))
+def report_end(result: RunResult, name: str, out: Any, console: Any, argv: list[str],
+               tables: bool = True) -> int:
+    """Print how a grid's pass ended (without the summary ``tables`` for a pilot); its exit
+    status: :data:`EXIT_BUDGET` when the budget left cells unrun, else :data:`EXIT_ERRORED`
+    when errored cells (``infra_error``, ``model_error``) remain in this run's shard, else 0."""
+    say(console, ("pilot: " if not tables else "") + _ran_line(result, name, out))
     if result.stopped and result.stopped_by != "errors":
         say(console, f"stopped: {result.stopped}")
-    render(result.summary, console)
+    if tables:
+        render(result.summary, console)
     if result.stopped_by == "errors":  # one line: the cause, and what is left to retry
         say(console, f"stopped early: {result.stopped}; left: {_left(result)}; once the "
                      f"cause is fixed: {retry_command(argv, False)}")

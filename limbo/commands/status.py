@@ -22,6 +22,7 @@ from typing import Any
 from limbo.base.errors import UsageError
 from limbo.base.words import plural
 from limbo.commands.common import console
+from limbo.commands.spent import spend_line, spent
 from limbo.log.errored import ERROR_TERMINATIONS, TIMEOUT, ErrorGroups, retry_command
 from limbo.log.rated import ERRORED
 from limbo.log.runlock import active_claims, describe_holder
@@ -92,7 +93,8 @@ def report(run_dir: Path) -> dict[str, Any]:
         "bad_lines": [b.describe() for b in result.bad],
         "quarantined": _count_lines(run_dir / QUARANTINE),
         "files": {name: vars(stats) for name, stats in result.files.items()},
-        "passes": [_pass(name, m, result) for name, m in found.items()],
+        "passes": [{**_pass(name, m, result), "forecast": m.get("forecast"),
+                    "spent": spent(run_dir, m)} for name, m in found.items()],
         "proxy": proxy,
     }
 
@@ -170,6 +172,8 @@ def _lines(info: dict[str, Any]) -> list[str]:
         what = f"shard {p['shard']}" if p["shard"] else "whole grid"
         reason = f" ({p['stop_reason']})" if p["stop_reason"] else ""
         out.append(f"{what}: {p['done']} of {p['cells']} done; last pass {p['status']}{reason}")
+        if p.get("spent") is not None:
+            out.append(f"  {spend_line(p['forecast'], p['spent'])}")
     return out
 
 

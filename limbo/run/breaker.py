@@ -22,11 +22,11 @@ flag, :class:`limbo.run.forked.Forked`); a Ray worker finishes the batches it ho
 
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import dataclass
 
 from limbo.base.words import plural
+from limbo.run.kinds import calls_a_provider
 
 STREAK = 5
 """Episodes in a row, ended in ``model_error`` with one cause, that stop a run by default."""
@@ -40,15 +40,6 @@ def cause_of(reason: object) -> str:
     from limbo.log.errored import first_line
 
     return _VARYING.sub("…", first_line(reason))
-
-
-@functools.cache
-def calls_a_provider(spec: str) -> bool:
-    """Whether ``spec``'s adapter calls a model (not a reference policy, script or replay)."""
-    from limbo.base.registry import lookup
-    from limbo.episode.models import parse_model
-
-    return not getattr(lookup("model", parse_model(spec)[0]), "offline", False)
 
 
 @dataclass

@@ -72,6 +72,8 @@ class RunContext:
     :class:`~limbo.run.budget.Budget` that enforces it."""
     retry: tuple[str, ...] = ()
     """Terminations whose cells run again (``--retry-errors``)."""
+    only: frozenset[str] | None = None
+    """Run only these cells of the grid (a pilot, :mod:`limbo.run.forecast`); ``None``: all."""
     error_streak: int = STREAK
     """Episodes in a row ended in ``model_error`` with one cause that stop the pass
     (``--error-streak``; 0: never), :mod:`limbo.run.breaker`."""

@@ -281,9 +281,10 @@ def _run(cells: Iterable[Cell], ctx: RunContext, executor: Executor, manifest: d
          notice: Notice, started: float) -> RunResult:
     assert run.writer is not None
     retried = run.retried
-    pending = [i for i in the_plan.mine if i not in run.scan.ids]
+    pending = [i for i in the_plan.mine if i not in run.scan.ids
+               and (ctx.only is None or i in ctx.only)]
     todo = pending if ctx.limit is None else pending[:ctx.limit]
-    skipped = len(the_plan.mine) - len(pending)
+    skipped = sum(1 for i in the_plan.mine if i in run.scan.ids)
     ctx = replace(ctx, workers=_workers(ctx.workers, len(todo), notice))
     base = {**_manifest(run, manifest, the_plan, skipped, len(todo)), "retried": retried}
     write_manifest(run.manifest, base, scrubber())
@@ -302,8 +303,9 @@ def _run(cells: Iterable[Cell], ctx: RunContext, executor: Executor, manifest: d
         status, reason, by = ("stopped", f"--max-cost {ctx.max_cost} would be exceeded by the "
                                          f"next episode", "budget")
     limits = executor.limits()
+    actual = {**tally.summary.total.actual(), "wall_s": round(stopwatch() - started, 3)}
     write_manifest(run.manifest, {**base, "status": status, "stop_reason": reason,
-                                  "ended_at": now_iso(), "ran": tally.ran,
+                                  "ended_at": now_iso(), "ran": tally.ran, "actual": actual,
                                   **({"limiter": limits} if limits else {})}, scrubber())
     summary = tally.summary
     if skipped:  # a resumed run: summarise everything recorded, not this pass
@@ -345,8 +347,18 @@ def _manifest(run: RunDir, manifest: dict[str, Any], the_plan: Plan, skipped: in
             "started_at": first.get("started_at") or now_iso(),
             "resumed_at": now_iso() if first.get("started_at") else None, **host_facts(),
             "cells": len(the_plan.mine), "already_done": skipped, "to_run": todo,
-            "quarantined": len(run.scan.bad), "status": "running", "stop_reason": None,
+            "quarantined": len(run.scan.bad), "records_offset": _size(run.records),
+            "status": "running", "stop_reason": None,
             "ended_at": None, "ran": 0}
+
+
+def _size(path: Path) -> int:
+    """Where this pass's records start in its records file (``limbo status`` reads what the
+    pass has spent so far from there)."""
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
 
 
 def _fail(run: RunDir, base: dict[str, Any], tally: _Tally, exc: BaseException) -> None:

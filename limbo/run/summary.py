@@ -36,13 +36,17 @@ class Tally:
     it over with the outcome)."""
     cached: int = 0
     """Model turns replayed from the response cache."""
+    attempts: int = 0
+    billed: float = 0.0
+    """What the provider's turns cost (a cached turn costs nothing)."""
+    billed_unknown: int = 0
+    """Episodes with a provider turn of unknown price."""
 
     def add(self, outcome: Mapping[str, Any]) -> None:
         self.episodes += 1
         calls = outcome.get("model_calls")
         if isinstance(calls, Mapping):
-            self.responses += int(calls.get("responses") or 0)
-            self.cached += int(calls.get("cached") or 0)
+            self._calls(calls)
         cost = outcome.get("cost_usd")
         if cost is None:
             self.cost_unknown += 1
@@ -62,6 +66,23 @@ class Tally:
         self.task_success += outcome["task_success"]
         self.exactly_once += outcome["exactly_once"]
         self.overclaim += outcome["overclaim"]
+
+    def _calls(self, calls: Mapping[str, Any]) -> None:
+        self.responses += int(calls.get("responses") or 0)
+        self.cached += int(calls.get("cached") or 0)
+        self.attempts += int(calls.get("attempts") or 0)
+        billed = calls.get("billed_usd")
+        if isinstance(billed, int | float):
+            self.billed += billed
+        else:
+            self.billed_unknown += 1
+
+    def actual(self) -> dict[str, Any]:
+        """What the episodes tallied here spent, for the manifest beside the forecast."""
+        return {"episodes": self.episodes,
+                "usd": None if self.billed_unknown else round(self.billed, 10),
+                "usd_recorded": None if self.cost_unknown else round(self.cost, 10),
+                "calls": self.responses, "cached": self.cached, "attempts": self.attempts}
 
     @property
     def errors(self) -> int:
