@@ -114,6 +114,7 @@ def run(grids: int, seed: int) -> None:
     print(f"{'#':>3} {'cells':>5} {'pil':>3} {'at1':>3}  {'forecast $ [95% interval] actual':<44}"
           f"{'calls':<34}wall s")
     tallies: list[list[bool | None]] = []
+    widths: list[float] = []
     skipped = 0
     while len(tallies) < grids:
         args, pilot, at_once = draw(rng)
@@ -125,8 +126,13 @@ def run(grids: int, seed: int) -> None:
         text, checks = row(len(tallies) + 1, got, pilot, at_once)
         print(text, flush=True)
         tallies.append(checks)
+        usd = got["forecast"]["usd"]
+        widths.append((usd["high"] - usd["low"]) / 2 / usd["estimate"])
     if skipped:
         print(f"({skipped} grids drawn were left out: their pilot ran every cell)")
+    widths.sort()
+    print(f"cost interval half-width, relative to the estimate: median {widths[len(widths) // 2]:.0%}"
+          f", from {widths[0]:.0%} to {widths[-1]:.0%}")
     for k, what in enumerate(("cost", "model calls", "wall time")):
         judged = [t[k] for t in tallies if t[k] is not None]
         print(f"{what}: the 95 % interval held in {sum(judged)} of {len(judged)} grids "

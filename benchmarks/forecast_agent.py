@@ -10,8 +10,9 @@ it says — and with noise the forecast cannot know in advance:
 - ``tpc``: tokens per character of the request and the answer (the tokenizer);
 - ``verbosity``: mean output tokens a turn spends beyond its tool calls (exponentially spread);
 - ``cached``: the share of the input billed as cached from the second turn on;
-- ``spread``: the log-scale spread of a per-episode factor on every count (an episode that
-  happens to be wordier than its cell's shape says);
+- ``spread``: the log-scale spread of a factor on every count, drawn once per world — the
+  episode's seed, which a world's cells share whatever their fault or condition — so that a
+  model finds some task texts wordier than their shape says, and all their cells with them;
 - ``latency_ms``: wall time of each answer (±50 %).
 
 Draws come from a generator seeded by the episode's seed and the model string, so a cell

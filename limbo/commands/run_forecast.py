@@ -88,23 +88,40 @@ def _adapter(spec: str) -> Any:
 
 def pilot_cells(cells: Iterable[Cell], the_plan: Plan, shard: tuple[int, int] | None,
                 recorded: set[str], n: int) -> frozenset[str]:
-    """The cells a pilot of ``n`` per real model runs: for each, those first in the fixed
-    random order (:func:`limbo.run.forecast.rank`) among this shard's cells not recorded,
-    as many as it takes for ``n`` of the model's episodes to be recorded."""
+    """The cells a pilot of ``n`` per real model runs: for each, among this shard's cells not
+    recorded, those first in the fixed random order (:func:`limbo.run.forecast.rank`) of
+    worlds not yet observed, as many as it takes for ``n`` of the model's worlds (or, in a grid
+    with fewer, ``n`` episodes) to be recorded."""
     mine = set(the_plan.mine)
-    seen: dict[str, int] = {}
-    free: dict[str, list[tuple[int, str]]] = {}
+    seen: dict[str, list[int]] = {}
+    free: dict[str, list[tuple[int, str, int]]] = {}
     for cell in cells:
         if not calls_a_provider(cell.model) or not in_shard(cell.episode_id, shard):
             continue
         if cell.episode_id in recorded:
-            seen[cell.model] = seen.get(cell.model, 0) + 1
+            seen.setdefault(cell.model, []).append(cell.seed)
         elif cell.episode_id in mine:
-            free.setdefault(cell.model, []).append((rank(cell.episode_id), cell.episode_id))
+            free.setdefault(cell.model, []).append((rank(cell.episode_id), cell.episode_id,
+                                                    cell.seed))
     chosen: set[str] = set()
     for model, ranked in free.items():
-        chosen.update(i for _, i in sorted(ranked)[:max(0, n - seen.get(model, 0))])
+        chosen.update(_spread(sorted(ranked), seen.get(model, []), n))
     return frozenset(chosen)
+
+
+def _spread(ranked: list[tuple[int, str, int]], seen: list[int], n: int) -> list[str]:
+    """Cells in ``ranked`` order, each of a world not yet observed, until ``n`` worlds are
+    (the forecast learns from worlds: :mod:`limbo.run.forecast`); in a grid with fewer, the
+    next cells in order until ``n`` episodes are."""
+    worlds, picked = set(seen), list[str]()
+    for _, episode, world in ranked:
+        if len(worlds) >= n:
+            return picked
+        if world not in worlds:
+            worlds.add(world)
+            picked.append(episode)
+    more = [e for _, e, _ in ranked if e not in picked]
+    return picked + more[:max(0, n - len(seen) - len(picked))]
 
 
 def check_pilot(args: argparse.Namespace) -> None:

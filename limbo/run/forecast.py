@@ -7,23 +7,28 @@ The estimator is a ratio estimator, the survey statistician's tool for a total k
 a cheap auxiliary measure. For each model, each cell *i* has a shape *x_i* (for dollars: its
 reference conversation's tokens at the model's price; for calls and wall time: its reference
 calls), known for every cell without spending anything; the episodes observed give pairs
-(*x_j*, *y_j*) with *y_j* the real cost, calls or wall seconds. The model is
-*y = r·x + e* with Var(*e*) = σ²·*x*: a model that talks twice as much as the yardstick costs
-about twice as much in every cell, and a cell's noise grows with its size. Then
+(*x_j*, *y_j*) with *y_j* the real cost, calls or wall seconds. The model is *y = r·x + e*: a
+model that talks twice as much as the yardstick costs about twice as much in every cell. The
+deviations *e* are taken to be shared by the cells of one world (one task instance and focal
+write, whatever its fault or condition: the same task text, which a model may find wordy or
+terse), in proportion to their size — the conservative end, since a world's cells may also
+vary on their own. So the world is the unit: with *X_w*, *Y_w* the sums over a world's
+observed cells and *k* the worlds observed,
 
-- r̂ = Σy / Σx, and the pass's total is T̂ = r̂ · X, X the sum of the shapes of the cells to run
+- r̂ = ΣY / ΣX, and the pass's total is T̂ = r̂ · X, X the sum of the shapes of the cells to run
   (from a sample of at most :data:`SAMPLE` cells per model when there are more, scaled up);
-- its prediction variance is σ̂²·X (the cells' own noise) + X²·σ̂²/Σx (the error in r̂) +
-  r̂²·Var(X̂) (the sample of shapes), with σ̂² = Σ (y − r̂x)²/x / (n − 1);
-- the interval is T̂ ± t(n − 1) · √Var, Student's t at 97.5 %, cut at 0 — with σ̂² at least
-  that of cells 10 % off their expected size (:data:`FLOOR_CV`): a pilot of three
-  deterministic episodes that agreed exactly would otherwise claim an interval of width zero.
+- τ̂² = Σ_w ((Y_w − r̂X_w) / X_w)² / (k − 1), a world's relative deviation, at least
+  (:data:`FLOOR_CV` · r̂)²: a pilot of three deterministic episodes that agreed exactly would
+  otherwise claim an interval of width zero;
+- the prediction variance is τ̂²·Σ_w X'_w² over the worlds of the cells to run (their own
+  deviations) + X²·τ̂²·ΣX_w²/(ΣX_w)² (the error in r̂) + r̂²·Var(X̂) (the sample of shapes);
+- the interval is T̂ ± t(k − 1) · √Var, Student's t at 97.5 %, cut at 0.
 
 A cell whose first response the cache already holds is counted as free (x = 0): a re-run of
 recorded cells replays its answers. Wall time is the sum over episodes, run in waves of the
 episodes run at once (:class:`limbo.run.outlook.PassForecast`) — it assumes the provider keeps
 up with them, and leaves out the run's own start (reading the directory, the preflight). With fewer than two
-episodes of a model observed there is no interval: the estimate is then the yardstick's own
+worlds of a model observed there is no interval: the estimate is then the yardstick's own
 (r = 1) and says so; a pilot (``limbo run --dry-run --pilot N``) runs N cells of each model
 for real, recorded like any other, to learn r.
 """
@@ -43,8 +48,8 @@ from limbo.sim.cell import Cell
 
 LEVEL = 0.95
 FLOOR_CV = 0.10
-"""The residual variance is at least that of cells 10 % off their expected size: a few
-episodes that happened to agree exactly do not make an interval of width zero."""
+"""A world's relative deviation is taken to be at least 10 %: a few episodes that happened to
+agree exactly do not make an interval of width zero."""
 SAMPLE = 400
 """Cells per model whose shape is computed, of those to run and of those observed."""
 UNOBSERVED_CALL_S = 3.0
@@ -102,22 +107,37 @@ def _round(value: float | None) -> float | None:
     return None if value is None else float(f"{value:.6g}")
 
 
-def ratio_total(pairs: list[tuple[float, float]], sample: list[float], size: int) -> Interval:
-    """The total of ``y`` over ``size`` cells whose shapes ``sample`` are a random sample (all
-    of them when ``len(sample) == size``), from observed ``(x, y)`` ``pairs``."""
+def ratio_total(pairs: list[tuple[object, float, float]], sample: list[tuple[object, float]],
+                size: int) -> Interval:
+    """The total of ``y`` over ``size`` cells whose ``(world, x)`` ``sample`` is a random
+    sample (all of them when ``len(sample) == size``), from observed ``(world, x, y)``
+    ``pairs``. Cells of one world are taken to share their deviation from ``r·x`` (see the
+    module docstring)."""
     scale = size / len(sample) if sample else 0.0
-    total_x = scale * sum(sample)
-    n, sx = len(pairs), sum(x for x, _ in pairs)
-    if n == 0 or sx <= 0:
+    total_x = scale * sum(x for _, x in sample)
+    seen = _worlds((w, x, y) for w, x, y in pairs)
+    sx = sum(x for x, _ in seen.values())
+    if not seen or sx <= 0:
         return Interval(total_x)  # nothing observed: the yardstick's own (r = 1)
-    r = sum(y for _, y in pairs) / sx
+    r = sum(y for _, y in seen.values()) / sx
     estimate = r * total_x
-    if n < 2:
+    if len(seen) < 2:
         return Interval(estimate)
-    resid = max(sum((y - r * x) ** 2 / x for x, y in pairs if x > 0) / (n - 1),
-                (FLOOR_CV * r) ** 2 * sx / n)  # sigma^2 of a cell FLOOR_CV off its size
-    var = resid * total_x + total_x ** 2 * resid / sx + r ** 2 * _sample_var(sample, size)
-    return _interval(estimate, var, n - 1)
+    spread = max(sum(((y - r * x) / x) ** 2 for x, y in seen.values() if x > 0)
+                 / (len(seen) - 1), (FLOOR_CV * r) ** 2)
+    rest = sum((scale * x) ** 2 for x, _ in _worlds((w, x, 0.0) for w, x in sample).values())
+    var = (spread * rest + total_x ** 2 * spread * sum(x * x for x, _ in seen.values()) / sx ** 2
+           + r ** 2 * _sample_var([x for _, x in sample], size))
+    return _interval(estimate, var, len(seen) - 1)
+
+
+def _worlds(points: Iterable[tuple[object, float, float]]) -> dict[object, tuple[float, float]]:
+    """``(x, y)`` summed by world."""
+    out: dict[object, tuple[float, float]] = {}
+    for world, x, y in points:
+        had = out.get(world, (0.0, 0.0))
+        out[world] = (had[0] + x, had[1] + y)
+    return out
 
 
 def _sample_var(sample: list[float], size: int) -> float:

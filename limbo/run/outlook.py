@@ -34,6 +34,8 @@ class ModelForecast:
     """Cells of this model to run in the pass."""
     observed: int
     """Episodes of this model recorded, the forecast learned from."""
+    worlds: int
+    """The worlds they fell in (of those whose shape was computed)."""
     cached: int | None
     """Cells to run whose first response the cache holds (estimated from the sample)."""
     usd: Interval | None
@@ -58,12 +60,14 @@ def forecast_model(plan: ModelPlan, price: dict[str, float] | None, probe: Probe
             return 1.0
         return (shape.usd(price) or 0.0) if metric == "usd" else float(shape.calls)
 
-    def sample(metric: str) -> list[float]:
-        return [0.0 if hit else x(c, metric) for c, hit in zip(todo, cached, strict=True)]
+    def sample(metric: str) -> list[tuple[object, float]]:
+        return [(c.seed, 0.0 if hit else x(c, metric))
+                for c, hit in zip(todo, cached, strict=True)]
 
-    def pairs(metric: str, y: Callable[[Observed], float | None]) -> list[tuple[float, float]]:
-        got = [(x(c, metric), y(plan.observed[c.episode_id])) for c in seen]
-        return [(a, b) for a, b in got if b is not None]
+    def pairs(metric: str, y: Callable[[Observed], float | None]
+              ) -> list[tuple[object, float, float]]:
+        got = [(c.seed, x(c, metric), y(plan.observed[c.episode_id])) for c in seen]
+        return [(w, a, b) for w, a, b in got if b is not None]
 
     size = plan.todo.size
     calls = ratio_total(pairs("calls", lambda o: float(o.turns)), sample("calls"), size)
@@ -75,7 +79,8 @@ def forecast_model(plan: ModelPlan, price: dict[str, float] | None, probe: Probe
                                                  sample("usd"), size)
     known = [c for c in cached if c is not None]
     hits = round(size * sum(known) / len(known)) if known and len(known) == len(todo) else None
-    return ModelForecast(plan.spec, size, len(plan.observed), hits, usd, calls, wall, use_shapes)
+    return ModelForecast(plan.spec, size, len(plan.observed), len({c.seed for c in seen}), hits,
+                         usd, calls, wall, use_shapes)
 
 
 def _cached(probe: Probe | None, cell: Cell, shape: Shape | None) -> bool | None:
@@ -121,6 +126,7 @@ class PassForecast:
                 "calls": self.calls.to_json(), "wall_s": self.wall_s.to_json(),
                 "cached_first": self.cached,
                 "models": {m.spec: {"cells": m.cells, "observed": m.observed,
+                                    "worlds": m.worlds,
                                     "cached_first": m.cached, "shaped": m.shaped,
                                     "usd": None if m.usd is None else m.usd.to_json(),
                                     "calls": m.calls.to_json(),
@@ -162,8 +168,8 @@ GUESS = ("a guess from the cells' shapes alone, no interval: --pilot N runs N ce
 
 
 def model_line(m: ModelForecast) -> str:
-    basis = (f"from {plural(m.observed, 'episode')} observed" if m.calls.low is not None
-             else f"{plural(m.observed, 'episode')} observed: {GUESS}")
+    seen = f"{plural(m.observed, 'episode')} observed in {plural(m.worlds, 'world')}"
+    basis = f"from {seen}" if m.calls.low is not None else f"{seen}: {GUESS}"
     cached = "" if m.cached is None else f"; {m.cached:,} start from the response cache"
     return (f"  {m.spec}: {plural(m.cells, 'episode')}: {money(m.usd)}, "
             f"{count(m.calls, 'model call')}, {seconds(m.episode_s)} of episodes ({basis}"
