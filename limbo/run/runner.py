@@ -305,7 +305,8 @@ def _run(cells: Iterable[Cell], ctx: RunContext, executor: Executor, manifest: d
     limits = executor.limits()
     actual = {**tally.summary.total.actual(), "wall_s": round(stopwatch() - started, 3)}
     write_manifest(run.manifest, {**base, "status": status, "stop_reason": reason,
-                                  "ended_at": now_iso(), "ran": tally.ran, "actual": actual,
+                                  "ended_at": now_iso(), "ran": tally.ran,
+                                  **({"actual": actual} if "forecast" in base else {}),
                                   **({"limiter": limits} if limits else {})}, scrubber())
     summary = tally.summary
     if skipped:  # a resumed run: summarise everything recorded, not this pass
@@ -347,14 +348,16 @@ def _manifest(run: RunDir, manifest: dict[str, Any], the_plan: Plan, skipped: in
             "started_at": first.get("started_at") or now_iso(),
             "resumed_at": now_iso() if first.get("started_at") else None, **host_facts(),
             "cells": len(the_plan.mine), "already_done": skipped, "to_run": todo,
-            "quarantined": len(run.scan.bad), "records_offset": _size(run.records),
+            "quarantined": len(run.scan.bad),
+            **({"records_offset": _size(run.records)} if "forecast" in manifest else {}),
             "status": "running", "stop_reason": None,
             "ended_at": None, "ran": 0}
 
 
 def _size(path: Path) -> int:
-    """Where this pass's records start in its records file (``limbo status`` reads what the
-    pass has spent so far from there)."""
+    """Where this pass's records start in its records file: ``limbo status`` reads what a pass
+    that forecast its spending (``forecast`` in its manifest, :mod:`limbo.run.forecast`) has
+    spent so far from there, and the pass records what it spent in the end (``actual``)."""
     try:
         return path.stat().st_size
     except FileNotFoundError:
