@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -121,9 +122,18 @@ def test_price_files_reach_dry_run_and_max_cost(tmp_path: Path) -> None:
     key = {"OPENAI_API_KEY": "sk-test-not-a-real-key"}
     priced = limbo(*base, "--dry-run", "--prices", str(prices), env=key)
     assert priced.returncode == 0, priced.stderr
-    assert "openai/house-model: 4 episodes" in priced.stdout and "~$0.08" in priced.stdout
+    dearer = tmp_path / "dearer.toml"  # twice the price, read after the first: it wins
+    dearer.write_text('["openai/house-model"]\ninput = 2.0\noutput = 4.0\n')
+    twice = limbo(*base, "--dry-run", "--prices", str(prices), "--prices", str(dearer), env=key)
+
+    def usd(text: str) -> float:
+        found = re.search(r"openai/house-model: 4 episodes: \$([0-9.]+)", text)
+        assert found, text
+        return float(found.group(1))
+
+    assert usd(twice.stdout) == pytest.approx(2 * usd(priced.stdout), rel=1e-3)
     unpriced = limbo(*base, "--dry-run", env=key)
-    assert "price unknown" in unpriced.stdout
+    assert "cost unknown (no price)" in unpriced.stdout
     refused = limbo(*base, "--max-cost", "1", env=key)
     assert refused.returncode == 2 and "no price known for openai/house-model" in refused.stderr
     bad = limbo(*base, "--prices", str(tmp_path / "missing.toml"), env=key)

@@ -252,7 +252,7 @@ def test_a_full_disk_is_one_line_a_failed_manifest_no_temporary_file_and_an_exac
         subprocess.run(["mount", "-o", "remount,size=64m", str(disk)], check=True)
         again = spawn("run", *GRID, "--out", str(out), "--quiet", "--workers", workers)
         assert again.returncode == 0, again.stderr
-        assert f"ran {len(reference) - len(kept)} episodes, {len(kept)} already done" in again.stdout
+        assert f"ran {len(reference) - len(kept):,} episodes, {len(kept):,} already done" in again.stdout
         assert records(out) == reference
     finally:
         subprocess.run(["umount", str(disk)], capture_output=True)

@@ -69,7 +69,7 @@ def test_a_reply_that_cannot_be_read_is_a_model_error(capsys, tmp_path, label, p
         assert record["outcome"]["termination"] == "model_error"
         assert needle in record["outcome"]["termination_reason"], record["outcome"]
     status = cli(capsys, "status", str(out))
-    assert status.code == 1 and "2 cell(s) ended in an error" in status.out
+    assert status.code == 1 and "2 cells ended in an error" in status.out
 
 
 def test_an_unreadable_reply_is_retried_like_a_transport_error(capsys, tmp_path) -> None:

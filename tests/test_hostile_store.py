@@ -84,7 +84,7 @@ def test_a_corrupted_line_in_the_middle_is_quarantined_and_its_cell_runs_again(
     again = run(capsys, done)
     assert again.code == 0, again.err
     assert f"quarantined episodes.jsonl line {middle + 1}: " in again.out
-    assert "its cell runs again" in again.out and "ran 1 episodes, 47 already done" in again.out
+    assert "its cell runs again" in again.out and "ran 1 episode, 47 already done" in again.out
     assert records(done) == reference  # the cell ran again; no other record was lost
     entries = [json.loads(x) for x in (done / "quarantine.jsonl").read_text().splitlines()]
     assert len(entries) == 1
@@ -113,7 +113,7 @@ def test_a_torn_last_line_is_repaired_and_reported(capsys, done: Path, reference
     path.write_bytes(b"".join(lines[:-1]) + lines[-1][:100])
     again = run(capsys, done)
     assert "repaired a torn last line (100 bytes)" in again.out
-    assert "ran 1 episodes, 47 already done" in again.out
+    assert "ran 1 episode, 47 already done" in again.out
     assert records(done) == reference
 
 
@@ -132,10 +132,10 @@ def test_a_corrupted_line_in_another_shards_file_is_not_counted_and_is_fixed_by_
             and "the writer of that shard will quarantine it" in first.out)
     assert other.read_bytes() == before  # a file another writer may be appending to
     status = cli(capsys, "status", str(out))
-    assert status.code == 1 and "1 cell(s) missing" in status.out
+    assert status.code == 1 and "1 cell missing" in status.out
     second = run(capsys, out, "--shard", "2/2")
     assert "quarantined episodes.shard-2-of-2.jsonl line 2" in second.out
-    assert "ran 1 episodes" in second.out
+    assert "ran 1 episode" in second.out
     assert records(out) == reference
     assert cli(capsys, "status", str(out)).code == 0
 
@@ -253,7 +253,7 @@ def test_status_reports_missing_errored_and_bad_lines(capsys, done: Path) -> Non
     assert result.code == 1 and not info["ok"]
     assert (info["cells"], info["done"], info["missing"]) == (48, 46, 2)
     assert info["bad_lines"] == ["episodes.jsonl line 4: not JSON (Expecting value at column 1)"]
-    assert "2 cell(s) missing" in info["verdict"]
+    assert "2 cells missing" in info["verdict"]
 
 
 def test_show_of_a_record_limbo_cannot_show_is_one_line(capsys, done: Path) -> None:

@@ -99,7 +99,7 @@ def test_every_bad_message_is_answered_over_stdio_as_over_http(capsys, tmp_path)
         manifest = json.loads((out / "manifest.json").read_text())
         assert manifest["kind"] == "mcp" and manifest["episodes"] == 1
         status = cli(capsys, "status", str(out))  # its own kind: each episode is its cell
-        assert status.code == 0 and "limbo mcp: 1 episode(s) recorded" in status.out
+        assert status.code == 0 and "limbo mcp: 1 episode recorded" in status.out
 
 
 def test_a_port_that_cannot_be_served_is_a_usage_error(capsys, tmp_path) -> None:

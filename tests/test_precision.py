@@ -219,7 +219,7 @@ def test_every_table_and_the_status_say_the_run_stopped_early(capsys, full_and_p
                 f"| {arm['worlds']} of 350 |") in tables.out
     status = cli(capsys, "status", str(precise))
     assert status.code == 0
-    assert f"{1400 - facts['episodes_run']} cell(s) not needed" in status.out
+    assert f"{1400 - facts['episodes_run']:,} cells not needed" in status.out
     assert "verdict: OK — every cell the --precision rule needed is recorded" in status.out
 
 

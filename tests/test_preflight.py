@@ -79,5 +79,5 @@ def test_a_dry_run_needs_neither_key_nor_server(capsys, tmp_path, monkeypatch) -
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     result = cli(capsys, "run", "e1", "--model", "openai/gpt-4o", "--dry-run")
     assert result.code == 0, result.err
-    assert "openai/gpt-4o: 1155 episodes, expected model calls ~6930" in result.out
+    assert "openai/gpt-4o: 1,155 episodes: $" in result.out and "a guess from the" in result.out
     assert "(to run it: model openai/gpt-4o needs an API key: set $OPENAI_API_KEY)" in result.out

@@ -72,7 +72,7 @@ def test_a_grid_on_the_cluster_equals_the_local_run(tmp_path: Path, cluster: Clu
     again = limbo(*GRID, "--executor", "ray", "--ray-address", cluster.address,
                   "--out", str(tmp_path), "--quiet")
     assert again.returncode == 0, again.stderr
-    assert f"ran 0 episodes, {len(reference)} already done" in again.stdout
+    assert f"ran 0 episodes, {len(reference):,} already done" in again.stdout
     assert lines(tmp_path) == len(reference)
 
 
@@ -83,7 +83,7 @@ def test_a_ray_run_resumes_a_local_one_exactly(tmp_path: Path, cluster: Cluster,
     done = limbo(*GRID, "--executor", "ray", "--ray-address", cluster.address,
                  "--out", str(tmp_path), "--quiet")
     assert done.returncode == 0, done.stderr
-    assert f"ran {len(reference) - 700} episodes, 700 already done" in done.stdout
+    assert f"ran {len(reference) - 700:,} episodes, 700 already done" in done.stdout
     assert records(tmp_path) == reference
 
 

@@ -63,7 +63,7 @@ def test_the_plan_line_counts_real_processes_and_real_models(capsys, tmp_path) -
     # 4 x 12 s of harness, 4 x 6 x 3 s of model calls, over 2 at once = 60 s
     assert plan == ("plan: of the 8 episodes to run, 4 drive real harness processes (plana-cli "
                     "4 × ~12 s; measured medians) and 4 call real models (~6 calls each, ~3 s a "
-                    "call assumed): about 60 s of wall time at 2 episode(s) at once "
+                    "call assumed): about 60 s of wall time at 2 episodes at once "
                     "(--concurrency × --workers)")
     again = cli(capsys, "run", "--plugin", plugin, "--harness", "plana-cli", "--harness",
                 "minimal", "--model", "plana/x", "--model", "policy/verify", *ONE, "--out",

@@ -62,6 +62,23 @@ def test_the_errors_by_reason_example_is_what_the_run_prints(tmp_path: Path) -> 
     assert printed == [line.replace("127.0.0.1:8000", f"127.0.0.1:{port}") for line in shown]
 
 
+def test_the_stopped_early_example_is_what_the_run_prints(tmp_path: Path) -> None:
+    """The same command without ``--error-streak 0``: the last line printed is the example."""
+    from support.bad_server import BadServer, Reply
+
+    shown = _text_block("stopped early: ")[0]
+    boom = Reply(500, b'{"error": {"message": "upstream exploded", "type": "server_error"}}')
+    with BadServer(boom) as server:
+        port = server.url.split(":")[2].split("/")[0]
+        command = shlex.split(shown.split("once the cause is fixed: ")[1])[:-1]
+        command = [a.replace("127.0.0.1:8000", f"127.0.0.1:{port}") for a in command]
+        result = subprocess.run([LIMBO, *command[1:]], capture_output=True, text=True,
+                                cwd=tmp_path, timeout=600)
+    assert result.returncode == 1, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == shown.replace("127.0.0.1:8000",
+                                                                   f"127.0.0.1:{port}")
+
+
 def test_the_plan_line_example_is_what_a_dry_run_of_the_paper_grid_prints() -> None:
     from limbo.episode.harness import availability
 

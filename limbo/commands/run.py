@@ -21,6 +21,7 @@ from typing import Any
 from limbo.base.errors import UsageError
 from limbo.base.provenance import provenance
 from limbo.base.secrets import scrub
+from limbo.base.words import plural
 from limbo.commands import check, run_samples
 from limbo.commands.common import (
     add_plugin_flag,
@@ -39,6 +40,7 @@ from limbo.commands.run_checks import (
     retry_value,
     validate,
 )
+from limbo.commands.run_forecast import check_pilot
 from limbo.commands.run_output import Progress, report_end, say
 from limbo.experiments.design import design
 from limbo.experiments.grid import (
@@ -53,6 +55,7 @@ from limbo.log.errored import retried
 from limbo.log.rerun import where
 from limbo.log.store import scan
 from limbo.providers.options import using
+from limbo.run.breaker import STREAK
 from limbo.run.context import Executor, RunContext, Settings
 from limbo.run.local import freeze_heap
 from limbo.run.plan import Plan, plan
@@ -102,8 +105,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     _add_real_model_flags(p)
     add_plugin_flag(p)
     p.add_argument("--dry-run", action="store_true",
-                   help="print the cells, the real harness processes and model calls, their "
-                        "duration and cost; run nothing")
+                   help="print the cells, the real harness processes and model calls, and the "
+                        "forecast of their cost, calls and duration; run nothing (but --pilot)")
+    p.add_argument("--pilot", type=int, metavar="N",
+                   help="with --dry-run: first run N cells of each real model for real "
+                        "(recorded in --out: the run will not run them again), and forecast "
+                        "the rest from them")
     p.add_argument("--episode-timeout", type=float, default=EPISODE_TIMEOUT_S, metavar="S",
                    help=f"wall-clock limit of one episode, in seconds (default "
                         f"{EPISODE_TIMEOUT_S:g}); an episode past it is recorded as timeout")
@@ -124,6 +131,10 @@ def _add_real_model_flags(p: argparse.ArgumentParser) -> None:
                    help="run again the cells whose record ended in infra_error or model_error "
                         "(=timeout: and in timeout); the old records are kept in "
                         "superseded.jsonl, counted by no reader")
+    p.add_argument("--error-streak", type=int, default=STREAK, metavar="N",
+                   help=f"stop the run once N episodes in a row ended in model_error with the "
+                        f"same cause (default {STREAK}; 0: never); the cells left run again "
+                        f"with --retry-errors")
     p.add_argument("--no-preflight", action="store_true",
                    help="do not check each real model with one cheap call before the first "
                         "cell (e.g. to re-run from the response cache without the endpoint)")
@@ -144,9 +155,10 @@ def run_grids(args: argparse.Namespace, console: Any, settings: Settings) -> int
     shard = parse_shard(args.shard) if args.shard else None
     check_numbers(args)
     run_samples.check(args)
+    check_pilot(args)
     check_executor(args)
     outs: list[Path] = []
-    errored = 0
+    code = 0
     grids = load(args)
     with _executor(args, grids) as executor:  # a cluster's workers start while grids are checked
         for text in validate(grids, args):
@@ -158,10 +170,10 @@ def run_grids(args: argparse.Namespace, console: Any, settings: Settings) -> int
             ctx = RunContext(out=Path(), settings=replace(settings, worlds=tuple(world_paths(grid))),
                              workers=args.workers, limit=args.limit, shard=shard,
                              max_cost=args.max_cost, retry=retried(args.retry_errors),
-                             executor=executor)
-            errored += _one_grid(grid, ctx, args, console, outs)
-    code = check.gate_runs(outs, gate, args.junit, console.file) if gate and outs else 0
-    return max(code, 1 if errored else 0)
+                             error_streak=args.error_streak, executor=executor)
+            code = max(code, _one_grid(grid, ctx, args, console, outs))
+    gated = check.gate_runs(outs, gate, args.junit, console.file) if gate and outs else 0
+    return max(code, gated)
 
 
 @contextlib.contextmanager
@@ -193,47 +205,80 @@ def _warm(args: argparse.Namespace) -> None:
 
 def _one_grid(grid: Grid, ctx: RunContext, args: argparse.Namespace, console: Any,
               outs: list[Path]) -> int:
-    """Run (or count) one grid; the errored episodes its run directory holds."""
+    """Run (or count) one grid; its exit status (:func:`limbo.commands.run_output.report_end`)."""
     for text in grid.notices:
         say(console, f"note: {text}")
+    out = args.out or Path("runs") / grid.name
     if args.dry_run:
         from limbo.commands.run_plan import dry_run
 
-        dry_run(grid, ctx.shard, args, console)
-        return 0
-    out = args.out or Path("runs") / grid.name
+        code = _pilot(grid, replace(ctx, out=out), args, console) if args.pilot else 0
+        dry_run(grid, ctx.shard, args, console, out, _kept(out, args))
+        return code
     check_output(out, "--out", run=True)
     outs.append(out)
     return _run_grid(grid, replace(ctx, out=out), args, console)
 
 
-def _run_grid(grid: Grid, ctx: RunContext, args: argparse.Namespace, console: Any) -> int:
+def _pilot(grid: Grid, ctx: RunContext, args: argparse.Namespace, console: Any) -> int:
+    """``--dry-run --pilot N``: run N cells of each real model for real, into the run."""
+    from limbo.commands.run_forecast import pilot_cells
+
+    check_output(ctx.out, "--out", run=True)
+    source = CellSource(grid)
+    the_plan = plan(source, ctx.shard)
+    found = scan(ctx.out) if ctx.out.is_dir() else None
+    recorded = set() if found is None else found.ids - set(found.errored)  # what it learns from
+    only = pilot_cells(source, the_plan, ctx.shard, recorded, args.pilot)
+    if not only:
+        say(console, f"pilot: every real model has {plural(args.pilot, 'episode')} recorded "
+                     f"in {ctx.out} already; nothing to run")
+        return 0
+    _warm_up(source, only)
+    return _run_grid(grid, replace(ctx, only=only), args, console, pilot=True)
+
+
+def _warm_up(source: CellSource, only: frozenset[str]) -> None:
+    """Run one pilot cell offline first (its shape), so that the pilot's first episode does
+    not pay for this process's first imports and world: what a pilot measures per episode is
+    what every later episode costs, and the forecast scales it to the whole pass."""
+    from limbo.run.shapes import shapes
+
+    shapes([next(c for c in source if c.episode_id in only)])
+
+
+def _run_grid(grid: Grid, ctx: RunContext, args: argparse.Namespace, console: Any,
+              pilot: bool = False) -> int:
     out, shard = ctx.out, ctx.shard
     source = CellSource(grid)
     the_plan = plan(source, shard)
     _dropped(grid.name, source.dropped, the_plan, console)
     _same_worlds(out, grid, the_plan)
+    kept = _kept(out, args)
     if args.limit == 0:
-        done = len(set(the_plan.mine) & scan(out).ids) if out.is_dir() else 0
-        say(console, f"grid {grid.name}: --limit 0, so nothing ran; {len(the_plan.mine) - done} "
-                     f"of {len(the_plan.mine)} episodes are left to run in {out}")
+        left = len(the_plan.mine) - len(kept & set(the_plan.mine))
+        say(console, f"grid {grid.name}: --limit 0, so nothing ran; {left:,} of "
+                     f"{plural(len(the_plan.mine), 'episode')} {'is' if left == 1 else 'are'} "
+                     f"left to run in {out}")
         return 0
-    _plan_line(grid, source, the_plan, shard, out, args, console)
+    todo = [i for i in the_plan.mine if i not in kept and (ctx.only is None or i in ctx.only)]
+    todo = todo if args.limit is None else todo[:args.limit]
+    foreseen = _foresee(grid, source, todo, kept, ctx, args, console, pilot)
     argv = [scrub(a) for a in argv_of(args)]
     manifest = {"grid": grid.model_dump(mode="json"), "levels": resolved(grid),
                 "design": design(grid), "dropped": dict(source.dropped), **world_facts(grid), **provenance(),
                 "argv": argv,
                 "transport": transports(resolved(grid)["models"]),
                 "plugins": [where(p) for p in args.plugin],
-                "prices": [str(p.resolve()) for p in args.prices]}
+                "prices": [str(p.resolve()) for p in args.prices], **foreseen}
     schedule = run_samples.schedule(args, grid, source)
-    progress = Progress(console, len(the_plan.mine), args.quiet)
+    progress = Progress(console, len(todo), args.quiet)
     try:
         result = run_cells(source, ctx, manifest, progress, lambda text: say(console, text),
                            the_plan, schedule)
     finally:
         progress.close()
-    code = report_end(result, grid.name, out, console, argv)
+    code = report_end(result, grid.name, out, console, argv, tables=not pilot)
     facts = schedule.facts()["precision"] if schedule is not None else None
     for line in run_samples.end_lines(grid, out, facts):
         say(console, line)
@@ -259,24 +304,43 @@ def _dropped(name: str, dropped: Counter[str], the_plan: Plan, console: Any) -> 
     """Say which cells were dropped and why; a grid left with none runs nothing, which is a
     mistake to fix (a harness not installed here), not a finished run."""
     if the_plan.total == 0 and dropped:
-        why = "; ".join(f"{n} cells: {reason}" for reason, n in sorted(dropped.items()))
+        why = "; ".join(f"{plural(n, 'cell')}: {reason}" for reason, n in sorted(dropped.items()))
         raise UsageError(f"grid {name}: every cell was dropped, so nothing can run ({why})")
     for reason, count in sorted(dropped.items()):
-        say(console, f"dropped {count} cells: {reason}")
+        say(console, f"dropped {plural(count, 'cell')}: {reason}")
 
 
-def _plan_line(grid: Grid, source: CellSource, the_plan: Plan, shard: tuple[int, int] | None,
-               out: Path, args: argparse.Namespace, console: Any) -> None:
+def _foresee(grid: Grid, source: CellSource, todo: list[str], kept: set[str],
+             ctx: RunContext, args: argparse.Namespace, console: Any,
+             pilot: bool) -> dict[str, Any]:
     """Before episodes that start real harness processes or call real models: how many, and
-    about how long (nothing for a grid of reference policies in the minimal loop)."""
-    from limbo.commands.run_plan import count, may_be_real, plan_line
-    from limbo.run.plan import in_shard
+    about how long (nothing for a grid of reference policies in the minimal loop); then the
+    forecast of the pass, printed, and what the manifest records of it."""
+    from limbo.commands.run_forecast import forecast_of
+    from limbo.commands.run_plan import count, may_be_real, model_seconds, plan_line
+    from limbo.run.outlook import total_line
 
     if not may_be_real(resolved(grid)):
-        return
-    done = scan(out).ids if out.is_dir() and not args.retry_errors else set()
-    work = count(c for c in source if in_shard(c.episode_id, shard)
-                 and c.episode_id not in done)
+        return {}
+    wanted = set(todo)
+    work = count(c for c in source if c.episode_id in wanted)
+    at_once = args.concurrency * args.workers
+    forecast = None if pilot or not work.models else forecast_of(source, todo, ctx.out, kept,
+                                                                 at_once)
     if work.cells:
-        pending = len(the_plan.mine) - len(done & set(the_plan.mine))
-        say(console, plan_line(work, pending, args.concurrency * args.workers))
+        say(console, plan_line(work, len(todo), at_once, model_seconds(forecast)))
+    if forecast is not None:
+        say(console, total_line(forecast))
+    return {"pilot": args.pilot} if pilot else (
+        {"forecast": forecast.to_json()} if forecast is not None else {})
+
+
+def _kept(out: Path, args: argparse.Namespace) -> set[str]:
+    """The episodes recorded in ``out`` that this run keeps: all, but those ``--retry-errors``
+    sets aside to run again."""
+    if not out.is_dir():
+        return set()
+    found = scan(out)
+    again = retried(args.retry_errors)
+    return {i for i in found.ids
+            if i not in found.errored or found.errored[i].termination not in again}

@@ -92,6 +92,9 @@ def check_numbers(args: argparse.Namespace) -> None:
         raise UsageError(f"--max-cost must be a finite amount of USD >= 0, got {args.max_cost}")
     if args.allow_unpriced and args.max_cost is None:
         raise UsageError("--allow-unpriced only makes sense with --max-cost")
+    if args.error_streak < 0:
+        raise UsageError(f"--error-streak must be at least 0 (0: never stop), got "
+                         f"{args.error_streak}")
     if args.limit is not None and args.limit < 0:
         raise UsageError(f"--limit must be at least 0, got {args.limit}")
     for name in ("workers", "concurrency"):
@@ -140,7 +143,7 @@ def validate(grids: list[Grid], args: argparse.Namespace) -> list[str]:
         resolved(grid)
         check_comparisons(grid)
         check_size(grid)
-        if not args.dry_run:
+        if not args.dry_run or args.pilot:  # a pilot runs real cells
             reach = not args.no_preflight
             notices += check_models(grid.models, args.max_cost, reach, args.allow_unpriced)
     return list(dict.fromkeys(notices))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from limbo.base.words import plural
 from limbo.log.errored import ERROR_TERMINATIONS, TIMEOUT, retry_command
 from limbo.providers.limiter import progress_note
 from limbo.run import activity
@@ -79,26 +80,68 @@ def say(console: Any, text: str) -> None:
     console.print(text, highlight=False, markup=False, soft_wrap=True)
 
 
-def report_end(result: RunResult, name: str, out: Any, console: Any, argv: list[str]) -> int:
-    """Print how a grid's pass ended; the errored cells left in this run's shard
-    (``infra_error``, ``model_error``), which make ``limbo run`` exit 1."""
-    left = f", {result.left} left to run" if result.left else ""
-    retried = (f" ({result.retried} errored cells set aside and run again)"
+EXIT_ERRORED = 1
+"""Errored cells remain (``--retry-errors`` runs them again), or a gate failed."""
+EXIT_BUDGET = 3
+"""``--max-cost`` stopped the pass with cells left to run."""
+
+
+def report_end(result: RunResult, name: str, out: Any, console: Any, argv: list[str],
+               tables: bool = True) -> int:
+    """Print how a grid's pass ended (without the summary ``tables`` for a pilot); its exit
+    status: :data:`EXIT_BUDGET` when the budget left cells unrun, else :data:`EXIT_ERRORED`
+    when errored cells (``infra_error``, ``model_error``) remain in this run's shard, else 0."""
+    say(console, ("pilot: " if not tables else "") + _ran_line(result, name, out))
+    if result.stopped and result.stopped_by != "errors":
+        say(console, f"stopped: {result.stopped}")
+    if tables:
+        render(result.summary, console)
+    if result.stopped_by == "errors":  # one line: the cause, and what is left to retry
+        say(console, f"stopped early: {result.stopped}; left: {_left(result)}; once the "
+                     f"cause is fixed: {retry_command(argv, False)}")
+    else:
+        _errors(result, console, argv)
+    if result.stopped_by == "budget" and result.left:
+        return EXIT_BUDGET
+    return EXIT_ERRORED if result.errored else 0
+
+
+def _ran_line(result: RunResult, name: str, out: Any) -> str:
+    left = f", {result.left:,} left to run" if result.left else ""
+    retried = (f" ({plural(result.retried, 'errored cell')} set aside and run again)"
                if result.retried else "")
     total = result.summary.total
-    cost = (f"cost ${total.cost:.4f}" + (f" + unknown for {total.cost_unknown} episodes "
-                                          f"without a known price" if total.cost_unknown else ""))
-    say(console, f"grid {name}: ran {result.ran} episodes{retried}, {result.skipped} already "
-                 f"done{left}, in {result.wall_s:.1f}s, {cost} → {out}")
-    if result.stopped:
-        say(console, f"stopped: {result.stopped}")
-    render(result.summary, console)
+    cost = (f"cost ${total.cost:.4f}" + (f" + unknown for {plural(total.cost_unknown, 'episode')}"
+                                          f" without a known price" if total.cost_unknown else ""))
+    return (f"grid {name}: ran {plural(result.ran, 'episode')}{retried}, {result.skipped:,} "
+            f"already done{left}, in {result.wall_s:.1f}s, {cost}{_responses(result)} → {out}")
+
+
+def _responses(result: RunResult) -> str:
+    """Where the pass's model responses came from, when it asked a provider for any."""
+    called, cached = result.responses
+    if not (called or cached):
+        return ""
+    return (f", {plural(called + cached, 'model response')} ({cached:,} from the response "
+            f"cache)")
+
+
+def _left(result: RunResult) -> str:
+    parts = [plural(result.errored, "errored cell")] if result.errored else []
+    if result.left:
+        parts.append(f"{plural(result.left, 'cell')} not run")
+    return " and ".join(parts) or "no cell"
+
+
+def _errors(result: RunResult, console: Any, argv: list[str]) -> None:
+    """The errored and timed-out episodes of the pass by reason, with the commands that run
+    them again."""
     errors = result.summary.errors
     errored, timeouts = errors.count(), errors.count((TIMEOUT,))
     if not errored and not timeouts:
-        return 0
-    say(console, f"{errored} episodes ended in {' or '.join(ERROR_TERMINATIONS)}"
-                 + (f", {timeouts} in timeout" if timeouts else "") + "; by reason:")
+        return
+    say(console, f"{plural(errored, 'episode')} ended in {' or '.join(ERROR_TERMINATIONS)}"
+                 + (f", {timeouts:,} in timeout" if timeouts else "") + "; by reason:")
     for line in errors.lines():
         say(console, line)
     if errored:
@@ -106,4 +149,3 @@ def report_end(result: RunResult, name: str, out: Any, console: Any, argv: list[
                      f"{retry_command(argv, False)}")
     if timeouts:
         say(console, f"to run the timed-out ones again too: {retry_command(argv, True)}")
-    return result.errored

@@ -8,44 +8,28 @@ seconds — so before such a run starts, ``limbo run`` says how many of its epis
 that kind and about how long they take: each harness's measured median per episode
 (:attr:`ProductionHarness.median_wall_s`) plus, for a real model, :data:`EST_TURNS` calls of
 :data:`EST_CALL_S` seconds each, divided by the episodes run at once (``--concurrency`` times
-``--workers``). ``--dry-run`` prints the same per harness and per model, with a cost estimate.
-The numbers are rough by design, and say what they assume.
+``--workers``). That line is rough by design, and says what it assumes; the forecast that
+follows it (:mod:`limbo.commands.run_forecast`) is the measured one. ``--dry-run`` prints both,
+per harness and per model.
 """
 
 from __future__ import annotations
 
-import functools
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from limbo.base.words import duration, plural
+from limbo.run.kinds import calls_a_provider as real_model
+from limbo.run.kinds import harness_median
 from limbo.sim.cell import Cell
+from limbo.sim.transport import joined
 
-# Rough sizes of one model call in an episode, for the estimates only: the tool definitions
-# and instructions dominate the input; replies are short tool calls.
-EST_TURNS, EST_INPUT_TOKENS, EST_OUTPUT_TOKENS = 6, 3000, 150
+EST_TURNS = 6
+"""Assumed model calls of one real-model episode, for the plan line (the forecast learns)."""
 EST_CALL_S = 3.0
 """Assumed wall seconds of one real model call (a hosted model answering a short tool call)."""
-
-
-@functools.cache
-def harness_median(name: str) -> float | None:
-    """The measured median seconds per episode of harness ``name`` when it runs a real
-    process; ``None`` for a harness that runs in this process (the minimal loop)."""
-    from limbo.base.registry import lookup
-
-    value = getattr(lookup("harness", name), "median_wall_s", None)
-    return float(value) if isinstance(value, int | float) else None
-
-
-@functools.cache
-def real_model(spec: str) -> bool:
-    """Whether ``spec``'s adapter calls a model (not a reference policy, script or replay)."""
-    from limbo.base.registry import lookup
-    from limbo.episode.models import parse_model
-
-    return not getattr(lookup("model", parse_model(spec)[0]), "offline", False)
 
 
 @dataclass
@@ -55,8 +39,13 @@ class Work:
     cells: int = 0
     harnesses: Counter[str] = field(default_factory=Counter)
     models: Counter[str] = field(default_factory=Counter)
-    seconds: float = 0.0
-    """Estimated wall seconds, one episode at a time."""
+    harness_s: float = 0.0
+    """Estimated wall seconds of the harness processes, one episode at a time."""
+    model_s: float = 0.0
+    """Assumed wall seconds of the model calls (:data:`EST_TURNS` × :data:`EST_CALL_S`
+    each), one episode at a time: the forecast replaces it when it has one."""
+    specs: dict[str, str] = field(default_factory=dict)
+    """Each model as the cells name it, with how it is reached (its transport)."""
 
     def add(self, cell: Cell) -> None:
         median, real = harness_median(cell.harness), real_model(cell.model)
@@ -65,9 +54,11 @@ class Work:
         self.cells += 1
         if median is not None:
             self.harnesses[cell.harness] += 1
+            self.harness_s += median
         if real:
             self.models[cell.model] += 1
-        self.seconds += (median or 0.0) + (EST_TURNS * EST_CALL_S if real else 0.0)
+            self.model_s += EST_TURNS * EST_CALL_S
+            self.specs.setdefault(cell.model, joined(cell.model, cell.transport))
 
 
 def may_be_real(levels: dict[str, list[str]]) -> bool:
@@ -83,28 +74,25 @@ def count(cells: Iterable[Cell]) -> Work:
     return work
 
 
-def duration(seconds: float) -> str:
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
-
-
-def plan_line(work: Work, total: int, at_once: int) -> str:
-    """The line printed before a run with real processes or real models."""
+def plan_line(work: Work, total: int, at_once: int, model_s: float | None = None) -> str:
+    """The line printed before a run with real processes or real models; ``model_s``: the
+    forecast's wall seconds of the model episodes, one at a time, when there is one."""
     parts = []
     if work.harnesses:
         each = ", ".join(f"{h} {n:,} × ~{harness_median(h):g} s"
                          for h, n in sorted(work.harnesses.items()))
-        parts.append(f"{sum(work.harnesses.values()):,} drive real harness processes ({each}; "
+        n = sum(work.harnesses.values())
+        parts.append(f"{n:,} {'drives' if n == 1 else 'drive'} real harness processes ({each}; "
                      f"measured medians)")
     if work.models:
-        parts.append(f"{sum(work.models.values()):,} call real models (~{EST_TURNS} calls "
-                     f"each, ~{EST_CALL_S:g} s a call assumed)")
-    return (f"plan: of the {total:,} episodes to run, " + " and ".join(parts)
-            + f": about {duration(work.seconds / at_once)} of wall time at {at_once} "
-            f"episode(s) at once (--concurrency × --workers)")
+        n = sum(work.models.values())
+        how = ("as forecast" if model_s is not None else
+               f"~{EST_TURNS} calls each, ~{EST_CALL_S:g} s a call assumed")
+        parts.append(f"{n:,} {'calls' if n == 1 else 'call'} real models ({how})")
+    seconds = work.harness_s + (work.model_s if model_s is None else model_s)
+    return (f"plan: of the {plural(total, 'episode')} to run, " + " and ".join(parts)
+            + f": about {duration(seconds / at_once)} of wall time at "
+            f"{plural(at_once, 'episode')} at once (--concurrency × --workers)")
 
 
 def harness_lines(work: Work) -> list[str]:
@@ -114,65 +102,61 @@ def harness_lines(work: Work) -> list[str]:
             for h, n in sorted(work.harnesses.items())]
 
 
-def estimate_usd(cls: Any, spec: str) -> float | None:
-    """Estimated USD per episode of ``spec`` (adapter class ``cls``); ``None``: price unknown."""
-    from limbo.commands.model_check import price
-    from limbo.episode.models import parse_model
-
-    _, name, params = parse_model(spec)
-    found = price(cls, spec, name, params)
-    if found is None:
-        return None
-    per_call = EST_INPUT_TOKENS * found["input"] + EST_OUTPUT_TOKENS * found["output"]
-    return EST_TURNS * per_call / 1e6
-
-
-def dry_run(grid: Any, shard: tuple[int, int] | None, args: Any, console: Any) -> None:
-    """Count the cells as they stream by (nothing is kept but counts) and print, per model
-    and per real harness, what running them would take."""
+def dry_run(grid: Any, shard: tuple[int, int] | None, args: Any, console: Any, out: Any,
+            kept: set[str]) -> None:
+    """Count the cells as they stream by (nothing is kept but counts and bounded samples) and
+    print, per model and per real harness, what running them would take: for real models, the
+    forecast of the pass (:mod:`limbo.commands.run_forecast`), from what ``out`` holds."""
+    from limbo.commands.run_forecast import forecast_of
     from limbo.experiments.grid import CellSource
+    from limbo.run.outlook import model_line, total_line
     from limbo.run.plan import in_shard
 
     source = CellSource(grid)
     per_model: Counter[str] = Counter()
-    work = Work()
+    work, todo = Work(), []
     for cell in source:
-        if in_shard(cell.episode_id, shard):
+        if in_shard(cell.episode_id, shard) and cell.episode_id not in kept:
             per_model[cell.model] += 1
             work.add(cell)
+            todo.append(cell.episode_id)
     for reason, n in sorted(source.dropped.items()):
-        _say(console, f"dropped {n} cells: {reason}")
-    total = sum(per_model.values())
-    _say(console, f"grid {grid.name}: {total} episodes"
+        _say(console, f"dropped {plural(n, 'cell')}: {reason}")
+    _say(console, f"grid {grid.name}: {plural(len(todo), 'episode')} to run"
          + (f" (shard {shard[0]}/{shard[1]})" if shard else ""))
+    at_once = args.concurrency * args.workers
+    forecast = forecast_of(source, todo, out, kept, at_once) if work.models else None
+    by_model = {m.spec: m for m in forecast.models} if forecast else {}
     for model, n in per_model.items():
-        _say(console, f"  {model}: {n} episodes, {_model_note(model, n)}")
+        if model in by_model:
+            _say(console, model_line(by_model[model]) + _needs(work.specs[model]))
+        else:
+            _say(console, f"  {model}: {plural(n, 'episode')}, no model calls (runs offline)")
     for line in harness_lines(work):
         _say(console, line)
-    _say(console, f"expected model calls: ~{sum(work.models.values()) * EST_TURNS} (about "
-         f"{EST_TURNS} per real-model episode)")
+    if forecast is not None:
+        _say(console, total_line(forecast))
     if work.cells:
-        _say(console, plan_line(work, total, args.concurrency * args.workers))
+        _say(console, plan_line(work, len(todo), at_once, model_seconds(forecast)))
 
 
-def _model_note(spec: str, n: int) -> str:
-    """Calls and cost of ``n`` episodes of ``spec``, and what it still needs to run here (its
-    SDK, its key): a dry run needs neither."""
+def model_seconds(forecast: Any) -> float | None:
+    """The forecast's wall seconds of the model episodes, one at a time, if it learned them."""
+    if forecast is None or forecast.calls.low is None:
+        return None
+    return float(forecast.wall_s.estimate * forecast.at_once)
+
+
+def _needs(spec: str) -> str:
+    """What ``spec`` still needs to run here (its SDK, its key): a dry run needs neither."""
     from limbo.base.errors import UsageError
-    from limbo.base.registry import lookup
     from limbo.commands.model_check import built
-    from limbo.episode.models import parse_model
 
-    if not real_model(spec):
-        return "no model calls (runs offline)"
-    usd = estimate_usd(lookup("model", parse_model(spec)[0]), spec)
-    note = (f"expected model calls ~{n * EST_TURNS}, "
-            + ("price unknown" if usd is None else f"~${n * usd:.2f}"))
     try:
         built(spec, False)
     except UsageError as exc:
-        note += f" (to run it: {exc})"
-    return note
+        return f" (to run it: {exc})"
+    return ""
 
 
 def _say(console: Any, text: str) -> None:

@@ -20,8 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from limbo.base.errors import UsageError
+from limbo.base.words import plural
 from limbo.commands import run_samples
 from limbo.commands.common import console
+from limbo.commands.spent import spend_line, spent
 from limbo.log.errored import ERROR_TERMINATIONS, TIMEOUT, ErrorGroups, retry_command
 from limbo.log.rated import ERRORED
 from limbo.log.runlock import active_claims, describe_holder
@@ -94,7 +96,8 @@ def report(run_dir: Path) -> dict[str, Any]:
         "bad_lines": [b.describe() for b in result.bad],
         "quarantined": _count_lines(run_dir / QUARANTINE),
         "files": {name: vars(stats) for name, stats in result.files.items()},
-        "passes": [_pass(name, m, result) for name, m in found.items()],
+        "passes": [{**_pass(name, m, result), "forecast": m.get("forecast"),
+                    "spent": spent(run_dir, m)} for name, m in found.items()],
         "proxy": proxy,
     }
 
@@ -134,15 +137,15 @@ def verdict(info: dict[str, Any]) -> tuple[bool, str]:
     if info["writers"]:
         problems.append("a writer is running")
     if info["bad_lines"]:
-        problems.append(f"{len(info['bad_lines'])} line(s) in the records files are not valid "
+        problems.append(f"{plural(len(info['bad_lines']), 'line')} in the records files are not valid "
                         f"records (the next run of their shard quarantines them)")
     if info["missing"]:
-        problems.append(f"{info['missing']} cell(s) missing (re-run the same command to resume)")
+        problems.append(f"{plural(info['missing'], 'cell')} missing (re-run the same command to resume)")
     if info["cells"] is None:
         problems.append("no manifest says how many cells the grid has")
     errored = sum(info["errored"].get(t, 0) for t in ERROR_TERMINATIONS)
     if errored:
-        problems.append(f"{errored} cell(s) ended in an error (retry them with --retry-errors)")
+        problems.append(f"{plural(errored, 'cell')} ended in an error (retry them with --retry-errors)")
     if problems:
         return False, "; ".join(problems)
     if info["unsampled"]:
@@ -160,22 +163,24 @@ def _lines(info: dict[str, Any]) -> list[str]:
                f"missing, {info['rated']} rated, errored: {errored}")
     out += _error_lines(info)
     if info["precision"]:
-        out.append(f"precision: {info['precision']}; {info['unsampled']} cell(s) not needed")
-    out.append(f"quarantine: {info['quarantined']} line(s) in {QUARANTINE}; "
-               f"{len(info['bad_lines'])} bad line(s) still in the records files")
+        out.append(f"precision: {info['precision']}; {plural(info['unsampled'], 'cell')} not needed")
+    out.append(f"quarantine: {plural(info['quarantined'], 'line')} in {QUARANTINE}; "
+               f"{plural(len(info['bad_lines']), 'bad line')} still in the records files")
     if info["superseded"]:
-        out.append(f"superseded: {info['superseded']} earlier attempt(s) of retried cells in "
+        out.append(f"superseded: {plural(info['superseded'], 'earlier attempt')} of retried cells in "
                    f"{SUPERSEDED} (history: counted by no reader)")
     out += [f"  {line}" for line in info["bad_lines"][:20]]
     out += proxy_status.lines(info["proxy"]) if info["proxy"] else []
     for p in info["passes"]:
         if p["kind"] != GRID:
-            out.append(f"limbo {p['kind']}: {p['done']} episode(s) recorded, each its own "
+            out.append(f"limbo {p['kind']}: {plural(p['done'], 'episode')} recorded, each its own "
                        f"cell; the last: {p['last_episode']}")
             continue
         what = f"shard {p['shard']}" if p["shard"] else "whole grid"
         reason = f" ({p['stop_reason']})" if p["stop_reason"] else ""
         out.append(f"{what}: {p['done']} of {p['cells']} done; last pass {p['status']}{reason}")
+        if p.get("spent") is not None:
+            out.append(f"  {spend_line(p['forecast'], p['spent'])}")
     return out
 
 

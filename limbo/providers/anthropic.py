@@ -15,8 +15,9 @@ from typing import Any
 
 from limbo.episode.models import Message, ToolDef, model_adapter
 from limbo.providers import messages_api
-from limbo.providers.base import IncompleteStream, ProviderAdapter, body, parsing
+from limbo.providers.base import ProviderAdapter
 from limbo.providers.encoded import absolute
+from limbo.providers.replies import IncompleteStream, body, parsing, unfailed
 from limbo.providers.wire import Reply
 
 
@@ -29,13 +30,13 @@ class AnthropicAdapter(ProviderAdapter):
     key_env = "ANTHROPIC_API_KEY"
     models_path = "/v1/models"
     models_query = {"limit": 1000}
+    url_env = "ANTHROPIC_BASE_URL"
+    default_url = "https://api.anthropic.com"
+    wire_api = "messages"
 
     def _make_client(self, key: str) -> Any:
-        kwargs: dict[str, Any] = {"api_key": key, "max_retries": 0,
-                                  "http_client": self._http_client()}
-        if self.params.get("base_url"):
-            kwargs["base_url"] = str(self.params["base_url"])
-        return self.sdk.AsyncAnthropic(**kwargs)
+        return self.sdk.AsyncAnthropic(api_key=key, max_retries=0, base_url=self.base_url(),
+                                       http_client=self._http_client())
 
     def _request(self, messages: list[Message], tools: list[ToolDef]) -> dict[str, Any]:
         request = messages_api.request(messages, tools, self.model, self.params)
@@ -54,7 +55,7 @@ class AnthropicAdapter(ProviderAdapter):
                                        stream=self.stream,
                                        stream_cls=self.sdk.AsyncStream[object])
             if not self.stream:
-                return messages_api.reply(body(answer))
+                return messages_api.reply(unfailed(body(answer), messages_api.failure))
             acc = messages_api.MessagesAccumulator()
             async for event in answer:
                 acc.add(body(event))

@@ -12,11 +12,9 @@ part of a cache key, and any error text that reaches a record or a log is scrubb
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import importlib
 import importlib.util
-from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from limbo.base.environ import getenv
@@ -26,19 +24,28 @@ from limbo.base.secrets import MASK, MIN_LEN, scrub, watch
 from limbo.episode.models import EpisodeContext, Message, ModelAdapter, ModelTurn, ToolDef
 from limbo.providers import clients
 from limbo.providers.cache import ResponseCache, default_cache
+from limbo.providers.calls import current as call_count
 from limbo.providers.encoded import wire_bytes
 from limbo.providers.limiter import limiter_for, limiter_key
 from limbo.providers.params import check_params
 from limbo.providers.pricing import cost, price_for
+from limbo.providers.replies import (
+    IncompleteStream,
+    StreamFailure,
+    UnparseableReply,
+    checked,
+)
 from limbo.providers.retry import Retryable, RetryPolicy, describe, retry_after, with_retries
 from limbo.providers.wire import Reply
 
 COMMON_PARAMS = frozenset({"stream", "timeout", "max_attempts", "base_url", "api_key_env",
                            "prices", "temperature", "top_p", "max_tokens",
                            "parallel_tool_calls"})
-TRANSPORT_PARAMS = frozenset({"stream", "timeout", "max_attempts", "api_key_env", "prices"})
-"""Parameters that change how we talk to the provider, not what the model answers: left out
-of the cache key."""
+TRANSPORT_PARAMS = frozenset({"stream", "timeout", "max_attempts", "api_key_env", "prices",
+                              "base_url", "api"})
+"""Parameters left out of the cache key's parameters: those that change how we talk to the
+provider, not what the model answers, and the endpoint and API, which the key holds apart
+(:meth:`ProviderAdapter.endpoint`)."""
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 RETRYABLE_CODES = frozenset({"rate_limit_exceeded", "server_error", "rate_limit_error",
                              "overloaded_error", "api_error", "internal_server_error"})
@@ -46,61 +53,6 @@ NO_KEY = "not-needed"
 MAX_CONNECTIONS = 1000
 """Connections one shared client may hold to its endpoint (the SDKs' own cap)."""
 _DEFAULT: Any = object()
-
-
-class IncompleteStream(Exception):
-    """A stream ended without its terminal event (a truncated response): retryable."""
-
-
-class UnparseableReply(Exception):
-    """A reply we cannot read — a body that is not JSON (an HTML error page with status 200, a
-    ``null``, a non-JSON stream line), not the provider's format, or impossible usage: retried
-    like a transport error, then ``model_error``."""
-
-
-class EmptyReply(UnparseableReply):
-    """A reply with neither text nor tool calls (``{}``): the model said nothing, which is not
-    the agent finishing."""
-
-
-@contextlib.contextmanager
-def parsing() -> Iterator[None]:
-    """Reading a reply: what goes wrong while decoding or walking it is the reply's fault."""
-    try:
-        yield
-    except (AttributeError, KeyError, IndexError, TypeError, ValueError, ArithmeticError,
-            RecursionError) as exc:
-        if isinstance(exc, UnparseableReply):
-            raise
-        raise UnparseableReply(f"unreadable reply ({type(exc).__name__}: {str(exc)[:200]})") from None
-
-
-def body(response: Any) -> dict[str, Any]:
-    """A decoded reply (or stream event) as a dict; :class:`UnparseableReply` when the body was
-    not a JSON object (the SDKs hand back the raw text, ``None`` or a list then)."""
-    if not isinstance(response, dict):
-        kind = "null" if response is None else f"a {type(response).__name__}"
-        raise UnparseableReply(f"unreadable reply (the body is {kind}, not a JSON object)")
-    return response
-
-
-def checked(reply: Reply) -> Reply:
-    """``reply`` if its token counts are counts and it says something."""
-    for name in ("input", "cached", "cache_write", "output"):
-        value = getattr(reply.tokens, name)
-        if type(value) is not int or value < 0:
-            raise UnparseableReply(f"unreadable reply (usage: {name} tokens = {value!r})")
-    if not reply.tool_calls and not (reply.text or "").strip():
-        raise EmptyReply("empty reply (no text and no tool calls)")
-    return reply
-
-
-class StreamFailure(Exception):
-    """The provider reported a failure inside a stream (``response.failed``, ``error``)."""
-
-    def __init__(self, code: str | None, message: str) -> None:
-        super().__init__(f"{code or 'error'}: {message}")
-        self.code = code
 
 
 class ProviderAdapter(ModelAdapter):
@@ -113,6 +65,11 @@ class ProviderAdapter(ModelAdapter):
     models_path: ClassVar[str] = "/models"
     """Where the endpoint lists its models (the preflight reads it), and the query to send."""
     models_query: ClassVar[dict[str, Any]] = {}
+    url_env: ClassVar[str] = ""
+    """The variable the SDK reads its endpoint from when none is given, and its default."""
+    default_url: ClassVar[str] = ""
+    wire_api: ClassVar[str] = ""
+    """The wire API spoken, when the class speaks one (:meth:`flavour`)."""
 
     def __init__(self, model: str, *, retry: RetryPolicy | None = None,
                  cache: ResponseCache | None = _DEFAULT, **params: Any) -> None:
@@ -174,6 +131,15 @@ class ProviderAdapter(ModelAdapter):
 
         preflight(self, transport_errors())
 
+    def route_probe(self) -> bool:
+        """Whether the preflight asks the model's route even when the endpoint lists the
+        model (:mod:`.preflight`)."""
+        return False
+
+    def route_hint(self) -> str:
+        """What to try when the endpoint answers 404 on the route this adapter calls."""
+        return ""
+
     def scrub(self, text: str) -> str:
         """``text`` with the API key (and any other credential we know of) masked."""
         if len(self._key) >= MIN_LEN:
@@ -192,8 +158,25 @@ class ProviderAdapter(ModelAdapter):
         return self._client
 
     def _make_client(self, key: str) -> Any:
-        """A new SDK client (no retries of its own; the timeout is given per request)."""
+        """A new SDK client (no retries of its own; the timeout is given per request), for
+        :meth:`base_url`."""
         raise NotImplementedError
+
+    def base_url(self) -> str:
+        """The endpoint this adapter calls: its ``base_url``, else the one the SDK would
+        choose (``$OPENAI_BASE_URL`` / ``$ANTHROPIC_BASE_URL``, else the provider's). The
+        client is given it explicitly, so the cache key and the calls always agree."""
+        given = self.params.get("base_url") or getenv(self.url_env) or self.default_url
+        return str(given).rstrip("/")
+
+    def flavour(self) -> str:
+        """The wire API spoken (``responses``, ``chat``, ``messages``)."""
+        return self.wire_api
+
+    def endpoint(self) -> str:
+        """Who answers: provider, API and URL. Part of the cache key, so that one model name
+        served by two servers — or by one server through two APIs — never shares answers."""
+        return f"{self.provider}:{self.flavour()}@{self.base_url()}"
 
     def _http_client(self) -> Any:
         """The SDK's HTTP client over aiohttp (its ``aiohttp`` extra), keeping every connection
@@ -237,19 +220,29 @@ class ProviderAdapter(ModelAdapter):
         """Parameters that can change the model's answer (the cache key's share of them)."""
         return {k: v for k, v in sorted(self.params.items()) if k not in TRANSPORT_PARAMS}
 
+    def cache_key(self, messages: list[Message], tools: list[ToolDef], seed: int) -> str:
+        """The response cache's key of this turn (:meth:`ResponseCache.key`)."""
+        return ResponseCache.key(self.spec, self.behaviour_params(), messages, tools, seed,
+                                 self.endpoint())
+
     async def generate(self, messages: list[Message], tools: list[ToolDef],
                        ctx: EpisodeContext) -> ModelTurn:
         key = None
+        count = call_count()
         if self.cache is not None:
-            key = ResponseCache.key(self.spec, self.behaviour_params(), messages, tools, ctx.seed)
+            key = self.cache_key(messages, tools, ctx.seed)
             hit = self.cache.get(key)
             if hit is not None:
+                if count is not None:
+                    count.cached += 1
                 return hit
         reply = await self._with_retries(messages, tools, ctx)
         turn = ModelTurn(text=reply.text, tool_calls=reply.tool_calls,
                          usage=reply.tokens.usage(cost(self.price, reply.tokens)))
+        if count is not None:
+            count.answered(turn.usage.cost_usd)
         if self.cache is not None and key is not None:
-            self.cache.put(key, self.spec, turn)
+            self.cache.put(key, self.spec, turn)  # only a reply that passed `checked`
         return turn
 
     async def _with_retries(self, messages: list[Message], tools: list[ToolDef],
@@ -257,8 +250,12 @@ class ProviderAdapter(ModelAdapter):
         request = wire_bytes(self._request(messages, tools), tools)  # once per turn, not per attempt
         limiter = limiter_for(self.limit_key)
 
+        count = call_count()
+
         async def attempt() -> Reply:
             self.calls += 1
+            if count is not None:
+                count.attempts += 1
             await limiter.acquire()
             status, wait = None, None
             try:
@@ -337,8 +334,9 @@ class ProviderAdapter(ModelAdapter):
             return UsageError(f"{self.spec}: the provider rejected the API key "
                               f"(HTTP {status}); check ${self.params.get('api_key_env', self.key_env)}")
         if status == 404:
+            hint = self.route_hint()
             return UsageError(self.scrub(f"{self.spec}: not found at the provider (HTTP 404): "
-                                         f"{describe(exc)}"))
+                                         f"{describe(exc)}" + (f"; {hint}" if hint else "")))
         return ModelError(self.scrub(f"{self.spec}: {describe(exc)}"))
 
 

@@ -1,11 +1,16 @@
 """A disk cache of model responses, so that re-running a grid costs nothing.
 
-The key is a digest of everything that determines a response: the model, the parameters that
-change what the model does (not transport settings such as ``stream`` or ``timeout``), the
-conversation, the tools, and the episode's seed. The seed is part of the key on purpose: two
+The key is a digest of everything that determines a response: who answers (the endpoint's
+identity — provider, wire API and base URL: one model name served by two servers, or by one
+server through two APIs, is two models here), the model, the parameters that change what the
+model does (not transport settings such as ``stream`` or ``timeout``), the conversation, the
+tools, and the episode's seed. The seed is part of the key on purpose: two
 samples of the same cell under different seeds must stay independent draws, never collapse
 into one cached answer. A hit returns the stored turn, usage and cost included, so the re-run's
-records are identical to the first run's.
+records are identical to the first run's. Only a turn the provider answered well is stored: a
+failure, an unreadable or empty reply, or a reply that reports an error is raised before it
+could be (:mod:`limbo.providers.base`). Keys of version 1 (before the endpoint was part of
+them) are never read again.
 
 Files are written atomically (temp file + rename), one per response, in a two-level fan-out
 (``ab/abcdef....json``) — safe under several worker processes sharing one directory. Nothing
@@ -34,7 +39,7 @@ from limbo.providers.options import current
 log = logging.getLogger("limbo.providers")
 
 ENV = "LIMBO_CACHE_DIR"
-KEY_VERSION = 1
+KEY_VERSION = 2
 
 
 class ResponseCache:
@@ -47,14 +52,19 @@ class ResponseCache:
 
     @staticmethod
     def key(model: str, params: dict[str, Any], messages: list[Message], tools: list[ToolDef],
-            seed: int) -> str:
-        material = {"v": KEY_VERSION, "model": model, "params": params, "seed": seed,
+            seed: int, endpoint: str = "") -> str:
+        material = {"v": KEY_VERSION, "endpoint": endpoint, "model": model, "params": params,
+                    "seed": seed,
                     "messages": [m.model_dump(mode="json") for m in messages],
                     "tools": [t.model_dump(mode="json") for t in tools]}
         return digest(material, 40)
 
     def _path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"
+
+    def holds(self, key: str) -> bool:
+        """Whether a response is stored under ``key`` (not counted as a hit or a miss)."""
+        return self._path(key).is_file()
 
     def get(self, key: str) -> ModelTurn | None:
         path = self._path(key)

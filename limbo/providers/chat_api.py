@@ -11,7 +11,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from limbo.episode.models import Message, ModelTurn, ToolCall, ToolDef
-from limbo.providers.wire import Reply, Tokens, args_text, none_if_empty, parse_args, text_of
+from limbo.providers.wire import (
+    Reply,
+    Tokens,
+    args_text,
+    error_text,
+    none_if_empty,
+    parse_args,
+    text_of,
+)
 
 # ---------------------------------------------------------------- adapter side
 
@@ -55,6 +63,21 @@ def reply(completion: dict[str, Any]) -> Reply:
              for c in msg.get("tool_calls") or []]
     return Reply(none_if_empty(text_of(msg.get("content"))), calls,
                  _tokens(completion.get("usage")))
+
+
+def failure(data: dict[str, Any]) -> str | None:
+    """What a ``chat.completion`` (or one of its stream chunks) says went wrong, if it says
+    so: an ``error`` member beside or inside a choice, or ``finish_reason: error`` (proxies and
+    routers answer an upstream failure that way, with status 200)."""
+    raw = data.get("choices")
+    choices = raw if isinstance(raw, list) else []
+    for found in (data, *(c for c in choices if isinstance(c, dict))):
+        error = found.get("error")
+        if error:
+            return error_text(error)
+        if found.get("finish_reason") == "error":
+            return "finish_reason: error"
+    return None
 
 
 def _tokens(usage: dict[str, Any] | None) -> Tokens:

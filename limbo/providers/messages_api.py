@@ -18,6 +18,7 @@ from limbo.providers.wire import (
     Tokens,
     args_object,
     args_text,
+    error_text,
     from_object,
     is_error_result,
     merge_assistant,
@@ -86,6 +87,14 @@ def reply(message: dict[str, Any]) -> Reply:
             calls.append(ToolCall(id=block.get("id", ""), name=block.get("name", ""),
                                   arguments=from_object(block.get("input"))))
     return Reply(none_if_empty("".join(texts)), calls, _tokens(message.get("usage")))
+
+
+def failure(message: dict[str, Any]) -> str | None:
+    """What a Messages answer says went wrong, if it is an error object
+    (``{"type": "error", "error": {...}}``) sent with status 200."""
+    if message.get("type") == "error" or message.get("error"):
+        return error_text(message.get("error") or "error")
+    return None
 
 
 def _tokens(usage: dict[str, Any] | None) -> Tokens:

@@ -17,15 +17,9 @@ from typing import Any
 from limbo.base.errors import UsageError
 from limbo.episode.models import Message, ToolDef, model_adapter
 from limbo.providers import chat_api, responses_api
-from limbo.providers.base import (
-    COMMON_PARAMS,
-    IncompleteStream,
-    ProviderAdapter,
-    StreamFailure,
-    body,
-    parsing,
-)
+from limbo.providers.base import COMMON_PARAMS, ProviderAdapter
 from limbo.providers.encoded import absolute
+from limbo.providers.replies import IncompleteStream, StreamFailure, body, parsing, unfailed
 from limbo.providers.wire import Reply
 
 APIS = ("responses", "chat")
@@ -39,6 +33,8 @@ class OpenAIAdapter(ProviderAdapter):
     extra = "openai"
     key_env = "OPENAI_API_KEY"
     params_allowed = COMMON_PARAMS | {"api", "reasoning_effort", "seed"}
+    url_env = "OPENAI_BASE_URL"
+    default_url = "https://api.openai.com/v1"
 
     def __init__(self, model: str, **params: Any) -> None:
         super().__init__(model, **params)
@@ -49,12 +45,25 @@ class OpenAIAdapter(ProviderAdapter):
     def api(self) -> str:
         return str(self.params.get("api", "responses"))
 
+    def flavour(self) -> str:
+        return self.api
+
+    def route_probe(self) -> bool:
+        """An OpenAI-compatible server (any endpoint but OpenAI's) often serves Chat
+        Completions only, and lists its models all the same: the preflight asks the Responses
+        route too."""
+        return self.api == "responses" and self.base_url() != self.default_url
+
+    def route_hint(self) -> str:
+        if self.api != "responses":
+            return ""
+        return (f"the server may not serve the Responses API (POST {self.base_url()}/responses)"
+                f"; if it speaks Chat Completions, add api=chat to the model "
+                f"({self.spec}?api=chat&...)")
+
     def _make_client(self, key: str) -> Any:
-        kwargs: dict[str, Any] = {"api_key": key, "max_retries": 0,
-                                  "http_client": self._http_client()}
-        if self.params.get("base_url"):
-            kwargs["base_url"] = str(self.params["base_url"])
-        return self.sdk.AsyncOpenAI(**kwargs)
+        return self.sdk.AsyncOpenAI(api_key=key, max_retries=0, base_url=self.base_url(),
+                                    http_client=self._http_client())
 
     def _request(self, messages: list[Message], tools: list[ToolDef]) -> dict[str, Any]:
         api = chat_api if self.api == "chat" else responses_api
@@ -83,7 +92,8 @@ class OpenAIAdapter(ProviderAdapter):
     async def _responses(self, request: bytes) -> Reply:
         with parsing():
             if not self.stream:
-                return responses_api.reply(body(await self._post("/responses", request)))
+                return responses_api.reply(unfailed(body(await self._post("/responses", request)),
+                                                    responses_api.failure))
             final: dict[str, Any] | None = None
             async for event in await self._post("/responses", request):
                 data = body(event)
@@ -100,10 +110,11 @@ class OpenAIAdapter(ProviderAdapter):
     async def _chat(self, request: bytes) -> Reply:
         with parsing():
             if not self.stream:
-                return chat_api.reply(body(await self._post("/chat/completions", request)))
+                return chat_api.reply(unfailed(body(await self._post("/chat/completions", request)),
+                                               chat_api.failure))
             acc = chat_api.ChatAccumulator()
             async for chunk in await self._post("/chat/completions", request):
-                acc.add(body(chunk))
+                acc.add(unfailed(body(chunk), chat_api.failure))
             if not acc.done:
                 raise IncompleteStream("no chunk with a finish_reason")
             return acc.reply()

@@ -7,10 +7,15 @@ What stops the run (a :class:`UsageError`, nothing written):
   :data:`PROBE_TIMEOUT_S`);
 - it rejects the key (HTTP 401 or 403);
 - it does not know the model: its list of models (``GET …/models``, free) does not name it,
-  and a one-line request of at most :data:`PROBE_TOKENS` output tokens for it answers 404.
+  and a one-line request of at most :data:`PROBE_TOKENS` output tokens for it answers 404;
+- it knows the model but not the route the run would ask it on: an OpenAI-compatible server
+  (any ``base_url`` but OpenAI's) that lists the model and answers the one-line Responses
+  request with 404 or 405 — many serve Chat Completions only — stops the run with a hint to add
+  ``api=chat`` (:meth:`~limbo.providers.base.ProviderAdapter.route_hint`), rather than letting
+  the first cell fail with a bare 404.
 
-The list is all that is asked when it names the model. The request is made only when it does
-not, since some servers answer to names they do not list (llama.cpp answers any name;
+The list is all that is asked when it names the model, but for that route check. The request
+is made when it does not, since some servers answer to names they do not list (llama.cpp answers any name;
 Anthropic lists dated ids but takes aliases): the request is what the run would do, so its
 answer decides. A server that lists no models (no such route) gets no request: its name is not
 checked. Anything else (a 429, a 5xx, an unreadable answer) does not stop the run: the
@@ -55,6 +60,10 @@ class Probe(Protocol):
 
     def scrub(self, text: str) -> str: ...
 
+    def route_probe(self) -> bool: ...
+
+    def route_hint(self) -> str: ...
+
     def _request(self, messages: list[Message], tools: list[ToolDef]) -> dict[str, Any]: ...
 
     async def _call(self, request: bytes) -> Reply: ...
@@ -66,6 +75,8 @@ PROBE_TOKENS = 16
 """The output cap of the probe request (the Responses API takes no less than 16)."""
 LISTED = 8
 """Model ids quoted in the message for an unknown model."""
+ROUTE_MISSING = (404, 405)
+"""What a server without the route answers (Not Found, Method Not Allowed)."""
 
 
 def preflight(adapter: Probe, transport: tuple[type[BaseException], ...]) -> None:
@@ -81,9 +92,12 @@ def preflight(adapter: Probe, transport: tuple[type[BaseException], ...]) -> Non
 async def _check(probe: Probe, transport: tuple[type[BaseException], ...]) -> None:
     try:
         listed = await _listed(probe, transport)
-        if listed is None or probe.model in listed or f"{probe.model}:latest" in listed:
-            return
-        await _ask(probe, listed, transport)
+        named = listed is not None and (probe.model in listed
+                                        or f"{probe.model}:latest" in listed)
+        if listed is not None and not named:
+            await _ask(probe, listed, transport)
+        elif named and probe.route_probe():  # the model is there: is the route it is asked on?
+            await _ask(probe, None, transport, route=True)
     finally:
         await probe.aclose()
 
@@ -104,13 +118,18 @@ async def _listed(probe: Probe,
     return {str(m["id"]) for m in data if isinstance(m, dict) and "id" in m}
 
 
-async def _ask(probe: Probe, listed: set[str],
-               transport: tuple[type[BaseException], ...]) -> None:
-    """One short request for the model, as the run would make it."""
+async def _ask(probe: Probe, listed: set[str] | None,
+               transport: tuple[type[BaseException], ...], route: bool = False) -> None:
+    """One short request for the model, as the run would make it; with ``route``, asked only
+    to learn whether the endpoint serves the route (it lists the model)."""
     request = wire_bytes(probe._request([Message(role="user", content="Answer OK.")], []), [])
     try:
         await probe._call(request)
     except Exception as exc:  # noqa: BLE001 - sorted below: what stops the run is raised
+        if route and getattr(exc, "status_code", None) in ROUTE_MISSING:
+            raise UsageError(probe.scrub(
+                f"{probe.spec}: {_url(probe)} knows the model but not the route it is asked "
+                f"on ({describe(exc)}): {probe.route_hint()}")) from None
         _stop_for(probe, exc, listed, transport)
 
 
@@ -132,9 +151,10 @@ def _stop_for(probe: Probe, exc: BaseException, listed: set[str] | None,
     if status == 404 and listed is not None:  # the list was served, so 404 is the model's
         offered = ", ".join(sorted(listed)[:LISTED]) or "none"
         more = f" and {len(listed) - LISTED} more" if len(listed) > LISTED else ""
+        hint = probe.route_hint()
         raise UsageError(probe.scrub(
             f"{probe.spec}: {url} does not know the model {probe.model!r} ({describe(exc)}); "
-            f"it lists: {offered}{more}"))
+            f"it lists: {offered}{more}" + (f" (or: {hint})" if hint else "")))
 
 
 def _why(exc: BaseException) -> str:

@@ -21,6 +21,7 @@ from limbo.providers.wire import (
     Reply,
     Tokens,
     args_text,
+    error_text,
     merge_assistant,
     none_if_empty,
     parse_args,
@@ -102,6 +103,16 @@ def reply(response: dict[str, Any]) -> Reply:
             calls.append(ToolCall(id=item.get("call_id") or item.get("id") or "", name=name,
                                   arguments=parse_args(item.get("arguments"))))
     return Reply(none_if_empty("".join(texts)), calls, _tokens(response.get("usage")))
+
+
+def failure(response: dict[str, Any]) -> str | None:
+    """What a Responses ``response`` says went wrong, if it says so: ``status: failed`` or an
+    ``error`` object."""
+    if response.get("error"):
+        return error_text(response["error"])
+    if response.get("status") == "failed":
+        return "status: failed"
+    return None
 
 
 def _tokens(usage: dict[str, Any] | None) -> Tokens:

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 
 from limbo.base.errors import ModelError
 from limbo.base.rng import Rng
+from limbo.base.words import plural
 
 log = logging.getLogger("limbo.providers")
 T = TypeVar("T")
@@ -93,7 +94,7 @@ async def with_retries(call: Callable[[], Awaitable[T]], policy: RetryPolicy,
             if verdict is None:
                 raise
             if attempt >= policy.max_attempts:
-                raise ModelError(scrub(f"{what}: gave up after {attempt} attempts; last error: "
+                raise ModelError(scrub(f"{what}: gave up after {plural(attempt, 'attempt')}; last error: "
                                        f"{verdict.reason}")) from None
             wait = policy.delay(attempt, rng(), verdict.retry_after_s)
             log.warning("%s: %s; retry %d/%d in %.2fs", what, scrub(verdict.reason), attempt,

@@ -98,6 +98,14 @@ def _is_text(part: dict[str, Any]) -> bool:
         "text" in part)
 
 
+def error_text(error: Any) -> str:
+    """A reported error, in one line: its code or type and its message when it has them."""
+    if isinstance(error, dict):
+        parts = [str(error[k]) for k in ("code", "type", "message") if error.get(k)]
+        return ": ".join(parts) or json.dumps(error)[:200]
+    return str(error)
+
+
 def none_if_empty(text: str | None) -> str | None:
     return text if text else None
 

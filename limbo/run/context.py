@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from limbo.providers.options import ProviderOptions
+from limbo.run.breaker import STREAK
 from limbo.sim.config import EPISODE_TIMEOUT_S
 
 if TYPE_CHECKING:
@@ -71,6 +72,11 @@ class RunContext:
     :class:`~limbo.run.budget.Budget` that enforces it."""
     retry: tuple[str, ...] = ()
     """Terminations whose cells run again (``--retry-errors``)."""
+    only: frozenset[str] | None = None
+    """Run only these cells of the grid (a pilot, :mod:`limbo.run.forecast`); ``None``: all."""
+    error_streak: int = STREAK
+    """Episodes in a row ended in ``model_error`` with one cause that stop the pass
+    (``--error-streak``; 0: never), :mod:`limbo.run.breaker`."""
     executor: Executor | None = None
     """``None``: :func:`limbo.run.local.local_executor` of ``workers``."""
 
@@ -89,6 +95,10 @@ class Sink(Protocol):
 
     def emit_group(self, items: list[Item]) -> None:
         """A group of records, written with one write."""
+
+    def halted(self) -> bool:
+        """Whether the pass stops starting episodes (:mod:`limbo.run.breaker`): the cells
+        handed out no longer run."""
 
 
 class Executor(Protocol):

@@ -65,9 +65,10 @@ class Forked:
         assert budget is None or isinstance(budget, SharedBudget), "made by Forked.budget"
         if self.host is None:
             self.host = LimiterHost()
-        given = _Given(ctx.settings, budget, self.host.path, "", sink.keep_fds)
+        halt = multiprocessing.get_context("fork").Value("b", 0, lock=False)
+        given = _Given(ctx.settings, budget, self.host.path, "", sink.keep_fds, halt)
         size = max(1, min(CHUNK, sink.total // (2 * ctx.workers)))
-        Pool(ctx.workers, given, sink.scrub).run(chunks(cells, size), sink.emit_group)
+        Pool(ctx.workers, given, sink.scrub).run(chunks(cells, size), _halting(sink, halt))
 
     def limits(self) -> dict[str, dict[str, int]] | None:
         """The shared limiter's :meth:`~limbo.run.leases.SlotKeeper.report` (``None``: no
@@ -78,6 +79,26 @@ class Forked:
         if self.host is not None:
             self.host.close()
             self.host = None
+
+
+def _halting(sink: Sink, halt: Any) -> EmitGroup:
+    """``sink.emit_group`` that raises the workers' shared flag once the writer halts the
+    pass (:mod:`limbo.run.breaker`): each worker then starts none of the cells it holds."""
+
+    def emit(items: list[Item]) -> None:
+        sink.emit_group(items)
+        if not halt.value and sink.halted():
+            halt.value = 1
+
+    return emit
+
+
+def _until_halted(cells: Iterator[Cell], halt: Any) -> Iterator[Cell]:
+    """``cells`` until the writer raises the shared flag."""
+    for cell in cells:
+        if halt.value:
+            return
+        yield cell
 
 
 def chunks(cells: Iterator[Cell], size: int) -> Iterator[list[Cell]]:
@@ -153,6 +174,8 @@ class _Given:
     """What the shared limiter knows this worker by."""
     close: list[int]
     """The parent's lock and records file: a worker holds neither."""
+    halt: Any = None
+    """A flag in shared memory the writer raises to stop the pass (``None``: never)."""
 
 
 def _worker(conn: Connection, given: _Given, siblings: list[Connection],
@@ -169,13 +192,14 @@ def _worker(conn: Connection, given: _Given, siblings: list[Connection],
     outbox = _Outbox(conn)
 
     def sink(cell: Cell, record: EpisodeRecord) -> None:
-        outbox.add((encoded(record, cell, scrub), *tallied(record["cell"], record["outcome"])))
+        outbox.add((encoded(record, cell, scrub), *tallied(record)))
 
     try:
         pulled = _pull(conn, outbox)
-        asyncio.run(stream(pulled, given.settings, sink, given.budget))
+        mine = pulled if given.halt is None else _until_halted(pulled, given.halt)
+        asyncio.run(stream(mine, given.settings, sink, given.budget))
         outbox.flush()
-        for _cell in pulled:  # refused by the budget: the parent sends no more cells
+        for _cell in pulled:  # refused by the budget, or halted: the parent sends no more cells
             pass
         conn.send(("done",))
     except (BrokenPipeError, EOFError, ConnectionResetError):

@@ -13,16 +13,18 @@ from __future__ import annotations
 import asyncio
 import gc
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import Any, cast
 
 from limbo.base.errors import UsageError
 from limbo.episode.run_one import arun_episode, unbuilt_record
 from limbo.log.records import EpisodeRecord
 from limbo.log.store import encode
+from limbo.providers.calls import counting
 from limbo.providers.clients import ClientPool, bound, shared_clients
 from limbo.providers.options import using
 from limbo.run.budget import Budget, LocalBudget, cost_of
 from limbo.run.context import RunContext, Settings, Sink
+from limbo.run.summary import tallied
 from limbo.sim.cell import Cell
 
 Emit = Callable[[bytes, Mapping[str, Any], Mapping[str, Any]], None]
@@ -49,6 +51,16 @@ def freeze_heap() -> None:
     gc.freeze()
 
 
+async def counted_episode(cell: Cell, timeout: float | None) -> EpisodeRecord:
+    """One episode, with how its model turns were answered — by the provider or from the
+    response cache — in ``runtime.model_calls`` (:mod:`limbo.providers.calls`)."""
+    with counting() as calls:
+        record = await arun_episode(cell, timeout=timeout)
+    if calls.seen:
+        cast(dict[str, Any], record["runtime"])["model_calls"] = calls.to_json()
+    return record
+
+
 def encoded(record: EpisodeRecord, cell: Cell, scrub: Callable[[str], str]) -> bytes:
     """The record's line; a record that cannot be written as strict JSON becomes an
     ``infra_error`` record of its cell saying why, so the grid goes on and the cell is counted."""
@@ -71,7 +83,7 @@ class InProcess:
     def run(self, cells: Iterator[Cell], ctx: RunContext, budget: Budget | None,
             sink: Sink) -> None:
         def write(cell: Cell, record: EpisodeRecord) -> None:
-            sink.emit(encoded(record, cell, sink.scrub), record["cell"], record["outcome"])
+            sink.emit(encoded(record, cell, sink.scrub), *tallied(record))
 
         asyncio.run(stream(cells, ctx.settings, write, budget))
 
@@ -107,7 +119,7 @@ class _Stream:
 
     async def one(self, cell: Cell) -> None:
         try:
-            record = await arun_episode(cell, timeout=self.settings.episode_timeout)
+            record = await counted_episode(cell, self.settings.episode_timeout)
         except BaseException:
             if self.budget is not None:
                 await self.budget.abandon()

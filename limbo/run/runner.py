@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -47,10 +47,12 @@ from limbo.log.store import (
     temp_name,
     write_manifest,
 )
-from limbo.run.context import Executor, Item, RunContext
+from limbo.run.breaker import Breaker
+from limbo.run.context import Executor, RunContext
 from limbo.run.plan import Plan, plan
 from limbo.run.precision import Precision
 from limbo.run.summary import Summary
+from limbo.run.tally import Round, Tally
 from limbo.sim.cell import Cell
 
 Notice = Callable[[str], None]
@@ -75,6 +77,11 @@ class RunResult:
     errored: int = 0
     """Cells of this shard whose record ended in an error (``infra_error``, ``model_error``)
     after this pass: the run is not complete until they run again."""
+    stopped_by: str | None = None
+    """What stopped the pass early: ``budget`` (``--max-cost``) or ``errors`` (the same
+    provider failure again and again, :mod:`limbo.run.breaker`)."""
+    responses: tuple[int, int] = (0, 0)
+    """The pass's model turns: answered by the provider, and replayed from the cache."""
 
 
 class RunDir:
@@ -193,70 +200,6 @@ def _same_grid(out: Path, the_plan: Plan, name: str) -> None:
                 f"another --out, or the same grid and flags as before")
 
 
-def _todo(cells: Iterable[Cell], ids: set[str]) -> Iterator[Cell]:
-    """The cells whose ids are in ``ids``, each once."""
-    for cell in cells:
-        if cell.episode_id in ids:
-            ids.discard(cell.episode_id)
-            yield cell
-
-
-class _Tally:
-    """Writes each record and keeps the counts and the summary (the executor's
-    :class:`~limbo.run.context.Sink`)."""
-
-    def __init__(self, writer: RecordWriter, total: int, keep_fds: list[int],
-                 on_result: Callable[[int, int, Summary], None] | None,
-                 observe: Callable[[bytes], None] | None = None) -> None:
-        self.writer, self.total, self.on_result = writer, total, on_result
-        self.observe = observe
-        """Hears every record's line once it is written (a ``--precision`` schedule)."""
-        self.keep_fds = keep_fds
-        """The run's lock and records file: a forked worker closes them."""
-        self.summary, self.ran = Summary(), 0
-        self.scrub = scrubber()
-
-    def emit(self, line: bytes, cell: Mapping[str, Any], outcome: Mapping[str, Any]) -> None:
-        self.writer.write(line)
-        self.summary.add(cell, outcome)
-        self.ran += 1
-        if self.observe is not None:
-            self.observe(line)
-        if self.on_result is not None:
-            self.on_result(self.ran, self.total, self.summary)
-
-    def emit_group(self, items: list[Item]) -> None:
-        """A worker's group of records, written with one ``write``: a failed write is cut back
-        off the file whole (:class:`RecordWriter`), so the file still never ends in part of a
-        record, and none of the group counts as done."""
-        if not items:
-            return
-        self.writer.write(b"".join(item[0] for item in items))
-        for line, cell, outcome in items:
-            self.summary.add(cell, outcome)
-            if self.observe is not None:
-                self.observe(line)
-        self.ran += len(items)
-        if self.on_result is not None:
-            self.on_result(self.ran, self.total, self.summary)
-
-
-class _Round:
-    """The tally as an executor sees it for one ``--precision`` round: a pass of the round's
-    cells (a forked pass sizes its chunks by ``total``, so a small round still reaches every
-    worker), whose records go to the run's one tally."""
-
-    def __init__(self, tally: _Tally, total: int) -> None:
-        self.tally, self.total = tally, total
-        self.scrub, self.keep_fds = tally.scrub, tally.keep_fds
-
-    def emit(self, line: bytes, cell: Mapping[str, Any], outcome: Mapping[str, Any]) -> None:
-        self.tally.emit(line, cell, outcome)
-
-    def emit_group(self, items: list[Item]) -> None:
-        self.tally.emit_group(items)
-
-
 def local_executor(workers: int) -> Executor:
     """The executor of ``--workers``: this process, or forked ones."""
     from limbo.run.forked import Forked
@@ -292,33 +235,42 @@ def _run(cells: Iterable[Cell], ctx: RunContext, executor: Executor, manifest: d
          notice: Notice, started: float, schedule: Precision | None = None) -> RunResult:
     assert run.writer is not None
     retried = run.retried
-    pending = [i for i in the_plan.mine if i not in run.scan.ids]
+    pending = [i for i in the_plan.mine if i not in run.scan.ids
+               and (ctx.only is None or i in ctx.only)]
     todo = pending if ctx.limit is None else pending[:ctx.limit]
-    skipped = len(the_plan.mine) - len(pending)
+    skipped = sum(1 for i in the_plan.mine if i in run.scan.ids)
     ctx = replace(ctx, workers=_workers(ctx.workers, len(todo), notice))
     base = {**_manifest(run, manifest, the_plan, skipped, len(todo)), "retried": retried}
     write_manifest(run.manifest, base, scrubber())
     fds = [run.writer.fd, *([run.lock.fd] if run.lock.fd is not None else [])]
-    tally = _Tally(run.writer, len(todo), fds, on_result,
+    tally = PassTally(run.writer, len(todo), fds, on_result, Breaker(ctx.error_streak),
                    schedule.observe if schedule is not None else None)
     budget = None if ctx.max_cost is None else executor.budget(ctx.max_cost)
-    status, reason = "complete", None
+    status, reason, by = "complete", None, None
     try:
         if schedule is None:
-            executor.run(_todo(cells, set(todo)), ctx, budget, tally)
+            executor.run(todo(cells, set(todo), tally.halted), ctx, budget, tally)
         else:
             schedule.read(record_files(ctx.out), set(the_plan.mine) - set(pending))
-            schedule.drive(lambda batch: executor.run(iter(batch), ctx, budget,
-                                                      _Round(tally, len(batch))), ctx.limit)
+            schedule.drive(lambda batch: executor.run(
+                todo(batch, {c.episode_id for c in batch}, tally.halted), ctx, budget,
+                Round(tally, len(batch))), ctx.limit)
+            if tally.halted():
+                schedule.stopped = tally.breaker.tripped
     except BaseException as exc:
         _fail(run, base, tally, exc)
         raise
     short = tally.ran < len(todo) if schedule is None else schedule.stopped is not None
-    if short and ctx.max_cost is not None:
-        status, reason = "stopped", f"--max-cost {ctx.max_cost} would be exceeded by the next episode"
+    if short and tally.breaker.tripped is not None:
+        status, reason, by = "stopped", tally.breaker.tripped, "errors"
+    elif short and ctx.max_cost is not None:
+        status, reason, by = ("stopped", f"--max-cost {ctx.max_cost} would be exceeded by the "
+                                         f"next episode", "budget")
     limits = executor.limits()
+    actual = {**tally.summary.total.actual(), "wall_s": round(stopwatch() - started, 3)}
     write_manifest(run.manifest, {**base, "status": status, "stop_reason": reason,
                                   "ended_at": now_iso(), "ran": tally.ran,
+                                  **({"actual": actual} if "forecast" in base else {}),
                                   **({"limiter": limits} if limits else {}),
                                   **(schedule.facts() if schedule is not None else {})}, scrubber())
     summary = tally.summary
@@ -327,7 +279,8 @@ def _run(cells: Iterable[Cell], ctx: RunContext, executor: Executor, manifest: d
     left = len(pending) - tally.ran if schedule is None else schedule.unfinished()
     return RunResult(summary, tally.ran, skipped, left, reason,
                      stopwatch() - started, retried, _errored_before(run, the_plan)
-                     + tally.summary.errors.count())
+                     + tally.summary.errors.count(), by,
+                     (tally.summary.total.responses, tally.summary.total.cached))
 
 
 def _errored_before(run: RunDir, the_plan: Plan) -> int:
@@ -361,11 +314,23 @@ def _manifest(run: RunDir, manifest: dict[str, Any], the_plan: Plan, skipped: in
             "started_at": first.get("started_at") or now_iso(),
             "resumed_at": now_iso() if first.get("started_at") else None, **host_facts(),
             "cells": len(the_plan.mine), "already_done": skipped, "to_run": todo,
-            "quarantined": len(run.scan.bad), "status": "running", "stop_reason": None,
+            "quarantined": len(run.scan.bad),
+            **({"records_offset": _size(run.records)} if "forecast" in manifest else {}),
+            "status": "running", "stop_reason": None,
             "ended_at": None, "ran": 0}
 
 
-def _fail(run: RunDir, base: dict[str, Any], tally: _Tally, exc: BaseException) -> None:
+def _size(path: Path) -> int:
+    """Where this pass's records start in its records file: ``limbo status`` reads what a pass
+    that forecast its spending (``forecast`` in its manifest, :mod:`limbo.run.forecast`) has
+    spent so far from there, and the pass records what it spent in the end (``actual``)."""
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
+
+
+def _fail(run: RunDir, base: dict[str, Any], tally: PassTally, exc: BaseException) -> None:
     """Say in the manifest how the run ended; on a full disk, first free the reserve."""
     if run.reserve is not None and isinstance(exc, StoreError):
         run.reserve.release()

@@ -31,9 +31,22 @@ class Tally:
     timeout: int = 0
     cost: float = 0.0
     cost_unknown: int = 0
+    responses: int = 0
+    """Model turns the provider answered (``runtime.model_calls``, as :func:`tallied` hands
+    it over with the outcome)."""
+    cached: int = 0
+    """Model turns replayed from the response cache."""
+    attempts: int = 0
+    billed: float = 0.0
+    """What the provider's turns cost (a cached turn costs nothing)."""
+    billed_unknown: int = 0
+    """Episodes with a provider turn of unknown price."""
 
     def add(self, outcome: Mapping[str, Any]) -> None:
         self.episodes += 1
+        calls = outcome.get("model_calls")
+        if isinstance(calls, Mapping):
+            self._calls(calls)
         cost = outcome.get("cost_usd")
         if cost is None:
             self.cost_unknown += 1
@@ -53,6 +66,23 @@ class Tally:
         self.task_success += outcome["task_success"]
         self.exactly_once += outcome["exactly_once"]
         self.overclaim += outcome["overclaim"]
+
+    def _calls(self, calls: Mapping[str, Any]) -> None:
+        self.responses += int(calls.get("responses") or 0)
+        self.cached += int(calls.get("cached") or 0)
+        self.attempts += int(calls.get("attempts") or 0)
+        billed = calls.get("billed_usd")
+        if isinstance(billed, int | float):
+            self.billed += billed
+        else:
+            self.billed_unknown += 1
+
+    def actual(self) -> dict[str, Any]:
+        """What the episodes tallied here spent, for the manifest beside the forecast."""
+        return {"episodes": self.episodes,
+                "usd": None if self.billed_unknown else round(self.billed, 10),
+                "usd_recorded": None if self.cost_unknown else round(self.cost, 10),
+                "calls": self.responses, "cached": self.cached, "attempts": self.attempts}
 
     @property
     def errors(self) -> int:
@@ -105,12 +135,16 @@ TALLIED_OUTCOME = ("cost_usd", "termination", "fault_fired", "duplicate", "task_
                    "exactly_once", "overclaim", "termination_reason")
 
 
-def tallied(cell: Mapping[str, Any], outcome: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The fields of a record's cell and outcome that :meth:`Summary.add` reads: what a worker
-    process sends the writer with each record's line (pickling the whole cell and outcome
-    both ways cost twice as much as the line itself)."""
+def tallied(record: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The fields of a record's cell and outcome that :meth:`Summary.add` reads, with how its
+    model turns were answered (``runtime.model_calls``) beside the outcome's: what an executor
+    hands the writer with each record's line (pickling the whole cell and outcome both ways
+    cost a worker process twice as much as the line itself)."""
+    cell, outcome = record["cell"], record["outcome"]
+    calls = (record.get("runtime") or {}).get("model_calls")
     return ({k: cell[k] for k in TALLIED_CELL},
-            {k: outcome[k] for k in TALLIED_OUTCOME if k in outcome})
+            {**{k: outcome[k] for k in TALLIED_OUTCOME if k in outcome},
+             **({"model_calls": calls} if calls else {})})
 
 
 def _pct(value: float | None) -> str:

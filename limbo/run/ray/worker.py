@@ -34,7 +34,8 @@ from limbo.providers.clients import ClientPool, bound
 from limbo.providers.options import using
 from limbo.run.budget import Budget, cost_of
 from limbo.run.context import Settings
-from limbo.run.local import HOLD_S, encoded, freeze_heap
+from limbo.run.local import HOLD_S, counted_episode, encoded, freeze_heap
+from limbo.run.summary import tallied
 from limbo.sim.cell import Cell
 
 Item = tuple[str, bytes, Mapping[str, Any], Mapping[str, Any]]
@@ -163,14 +164,12 @@ class EpisodeWorker:
 
     async def _one(self, cell: Cell, setup: Setup) -> Ended:
         """Run ``cell`` once the gate and the budget let it start; ``None``: refused."""
-        from limbo.episode.run_one import arun_episode
-
         budget = setup.budget
         async with self.gate:
             if budget is not None and not await budget.admit():
                 return cell, None
             try:
-                record = await arun_episode(cell, timeout=setup.settings.episode_timeout)
+                record = await counted_episode(cell, setup.settings.episode_timeout)
             except BaseException:
                 if budget is not None:
                     await budget.abandon()
@@ -184,7 +183,7 @@ class EpisodeWorker:
 
         scrub = scrubber()  # after the episodes: their adapters have named the keys they read
         return CellBatch(node=node, version=__version__, items=[
-            (cell.episode_id, encoded(record, cell, scrub), record["cell"], record["outcome"])
+            (cell.episode_id, encoded(record, cell, scrub), *tallied(record))
             for cell, record in ended if record is not None],
             refused=sum(1 for _, record in ended if record is None))
 
