@@ -52,7 +52,7 @@ from limbo.run.context import Executor, RunContext
 from limbo.run.plan import Plan, plan
 from limbo.run.precision import Precision
 from limbo.run.summary import Summary
-from limbo.run.tally import Round, Tally
+from limbo.run.tally import PassTally, Round, wanted
 from limbo.sim.cell import Cell
 
 Notice = Callable[[str], None]
@@ -249,11 +249,11 @@ def _run(cells: Iterable[Cell], ctx: RunContext, executor: Executor, manifest: d
     status, reason, by = "complete", None, None
     try:
         if schedule is None:
-            executor.run(todo(cells, set(todo), tally.halted), ctx, budget, tally)
+            executor.run(wanted(cells, set(todo), tally.halted), ctx, budget, tally)
         else:
             schedule.read(record_files(ctx.out), set(the_plan.mine) - set(pending))
             schedule.drive(lambda batch: executor.run(
-                todo(batch, {c.episode_id for c in batch}, tally.halted), ctx, budget,
+                wanted(batch, {c.episode_id for c in batch}, tally.halted), ctx, budget,
                 Round(tally, len(batch))), ctx.limit)
             if tally.halted():
                 schedule.stopped = tally.breaker.tripped

@@ -15,7 +15,7 @@ from limbo.run.summary import Summary
 from limbo.sim.cell import Cell
 
 
-def todo(cells: Iterable[Cell], ids: set[str], halted: Callable[[], bool]) -> Iterator[Cell]:
+def wanted(cells: Iterable[Cell], ids: set[str], halted: Callable[[], bool]) -> Iterator[Cell]:
     """The cells whose ids are in ``ids``, each once, until ``halted()``."""
     for cell in cells:
         if halted():
@@ -87,3 +87,6 @@ class Round:
 
     def emit_group(self, items: list[Item]) -> None:
         self.tally.emit_group(items)
+
+    def halted(self) -> bool:
+        return self.tally.halted()
