@@ -176,7 +176,7 @@ def test_the_summary_and_table_14_print_the_same_numbers(capsys, runs) -> None:
     found = Replicates.of(cells_and_outcomes(record_files(runs["noisy"])))
     again = cli(capsys, "run", "--model", NOISY, *CELLS, "--repeats", "5", "--out",
                 str(runs["noisy"]))
-    assert again.code == 0 and "ran 0 episodes, 1600 already done" in again.out
+    assert again.code == 0 and "ran 0 episodes, 1,600 already done" in again.out
     line = f"pass^5 {found.pass_k(5).shown()}, consistent {found.consistent().shown()}"
     assert line in again.out
     table = cli(capsys, "tables", str(runs["noisy"]), "--table", "14")
