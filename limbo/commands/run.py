@@ -104,13 +104,6 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     run_samples.add_flags(p)
     _add_real_model_flags(p)
     add_plugin_flag(p)
-    p.add_argument("--dry-run", action="store_true",
-                   help="print the cells, the real harness processes and model calls, and the "
-                        "forecast of their cost, calls and duration; run nothing (but --pilot)")
-    p.add_argument("--pilot", type=int, metavar="N",
-                   help="with --dry-run: first run N cells of each real model for real "
-                        "(recorded in --out: the run will not run them again), and forecast "
-                        "the rest from them")
     p.add_argument("--episode-timeout", type=float, default=EPISODE_TIMEOUT_S, metavar="S",
                    help=f"wall-clock limit of one episode, in seconds (default "
                         f"{EPISODE_TIMEOUT_S:g}); an episode past it is recorded as timeout")
@@ -123,6 +116,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 def _add_real_model_flags(p: argparse.ArgumentParser) -> None:
     """The flags for runs against real endpoints: budgets, errored cells, the preflight."""
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the cells, the real harness processes and model calls, and the "
+                        "forecast of their cost, calls and duration; run nothing (but --pilot)")
+    p.add_argument("--pilot", type=int, metavar="N",
+                   help="with --dry-run: first run N cells of each real model for real "
+                        "(recorded in --out: the run will not run them again), and forecast "
+                        "the rest from them")
     p.add_argument("--allow-unpriced", action="store_true",
                    help="with --max-cost: run models without a known price too (the budget "
                         "cannot count their cost)")

@@ -76,7 +76,7 @@ def t975(df: int) -> float:
 
 
 @dataclass(frozen=True)
-class Interval:
+class Foreseen:
     """A forecast total: the estimate, and its interval when one could be had."""
 
     estimate: float
@@ -90,8 +90,8 @@ class Interval:
             return None
         return self.low <= value <= self.high
 
-    def scaled(self, factor: float) -> Interval:
-        return Interval(self.estimate * factor, _mul(self.low, factor), _mul(self.high, factor),
+    def scaled(self, factor: float) -> Foreseen:
+        return Foreseen(self.estimate * factor, _mul(self.low, factor), _mul(self.high, factor),
                         None if self.var is None else self.var * factor ** 2, self.df)
 
     def to_json(self) -> dict[str, Any]:
@@ -108,7 +108,7 @@ def _round(value: float | None) -> float | None:
 
 
 def ratio_total(pairs: list[tuple[object, float, float]], sample: list[tuple[object, float]],
-                size: int) -> Interval:
+                size: int) -> Foreseen:
     """The total of ``y`` over ``size`` cells whose ``(world, x)`` ``sample`` is a random
     sample (all of them when ``len(sample) == size``), from observed ``(world, x, y)``
     ``pairs``. Cells of one world are taken to share their deviation from ``r·x`` (see the
@@ -118,11 +118,11 @@ def ratio_total(pairs: list[tuple[object, float, float]], sample: list[tuple[obj
     seen = _worlds((w, x, y) for w, x, y in pairs)
     sx = sum(x for x, _ in seen.values())
     if not seen or sx <= 0:
-        return Interval(total_x)  # nothing observed: the yardstick's own (r = 1)
+        return Foreseen(total_x)  # nothing observed: the yardstick's own (r = 1)
     r = sum(y for _, y in seen.values()) / sx
     estimate = r * total_x
     if len(seen) < 2:
-        return Interval(estimate)
+        return Foreseen(estimate)
     spread = max(sum(((y - r * x) / x) ** 2 for x, y in seen.values() if x > 0)
                  / (len(seen) - 1), (FLOOR_CV * r) ** 2)
     rest = sum((scale * x) ** 2 for x, _ in _worlds((w, x, 0.0) for w, x in sample).values())
@@ -150,17 +150,17 @@ def _sample_var(sample: list[float], size: int) -> float:
     return size ** 2 * (1 - s / size) * spread / s
 
 
-def _interval(estimate: float, var: float, df: int) -> Interval:
+def _interval(estimate: float, var: float, df: int) -> Foreseen:
     half = t975(df) * math.sqrt(max(var, 0.0))
-    return Interval(estimate, max(0.0, estimate - half), estimate + half, var, df)
+    return Foreseen(estimate, max(0.0, estimate - half), estimate + half, var, df)
 
 
-def summed(parts: list[Interval]) -> Interval:
+def summed(parts: list[Foreseen]) -> Foreseen:
     """The sum of independent totals; an interval only when every part has one (Student's t
     at the fewest degrees of freedom among them: conservative)."""
     estimate = sum(p.estimate for p in parts)
     if not parts or any(p.var is None or p.df is None for p in parts):
-        return Interval(estimate)
+        return Foreseen(estimate)
     return _interval(estimate, sum(p.var or 0.0 for p in parts),
                      min(p.df or 1 for p in parts))
 

@@ -12,7 +12,7 @@ from limbo.base.words import duration, plural
 from limbo.run.forecast import (
     LEVEL,
     UNOBSERVED_CALL_S,
-    Interval,
+    Foreseen,
     ModelPlan,
     Observed,
     ratio_total,
@@ -38,10 +38,10 @@ class ModelForecast:
     """The worlds they fell in (of those whose shape was computed)."""
     cached: int | None
     """Cells to run whose first response the cache holds (estimated from the sample)."""
-    usd: Interval | None
+    usd: Foreseen | None
     """``None``: the model has no known price."""
-    calls: Interval
-    episode_s: Interval
+    calls: Foreseen
+    episode_s: Foreseen
     """The episodes' wall seconds, summed."""
     shaped: bool
     """Whether cells were told apart by their shapes (else each counts alike)."""
@@ -74,7 +74,7 @@ def forecast_model(plan: ModelPlan, price: dict[str, float] | None, probe: Probe
     wall_pairs = pairs("calls", lambda o: o.wall_s)
     wall = ratio_total(wall_pairs, sample("calls"), size)
     if not wall_pairs:
-        wall = Interval(calls.estimate * UNOBSERVED_CALL_S)
+        wall = Foreseen(calls.estimate * UNOBSERVED_CALL_S)
     usd = None if price is None else ratio_total(pairs("usd", lambda o: o.cost),
                                                  sample("usd"), size)
     known = [c for c in cached if c is not None]
@@ -97,16 +97,16 @@ class PassForecast:
     at_once: int
 
     @property
-    def usd(self) -> Interval | None:
+    def usd(self) -> Foreseen | None:
         parts = [m.usd for m in self.models]
         return None if any(p is None for p in parts) else summed([p for p in parts if p])
 
     @property
-    def calls(self) -> Interval:
+    def calls(self) -> Foreseen:
         return summed([m.calls for m in self.models])
 
     @property
-    def wall_s(self) -> Interval:
+    def wall_s(self) -> Foreseen:
         """The pass's wall time: its episodes' seconds, run ``at_once`` at a time — in waves,
         so a pass of 5 episodes at 4 at once takes two episodes' time, not 5/4 of one."""
         cells = sum(m.cells for m in self.models)
@@ -143,21 +143,21 @@ def forecast_pass(plans: dict[str, ModelPlan], price: Price, probe: Probe | None
 # ------------------------------------------------------------------ in words
 
 
-def money(value: Interval | None) -> str:
+def money(value: Foreseen | None) -> str:
     if value is None:
         return "cost unknown (no price)"
     return f"${value.estimate:.4g}" + _range(value, lambda v: f"{v:.4g}")
 
 
-def count(value: Interval, word: str) -> str:
+def count(value: Foreseen, word: str) -> str:
     return f"{plural(round(value.estimate), word)}" + _range(value, lambda v: f"{v:,.0f}")
 
 
-def seconds(value: Interval) -> str:
+def seconds(value: Foreseen) -> str:
     return duration(value.estimate) + _range(value, duration)
 
 
-def _range(value: Interval, fmt: Callable[[float], str]) -> str:
+def _range(value: Foreseen, fmt: Callable[[float], str]) -> str:
     if value.low is None or value.high is None:
         return ""
     return f" [{fmt(value.low)}, {fmt(value.high)}]"

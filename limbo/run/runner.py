@@ -48,6 +48,7 @@ from limbo.log.store import (
     write_manifest,
 )
 from limbo.run.breaker import Breaker
+from limbo.run.budget import Budget
 from limbo.run.context import Executor, RunContext
 from limbo.run.plan import Plan, plan
 from limbo.run.precision import Precision
@@ -248,15 +249,8 @@ def _run(cells: Iterable[Cell], ctx: RunContext, executor: Executor, manifest: d
     budget = None if ctx.max_cost is None else executor.budget(ctx.max_cost)
     status, reason, by = "complete", None, None
     try:
-        if schedule is None:
-            executor.run(wanted(cells, set(todo), tally.halted), ctx, budget, tally)
-        else:
-            schedule.read(record_files(ctx.out), set(the_plan.mine) - set(pending))
-            schedule.drive(lambda batch: executor.run(
-                wanted(batch, {c.episode_id for c in batch}, tally.halted), ctx, budget,
-                Round(tally, len(batch))), ctx.limit)
-            if tally.halted():
-                schedule.stopped = tally.breaker.tripped
+        _drive(cells, ctx, executor, budget, tally, todo, schedule,
+               set(the_plan.mine) - set(pending))
     except BaseException as exc:
         _fail(run, base, tally, exc)
         raise
@@ -281,6 +275,22 @@ def _run(cells: Iterable[Cell], ctx: RunContext, executor: Executor, manifest: d
                      stopwatch() - started, retried, _errored_before(run, the_plan)
                      + tally.summary.errors.count(), by,
                      (tally.summary.total.responses, tally.summary.total.cached))
+
+
+def _drive(cells: Iterable[Cell], ctx: RunContext, executor: Executor, budget: Budget | None,
+           tally: PassTally, todo: list[str], schedule: Precision | None,
+           recorded: set[str]) -> None:
+    """Hand the pass's cells to the executor: all at once, or a ``--precision`` schedule's
+    rounds (which first read the results already ``recorded``); the error streak halts both."""
+    if schedule is None:
+        executor.run(wanted(cells, set(todo), tally.halted), ctx, budget, tally)
+        return
+    schedule.read(record_files(ctx.out), recorded)
+    schedule.drive(lambda batch: executor.run(
+        wanted(batch, {c.episode_id for c in batch}, tally.halted), ctx, budget,
+        Round(tally, len(batch))), ctx.limit)
+    if tally.halted():
+        schedule.stopped = tally.breaker.tripped
 
 
 def _errored_before(run: RunDir, the_plan: Plan) -> int:
