@@ -225,6 +225,28 @@ def _typed(raw: bytes) -> Glance | None:
                   out.fault_fired)
 
 
+class _Ledger(msgspec.Struct):
+    header: Any = None
+    ledger: Any = None
+
+
+_LEDGER = msgspec.json.Decoder(_Ledger)
+
+
+def ledger_parts(text: str) -> tuple[Any, Any] | None:
+    """A record line's ``header`` and ``ledger`` (``None`` where absent) when the whole line is
+    one strict JSON object — what the report's episode page needs beside the line itself —
+    decoding nothing else; ``None`` when only a full parse can say (not strict JSON, not an
+    object, deep nesting, numbers beyond 64 bits): use :func:`record_of` then."""
+    if text.count("[") + text.count("{") > _SHALLOW:
+        return None
+    try:
+        found = _LEDGER.decode(text)
+    except (msgspec.DecodeError, RecursionError):
+        return None
+    return found.header, found.ledger
+
+
 Parts = tuple[str, str, dict[str, Any], dict[str, Any]]
 """(schema, episode id, cell, outcome)."""
 
