@@ -33,7 +33,6 @@ from limbo.analysis.table import Table
 from limbo.analysis.uncertainty import Uncertainty
 from limbo.log.rerun import rerun_commands
 
-
 LAST_DRAWN_FROM = 13
 """The last table whose selections a figure reuses (figures 2-6 are the paper's, as Tables 3-13;
 figure 0 is Table 0)."""
