@@ -66,7 +66,7 @@ def _buckets(start: int, stop: int) -> list[bytes]:
     return [_JOB.site.bucket(n) or b"" for n in range(start, stop)]
 
 
-class Forked:
+class Workers:
     """The workers of one build, and what was handed to them."""
 
     def __init__(self, site: Site, drawn: Data, count: int) -> None:
@@ -136,9 +136,9 @@ class Forked:
 
 
 @contextlib.contextmanager
-def forked(site: Site, drawn: Data, count: int) -> Iterator[Forked]:
+def forked(site: Site, drawn: Data, count: int) -> Iterator[Workers]:
     """Workers for ``site`` (none when ``count`` is 0), shut down on the way out."""
-    pool = Forked(site, drawn, count)
+    pool = Workers(site, drawn, count)
     try:
         yield pool
     finally:

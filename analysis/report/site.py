@@ -24,7 +24,7 @@ from limbo.analysis.loader import Loaded, load
 from limbo.analysis.replicates import REPLICATES
 from limbo.analysis.report import pages
 from limbo.analysis.report.details import bucket_file, bucket_script, detail_json
-from limbo.analysis.report.forked import Forked, forked
+from limbo.analysis.report.forked import Workers, forked
 from limbo.analysis.report.index import bucket_count, bucket_of, index_payload
 from limbo.analysis.report.linked import cells_payload
 from limbo.analysis.report.overview import ErrorGroup, Figure, Overview, read_manifests
@@ -103,7 +103,7 @@ class _Buckets:
         return self.reruns[file_no]
 
 
-def _figures(pool: Forked) -> tuple[list[Figure], dict[str, bytes]]:
+def _figures(pool: Workers) -> tuple[list[Figure], dict[str, bytes]]:
     from limbo.analysis.figures import FIGURES
 
     figures: list[Figure] = []
@@ -177,7 +177,7 @@ def build(paths: Sequence[Path], weighting: str = "template", version: int = 0,
 
 
 def _pages(paths: Sequence[Path], loaded: Loaded, tables: list[Table], failures: list[str],
-           pool: Forked, version: int) -> dict[str, bytes]:
+           pool: Workers, version: int) -> dict[str, bytes]:
     """Every file but the buckets."""
     frame = loaded.frame
     figures, files = _figures(pool)

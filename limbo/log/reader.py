@@ -2,25 +2,20 @@
 analysis, ``limbo show``/``status``/``list``/``episode --from``, replays, Inspect logs) takes
 its lines and records from here, so all of them meet bad input the same way.
 
-It owns, once:
-
-- **the versions this LIMBO reads**, :data:`READABLE` (the shape itself is
-  :mod:`limbo.log.records`);
-- the records files' **lines** (:func:`lines`, :class:`Offsets`, from :mod:`limbo.log.lines`:
-  plain or gzip, numbered, with their byte offsets);
-- **judging one line** (:func:`decode` for the whole record, :func:`glance` for the same
-  verdict and the few fields ``limbo status`` counts, :func:`parts` for the cell and outcome
-  only — the analysis's fast path): a line is a record, or a :class:`Skip` saying why
-  not, of one of three kinds — ``unparseable`` (empty, torn by a kill, not UTF-8, not strict
-  JSON, not a record object), ``invalid record`` (a termination or event type outside the closed
-  sets), ``unknown schema`` (a version not in :data:`READABLE`). A reader never crashes on a
-  line and never takes a bad one; what it does with a skipped line is its own policy — the
-  analysis reports it as a problem, the store quarantines it, and a writer refuses a directory
-  holding a version it does not read (running such a cell again would misread a newer run);
-- **the full check**, :func:`validate`, against the record's pydantic edge.
-
-A record handed on by :func:`decode` passed the cheap checks (version, id, the kinds of cell,
-outcome and events, the closed sets); :func:`validate` checks the whole shape.
+It owns, once: **the versions this LIMBO reads**, :data:`READABLE` (the shape itself is
+:mod:`limbo.log.records`); the records files' **lines** (:func:`lines`, :class:`Offsets`, from
+:mod:`limbo.log.lines`: plain or gzip, numbered, with their byte offsets); **judging one line**
+(:func:`decode` for the whole record, :func:`glance` for the same verdict and the few fields
+``limbo status`` counts, :func:`parts` for the cell and outcome only — the analysis's fast
+path): a line is a record, or a :class:`Skip` saying why not, of one of three kinds —
+``unparseable`` (empty, torn by a kill, not UTF-8, not strict JSON, not a record object),
+``invalid record`` (a termination or event type outside the closed sets), ``unknown schema`` (a
+version not in :data:`READABLE`). A reader never crashes on a line and never takes a bad one;
+what it does with a skipped line is its own policy — the analysis reports it as a problem, the
+store quarantines it, and a writer refuses a directory holding a version it does not read
+(running such a cell again would misread a newer run). A record handed on by :func:`decode`
+passed the cheap checks (version, id, the kinds of cell, outcome and events, the closed sets);
+**the full check**, :func:`validate`, checks the whole shape against its pydantic edge.
 """
 
 from __future__ import annotations
@@ -58,7 +53,7 @@ _ID = re.compile(EPISODE_ID)
 
 
 def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
+    raise ValueError(f"{name} is not JSON")  # NaN, Infinity
 
 
 _DECODER = json.JSONDecoder(parse_constant=_no_constant)
@@ -135,13 +130,9 @@ def _judged(record: Any) -> EpisodeRecord | Skip:
     return Skip(INVALID, problem) if problem is not None else cast(EpisodeRecord, record)
 
 
-# -- at a glance: the verdict of decode() and a few fields, without building the record --------
-
-
 @dataclass(frozen=True, slots=True)
 class Glance:
-    """What ``limbo status`` counts of a record: its id, how it ended, and what an error
-    report names (the reason and the model), each as :func:`decode`'s record holds it."""
+    """What ``limbo status`` counts of a record, each field as :func:`decode`'s record has it."""
 
     episode_id: str
     termination: str
@@ -154,7 +145,7 @@ _Termination = Literal[tuple(TERMINATIONS)]  # type: ignore[valid-type]
 _EventType = Literal[tuple(sorted(EVENT_TYPES))]  # type: ignore[valid-type]
 
 
-class _Cell(msgspec.Struct):
+class _Cell(msgspec.Struct):  # each field as the record's .get() gives it, or msgspec refuses
     model: str | None = None
 
 
@@ -164,36 +155,31 @@ class _Outcome(msgspec.Struct):
     fault_fired: bool | None = None
 
 
-class _Event(msgspec.Struct):
+class _EventHead(msgspec.Struct):
     type: _EventType  # type: ignore[valid-type]
 
 
 class _Shape(msgspec.Struct):
-    """A record as :func:`_judged` accepts it (an object with a schema string, an id string,
-    cell and outcome objects, a list of events of known types); every other key is skipped,
-    but checked to be strict JSON on the way."""
+    """A record as :func:`_judged` takes it; other keys are skipped, checked strict JSON."""
 
     schema: str
     episode_id: str
     cell: _Cell
     outcome: _Outcome
-    events: list[_Event]
+    events: list[_EventHead]
 
 
 _SHAPE = msgspec.json.Decoder(_Shape)
 _SHALLOW = 400
-"""Brackets a line may hold for the typed decoder's verdict to stand for the reader's: Python's
-decoder gives up at the interpreter's recursion limit less the caller's depth (about 1,000),
-msgspec at its own; a line this shallow is far from either."""
+"""Brackets a line may hold for msgspec's verdict to stand for Python's decoder's, which gives
+up nearer the recursion limit the deeper its caller (both at about 1,000 levels)."""
 
 
 def glance(raw: bytes) -> Glance | Skip:
-    """:func:`decode`'s verdict on a line, and the record's :class:`Glance`, at a tenth of the
-    cost: a line shaped as every written record is (ids, model and reason strings, a known
-    termination, known event types, strict JSON throughout) is judged by msgspec's typed
-    decoder, which builds nothing but those fields; any other line — a bad one, a big integer,
-    a lone surrogate, an odd type, deep nesting — by :func:`decode` itself. msgspec refuses
-    whatever Python's decoder refuses except invalid UTF-8, checked here first."""
+    """:func:`decode`'s verdict and the record's :class:`Glance`, at a tenth of the cost: a line
+    shaped as written records are is judged by msgspec's typed decoder, which builds only
+    those fields; any other (bad, a big integer, a lone surrogate, an odd type, deep) by
+    :func:`decode`. msgspec refuses what Python's decoder refuses but invalid UTF-8, checked."""
     found = _typed(raw)
     if found is not None:
         return found
@@ -234,10 +220,8 @@ _LEDGER = msgspec.json.Decoder(_Ledger)
 
 
 def ledger_parts(text: str) -> tuple[Any, Any] | None:
-    """A record line's ``header`` and ``ledger`` (``None`` where absent) when the whole line is
-    one strict JSON object — what the report's episode page needs beside the line itself —
-    decoding nothing else; ``None`` when only a full parse can say (not strict JSON, not an
-    object, deep nesting, numbers beyond 64 bits): use :func:`record_of` then."""
+    """A line's ``header`` and ``ledger`` when the whole line is one strict JSON object,
+    decoding nothing else; ``None`` when only a full parse can say (see :func:`glance`)."""
     if text.count("[") + text.count("{") > _SHALLOW:
         return None
     try:
