@@ -10,6 +10,7 @@ names the runs it was computed from in a footer. A figure whose data is absent i
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -339,18 +340,26 @@ def render_safely(data: Data, out: Path) -> list[tuple[int, list[Path], str]]:
     A figure that fails says so ("could not be drawn: ...") and the others are still drawn."""
     out.mkdir(parents=True, exist_ok=True)
     done: list[tuple[int, list[Path], str]] = []
-    for number, draw in FIGURES.items():
-        try:
-            drawn = draw(data)
-        except Exception as exc:  # noqa: BLE001 - one figure's failure must not stop the rest
-            done.append((number, [], f"could not be drawn: {type(exc).__name__}: {exc}"))
-            continue
-        files = []
-        if drawn.figure is not None:
-            for suffix, stamp in (("png", PNG_METADATA), ("svg", SVG_METADATA)):
-                path = out / f"figure{number}.{suffix}"
-                with matplotlib.rc_context({"svg.hashsalt": "limbo"}):
-                    drawn.figure.savefig(path, metadata=stamp)
-                files.append(path)
-        done.append((number, files, drawn.absent))
+    for number in FIGURES:
+        files, why = render(data, number)
+        for name, content in files.items():
+            (out / name).write_bytes(content)
+        done.append((number, [out / name for name in files], why))
     return done
+
+
+def render(data: Data, number: int) -> tuple[dict[str, bytes], str]:
+    """Figure ``number`` as PNG and SVG bytes by file name, and why it was not drawn (no files
+    then). A figure that fails is not drawn, and says why ("could not be drawn: ...")."""
+    try:
+        drawn = FIGURES[number](data)
+    except Exception as exc:  # noqa: BLE001 - one figure's failure must not stop the rest
+        return {}, f"could not be drawn: {type(exc).__name__}: {exc}"
+    files = {}
+    if drawn.figure is not None:
+        for suffix, stamp in (("png", PNG_METADATA), ("svg", SVG_METADATA)):
+            buffer = io.BytesIO()
+            with matplotlib.rc_context({"svg.hashsalt": "limbo"}):
+                drawn.figure.savefig(buffer, format=suffix, metadata=stamp)
+            files[f"figure{number}.{suffix}"] = buffer.getvalue()
+    return files, drawn.absent

@@ -50,6 +50,7 @@ from limbo.analysis.runs import EXPERIMENT, Fallback, Run, Runs, attach, fault_t
 from limbo.analysis.schemas import Row, check_types, row_of
 from limbo.base.errors import UsageError
 from limbo.log.reader import (
+    Offsets,
     Parts,
     RecordError,
     Skip,
@@ -110,6 +111,7 @@ class Loaded:
     shared: list[str] = field(default_factory=list)
     """Lines saying which episodes two runs of different grids (or of one grid under other
     options) both hold, counted once: information, not a problem."""
+    _offsets: dict[int, Offsets] = field(default_factory=dict, repr=False, compare=False)
 
     def fault_table(self) -> dict[str, tuple[str, str | None, tuple[str, ...]]]:
         """Mode → (family, group, every family), as the loaded runs recorded them."""
@@ -149,13 +151,18 @@ class Loaded:
         """(index, schema, the record's line) of each row of ``rows`` (a slice of
         :attr:`frame`), read in file order by the offsets the load kept."""
         ordered = rows.sort_values(["file", "offset"])
-        for file_no, group in ordered.groupby("file", sort=False, observed=True):
-            with _open(self.files[int(file_no)]) as fh:
-                for index, offset, length, schema in zip(group.index, group["offset"],
-                                                         group["length"], group["schema"],
-                                                         strict=True):
-                    fh.seek(int(offset))
-                    yield index, schema, fh.read(int(length)).decode("utf-8")
+        for index, file_no, offset, length, schema in zip(
+                ordered.index, ordered["file"], ordered["offset"], ordered["length"],
+                ordered["schema"], strict=True):
+            yield index, schema, self.line(int(file_no), int(offset), int(length))
+
+    def line(self, file_no: int, offset: int, length: int) -> str:
+        """The line at ``offset`` of file ``file_no`` (read by offset: no file is read again
+        from its start, whatever the order of the calls)."""
+        found = self._offsets.get(file_no)
+        if found is None:
+            found = self._offsets[file_no] = _offsets(self.files[file_no])
+        return found.read(offset, length).decode("utf-8")
 
     def records(self, rows: pd.DataFrame) -> Iterator[tuple[Any, EpisodeRecord]]:
         """(index, full record) of each row of ``rows``, in file order."""
@@ -266,6 +273,14 @@ def _open(path: Path, problems: list[Problem] | None = None) -> IO[bytes]:
     if problems is not None:
         problems.extend(Problem("no record", where, why) for where, why in extracted.missing)
     return io.BytesIO(extracted.data)
+
+
+def _offsets(path: Path) -> Offsets:
+    """A record file's lines by offset: a JSONL file as it is on disk, an Inspect log as the
+    JSONL of its records (see :func:`_open`)."""
+    from limbo.log.inspect_logs import is_inspect_log
+
+    return Offsets(_open(path) if is_inspect_log(path) else path)
 
 
 @contextlib.contextmanager

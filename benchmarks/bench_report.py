@@ -1,13 +1,17 @@
 """The HTML report at the paper's scale: a run of at least 25,930 episodes.
 
     python benchmarks/bench_report.py [RUN_DIR] [--episodes 25930] [--loads 5]
+    python benchmarks/bench_report.py RUN_DIR --baseline PYTHON [--repeat 5]
 
 Without RUN_DIR it runs E1's first 25,930 reference-policy episodes into runs/bench-report
 (once; later calls reuse them). Prints the build time, the site's size on disk (target: under
 150 MB) and, in headless Debian chromium from file://, the overview's first render — first
 contentful paint and load event, median of cold loads in fresh browser contexts (target: under
 2 s) — then the episode browser's first full list, one filter change over every episode, and
-an episode page's lanes.
+an episode page's lanes. With ``--baseline`` (the python of another checkout's environment, see
+``benchmarks/ab.py``) it instead runs ``limbo report RUN_DIR`` as a user does, under both
+checkouts, alternated, and prints the A/B ratio of its wall and CPU time (target: at most 10 s
+on a quiet 2-core machine for the paper run).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from ab import add_options, compare, fresh
 from bench_grid import PAPER_EPISODES, cells_for
 
 from limbo.analysis.report.site import build
@@ -95,8 +100,15 @@ def main() -> None:
     parser.add_argument("run_dir", nargs="?", type=Path)
     parser.add_argument("--episodes", type=int, default=PAPER_EPISODES)
     parser.add_argument("--loads", type=int, default=5)
+    add_options(parser)
     args = parser.parse_args()
     run_dir = args.run_dir or ensure_run(Path("runs/bench-report"), args.episodes)
+    if args.baseline:
+        with tempfile.TemporaryDirectory(prefix="limbo-bench-report-") as tmp:
+            out = Path(tmp) / "report"
+            compare("the report", ["report", str(run_dir), "--out", str(out)], args.baseline,
+                    args.repeat, fresh(out))
+        return
     with tempfile.TemporaryDirectory(prefix="limbo-bench-report-") as tmp:
         out = Path(tmp) / "report"
         start = time.perf_counter()

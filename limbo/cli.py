@@ -4,37 +4,23 @@ Each command is one module under :mod:`limbo.commands` with ``add_parser(sub)`` 
 ``run(args)`` (what it does); this module only builds the parser from them and maps the errors
 a user can cause to one line and exit 2, without a traceback. Anything else is a bug and keeps
 its traceback. Commands never import this module.
+
+Only the module of the command being run is imported: the others are listed by their name and
+summary (:data:`limbo.commands.COMMANDS`), so ``limbo --help`` imports no command, and ``limbo
+list services`` nothing of the analysis, the providers or the MCP SDK.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
+from collections.abc import Sequence
 from typing import NoReturn
 
 from limbo.base.errors import UsageError
 from limbo.base.interrupts import from_user, watching
-from limbo.commands import (
-    check,
-    compare,
-    episode,
-    figures,
-    listing,
-    mcp,
-    proxy,
-    report,
-    run,
-    schema,
-    show,
-    status,
-    tables,
-    view,
-    world,
-)
-
-COMMANDS = (run, episode, show, status, listing, tables, figures, compare, report, view, check,
-            mcp, proxy, schema, world)
-"""Every command module, in the order ``limbo --help`` lists them."""
+from limbo.commands import COMMANDS
 
 
 class _Parser(argparse.ArgumentParser):
@@ -44,24 +30,35 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{message} (see: {self.prog} --help)")
 
 
-def parser() -> argparse.ArgumentParser:
-    """The whole command line: one subparser per command module, each knowing its handler."""
+def parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The command line: one subparser per command, each knowing its handler. Given the
+    arguments, only the command they name is built (its module imported); the others are its
+    name and summary alone, enough for ``limbo --help`` and for a mistyped name."""
+    named = _named(argv) if argv is not None else None
     p = _Parser(prog="limbo", description="LIMBO: where does exactly-once live?")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    for module in COMMANDS:
-        before = set(sub.choices)
+    for name, (module_name, summary) in COMMANDS.items():
+        if argv is not None and name != named:
+            sub.add_parser(name, help=summary)
+            continue
+        module = importlib.import_module(f"limbo.commands.{module_name}")
         module.add_parser(sub)
-        for name in set(sub.choices) - before:
-            sub.choices[name].set_defaults(handler=module.run)
+        sub.choices[name].set_defaults(handler=module.run)
     return p
+
+
+def _named(argv: Sequence[str]) -> str | None:
+    """The command the arguments name: the first that is not an option."""
+    return next((a for a in argv if not a.startswith("-")), None)
 
 
 def main(argv: list[str] | None = None) -> int:
     args: argparse.Namespace | None = None
     with watching():
         try:
-            args = parser().parse_args(argv)
-            args.argv = list(sys.argv[1:] if argv is None else argv)  # for the re-run commands
+            given = list(sys.argv[1:] if argv is None else argv)
+            args = parser(given).parse_args(given)
+            args.argv = given  # for the re-run commands
             return int(args.handler(args) or 0)
         except UsageError as exc:
             print(f"limbo: error: {_one_line(str(exc))}", file=sys.stderr)

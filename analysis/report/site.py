@@ -1,16 +1,17 @@
 """The report site as a set of files in memory: built once from the runs, then either written to
 disk (``limbo report``) or served (``limbo view``).
 
-Episode details are not held: :meth:`Site.bucket` reads a bucket's records through the loader
-when it is written or asked for, so a site over 25,000 episodes costs the index, the tables
-and the figures in memory, not the logs.
+Episode details are not held by a site that is served: :meth:`Site.bucket` reads a bucket's
+records through the loader when it is asked for, so a site over 25,000 episodes costs the
+index, the tables and the figures in memory, not the logs. A site built to be written makes
+them all at once, in forked workers (:mod:`~limbo.analysis.report.forked`), and holds them
+compressed (about a sixth of the records' size).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,11 +24,18 @@ from limbo.analysis.loader import Loaded, load
 from limbo.analysis.replicates import REPLICATES
 from limbo.analysis.report import pages
 from limbo.analysis.report.details import bucket_file, bucket_script, detail_json
+from limbo.analysis.report.forked import Workers, forked
 from limbo.analysis.report.index import bucket_count, bucket_of, index_payload
 from limbo.analysis.report.linked import cells_payload
 from limbo.analysis.report.overview import ErrorGroup, Figure, Overview, read_manifests
 from limbo.analysis.runs import Fallback
+from limbo.analysis.table import Table
 from limbo.analysis.uncertainty import Uncertainty
+from limbo.log.rerun import rerun_commands
+
+LAST_DRAWN_FROM = 13
+"""The last table whose selections a figure reuses (figures 2-6 are the paper's, as Tables 3-13;
+figure 0 is Table 0)."""
 
 
 @dataclass
@@ -40,20 +48,20 @@ class Site:
     version: int = 0
     episodes: int = 0
     _bucket_rows: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    _plan: _Buckets | None = field(default=None, repr=False)
 
     def bucket(self, number: int) -> bytes | None:
         """The script of bucket ``number`` (``None`` outside the range)."""
         if not 0 <= number < self.buckets:
             return None
+        made = self.files.get(bucket_file(number))
+        if made is not None:
+            return made
         details: dict[str, str] = {}
         if self.loaded is not None:
-            rows = self.loaded.frame[self._bucket_rows == number]
-            where = dict(zip(rows.index, zip(rows["episode_id"], rows["file"], rows["line"],
-                                             strict=True), strict=True))
-            for index, _, text in self.loaded.lines(rows):
-                episode_id, file_no, line = where[index]
-                details[str(episode_id)] = detail_json(
-                    text, self.loaded.files[int(file_no)], int(line), str(episode_id))
+            if self._plan is None:
+                self._plan = _Buckets(self.loaded, self._bucket_rows, self.buckets)
+            details = self._plan.details(number)
         return bucket_script(number, details)
 
     def all_files(self) -> dict[str, bytes]:
@@ -64,18 +72,48 @@ class Site:
         return out
 
 
-def _figures(data: Data) -> tuple[list[Figure], dict[str, bytes]]:
-    from limbo.analysis.figures import FIGURES, render_safely
+class _Buckets:
+    """Which rows each bucket holds, in file order, and how to make their details: every
+    episode's line read once by its offset, and the re-run command made from its run's
+    manifests read once."""
 
-    figures, files = [], {}
-    with tempfile.TemporaryDirectory(prefix="limbo-figures-") as tmp:
-        for number, written, why in render_safely(data, Path(tmp)):
-            names = []
-            for path in written:
-                names.append(f"figures/{path.name}")
-                files[names[-1]] = path.read_bytes()
-            doc = (FIGURES[number].__doc__ or "").strip().split("\n\n")[0]
-            figures.append(Figure(number, " ".join(doc.split()), names, why))
+    def __init__(self, loaded: Loaded, rows: np.ndarray, buckets: int) -> None:
+        frame = loaded.frame
+        self.loaded = loaded
+        self.columns = [frame[c].to_numpy() for c in ("episode_id", "file", "line", "offset",
+                                                       "length")]
+        files, offsets = self.columns[1].astype(np.int64), self.columns[3].astype(np.int64)
+        self.order = np.lexsort((offsets, files, rows))
+        self.starts = np.searchsorted(rows[self.order], np.arange(buckets + 1))
+        self.reruns: dict[int, Callable[[str], str]] = {}
+
+    def details(self, number: int) -> dict[str, str]:
+        out: dict[str, str] = {}
+        ids, files, lines, offsets, lengths = self.columns
+        for i in self.order[self.starts[number]:self.starts[number + 1]]:
+            episode_id, file_no = str(ids[i]), int(files[i])
+            text = self.loaded.line(file_no, int(offsets[i]), int(lengths[i]))
+            out[episode_id] = detail_json(text, self.loaded.files[file_no], int(lines[i]),
+                                          episode_id, self._rerun(file_no)(episode_id))
+        return out
+
+    def _rerun(self, file_no: int) -> Callable[[str], str]:
+        if file_no not in self.reruns:
+            self.reruns[file_no] = rerun_commands(self.loaded.files[file_no].parent)
+        return self.reruns[file_no]
+
+
+def _figures(pool: Workers) -> tuple[list[Figure], dict[str, bytes]]:
+    from limbo.analysis.figures import FIGURES
+
+    figures: list[Figure] = []
+    files: dict[str, bytes] = {}
+    for number in FIGURES:
+        drawn, why = pool.figure(number)
+        names = [f"figures/{name}" for name in drawn]
+        files.update(zip(names, drawn.values(), strict=True))
+        doc = (FIGURES[number].__doc__ or "").strip().split("\n\n")[0]
+        figures.append(Figure(number, " ".join(doc.split()), names, why))
     return figures, files
 
 
@@ -103,34 +141,58 @@ def _common_files(meta: dict[str, Any]) -> dict[str, bytes]:
 
 
 def build(paths: Sequence[Path], weighting: str = "template", version: int = 0,
-          fallback: Fallback | None = None) -> Site:
-    """The site over the runs in ``paths``; :class:`UsageError` when nothing loads."""
+          fallback: Fallback | None = None, workers: int = 0) -> Site:
+    """The site over the runs in ``paths``; :class:`UsageError` when nothing loads. With
+    ``workers``, the figures and every episode bucket are made by that many forked processes
+    (:mod:`~limbo.analysis.report.forked`) while this one builds the tables, and the site
+    holds the buckets; without, buckets are made when asked for (:meth:`Site.bucket`)."""
     from limbo.analysis.tables import TABLES, build_safely
 
     loaded = load(paths, fallback)
+    frame = loaded.frame
+    buckets = bucket_count(len(frame))
+    rows = np.fromiter((bucket_of(str(i), buckets) for i in frame["episode_id"]),
+                       dtype=np.int64, count=len(frame))
+    site = Site({}, loaded, buckets, version, len(frame), rows)
+    site._plan = _Buckets(loaded, rows, buckets)  # made before any worker is forked
     data = Data(loaded, weighting)
-    tables, failures = build_safely(data, list(TABLES))
-    # The figures as `limbo figures` draws them (its default bootstrap for the error bars);
-    # the cache of the episodes' selections is shared, none of it depends on the bootstrap.
+    # The figures as `limbo figures` draws them (its default bootstrap for the error bars).
     drawn = dataclasses.replace(data, uncertainty=Uncertainty(
         replicates=REPLICATES["figures"]))
-    figures, files = _figures(drawn)
+    with forked(site, drawn, workers) as pool:
+        for file_no in range(len(loaded.files)):  # opened once, shared by the workers
+            loaded.line(file_no, 0, 0)
+        # The figures draw from the selections of Table 0 and the paper's (3-13): their workers
+        # are forked once those are built; Tables 14-16, which no figure draws from, are
+        # built here meanwhile.
+        first = [n for n in TABLES if n <= LAST_DRAWN_FROM]
+        tables, failures = build_safely(data, first)
+        pool.draw()
+        more, failed = build_safely(data, [n for n in TABLES if n not in first])
+        tables, failures = tables + more, failures + failed
+        site.files.update(_pages(paths, loaded, tables, failures, pool, version))
+        if workers:
+            site.files.update((bucket_file(n), script) for n, script in pool.buckets())
+    return site
+
+
+def _pages(paths: Sequence[Path], loaded: Loaded, tables: list[Table], failures: list[str],
+           pool: Workers, version: int) -> dict[str, bytes]:
+    """Every file but the buckets."""
     frame = loaded.frame
+    figures, files = _figures(pool)
     cells = cells_payload(tables, frame)
     overview = Overview(sources=[str(p) for p in paths], manifests=read_manifests(paths),
                         frame=frame, problems=loaded.messages(), errors=_errors(loaded),
                         tables=tables, linked=set(cells), figures=figures,
                         table_failures=failures)
-    buckets = bucket_count(len(frame))
-    meta = {"version": version, "episodes": len(frame), "buckets": buckets,
+    meta = {"version": version, "episodes": len(frame), "buckets": bucket_count(len(frame)),
             "sources": [str(p) for p in paths]}
     files.update(_common_files(meta))
     files["index.html"] = pages.page("overview", "LIMBO run report", overview.html(), [])
     files["data/index.js"] = pages.data_script("index", index_payload(frame))
     files["data/cells.js"] = pages.data_script("cells", cells)
-    rows = np.fromiter((bucket_of(str(i), buckets) for i in frame["episode_id"]),
-                       dtype=np.int64, count=len(frame))
-    return Site(files, loaded, buckets, version, len(frame), rows)
+    return files
 
 
 def waiting(paths: Sequence[Path], reason: str, version: int = 0) -> Site:

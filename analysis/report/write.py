@@ -46,8 +46,9 @@ def write_site(site: Site, out: Path) -> int:
     try:
         for name, data in site.files.items():
             _put(staging, name, data)
-        for number in range(site.buckets):
-            _put(staging, bucket_file(number), site.bucket(number) or b"")
+        for number in range(site.buckets):  # those the site does not hold, made here
+            if bucket_file(number) not in site.files:
+                _put(staging, bucket_file(number), site.bucket(number) or b"")
         _put(staging, MARKER, json.dumps({"generator": "limbo report", "version": __version__,
                                           "episodes": site.episodes}).encode() + b"\n")
         if out.exists():

@@ -46,7 +46,7 @@ _BUILTINS: dict[Kind, tuple[str, ...]] = {
     "condition": ("limbo.harnesses.conditions", "limbo.harnesses.scaffolds"),
     "policy": ("limbo.harnesses.policies", "limbo.harnesses.noisy"),
     "harness": ("limbo.harnesses.minimal", "limbo.harnesses.production"),
-    "model": ("limbo.harnesses.policies", "limbo.providers", "limbo.inspect.model"),
+    "model": ("limbo.harnesses.policies", "limbo.providers.adapters", "limbo.inspect.model"),
 }
 _loaded: set[str] = set()
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from limbo.base.errors import UsageError
+from limbo.commands import command_parser
 from limbo.commands.common import add_plugin_flag, builtin_design
 
 EXIT_FAILED = 1
@@ -32,8 +33,7 @@ def add_gate_flags(p: argparse.ArgumentParser) -> None:
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("check", help="CI gate: exit 1 when a duplicate or EOS threshold is "
-                                     "crossed; JUnit XML with --junit")
+    p = command_parser(sub, "check")
     p.add_argument("runs", nargs="+", type=Path, metavar="RUN_DIR",
                    help="run directories, episodes*.jsonl files or Inspect logs (any mix)")
     add_gate_flags(p)

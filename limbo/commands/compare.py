@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from limbo.commands import command_parser
 from limbo.commands.common import add_plugin_flag, builtin_design
 from limbo.commands.tables import add_uncertainty, uncertainty
 from limbo.errors import UsageError
@@ -18,9 +19,7 @@ if TYPE_CHECKING:
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("compare", help="paired differences between two runs (or two levels of "
-                                       "a factor) per fault family, tested with the world as "
-                                       "the unit")
+    p = command_parser(sub, "compare")
     p.add_argument("run_a", type=Path, metavar="RUN_A",
                    help="a run directory, episodes*.jsonl file or Inspect log")
     p.add_argument("run_b", type=Path, metavar="RUN_B", nargs="?",

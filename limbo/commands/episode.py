@@ -16,6 +16,7 @@ import sys
 from typing import Any
 
 from limbo.base.errors import UsageError
+from limbo.commands import command_parser
 from limbo.commands.common import (
     add_plugin_flag,
     add_provider_flags,
@@ -36,8 +37,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     from limbo.sim.cell import Cell
 
     default = {name: f.default for name, f in Cell.model_fields.items()}
-    p = sub.add_parser("episode", help="run one cell (given by flags, or a stored one with "
-                                       "--from) and print its timeline")
+    p = command_parser(sub, "episode")
     p.add_argument("--from", dest="source", nargs=2, metavar=("RUN_DIR", "EPISODE_ID"),
                    help="re-run exactly the cell of a stored episode (with its grid's timing "
                         "and limits); the flags that pick a cell cannot be given with it")

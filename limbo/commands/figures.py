@@ -7,6 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from limbo.commands import command_parser
 from limbo.commands.tables import (
     add_common,
     add_regrade,
@@ -18,7 +19,7 @@ from limbo.commands.tables import (
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("figures", help="regenerate the paper's figures from episode logs")
+    p = command_parser(sub, "figures")
     p.add_argument("runs", nargs="+", type=Path, metavar="RUN_DIR",
                    help="run directories and/or episodes*.jsonl files (any mix)")
     p.add_argument("--out", type=Path, default=Path("figures"),

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from limbo.base.errors import UsageError
 from limbo.base.registry import entries
+from limbo.commands import command_parser
 from limbo.commands.common import add_plugin_flag, load_plugins
 
 
@@ -134,8 +135,7 @@ def episodes(run_dir: Path, wanted: dict[str, list[str]]) -> Iterator[str]:
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``limbo list`` on the CLI's subparsers."""
-    p = sub.add_parser("list", help="what is registered (plugins included), or a run's "
-                                    "episodes: limbo list episodes RUN_DIR")
+    p = command_parser(sub, "list")
     p.add_argument("what", choices=[*LISTINGS, "episodes"], help="which kind of thing to list")
     p.add_argument("run_dir", nargs="?", type=Path, metavar="RUN_DIR",
                    help="with `episodes`: the run directory")

@@ -17,6 +17,7 @@ from typing import Any
 
 from limbo.base.errors import UsageError
 from limbo.base.sockets import check_port
+from limbo.commands import command_parser
 from limbo.commands.common import add_plugin_flag, load_plugins
 from limbo.commands.renamed import add_old_name
 from limbo.log.records import EpisodeRecord
@@ -33,7 +34,7 @@ def add_parser(sub: Any) -> None:
     """Register ``limbo mcp`` on the CLI's subparsers."""
     from limbo.services import CONTRACTS
 
-    p = sub.add_parser("mcp", help="serve one episode as an MCP server for any MCP client")
+    p = command_parser(sub, "mcp")
     p.add_argument("--transport", choices=["stdio", "http"], default="stdio",
                    help="stdio (the client starts `limbo mcp`) or streamable HTTP on 127.0.0.1 "
                         "(default stdio)")

@@ -20,13 +20,13 @@ from typing import Any
 
 from limbo.base.errors import UsageError
 from limbo.base.sockets import check_port
+from limbo.commands import command_parser
 from limbo.commands.renamed import add_old_name
 
 
 def add_parser(sub: Any) -> None:
     """Register ``limbo proxy`` on the CLI's subparsers."""
-    p = sub.add_parser("proxy", help="put the faults and the effect ledger in front of your "
-                                     "own MCP server, for any MCP client")
+    p = command_parser(sub, "proxy")
     up = p.add_argument_group("the upstream (your MCP server): exactly one of")
     up.add_argument("--upstream-cmd", metavar="\"CMD ARGS...\"",
                     help="start the server with this command and speak MCP over its stdio")

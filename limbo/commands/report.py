@@ -6,13 +6,13 @@ import argparse
 import sys
 from pathlib import Path
 
+from limbo.commands import command_parser
 from limbo.commands.common import builtin_design
 from limbo.commands.tables import add_common, writing
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("report", help="write an HTML report (tables, figures, every episode) "
-                                      "that opens from disk")
+    p = command_parser(sub, "report")
     p.add_argument("runs", nargs="+", type=Path, metavar="RUN_DIR",
                    help="run directories and/or episodes*.jsonl files (any mix)")
     p.add_argument("--out", type=Path, required=True,
@@ -37,10 +37,11 @@ def run(args: argparse.Namespace) -> int:
     check_output(args.out, "--out")
     check_out(args.out)
     prepare(args, "report")
+    from limbo.analysis.report.forked import workers
     from limbo.analysis.report.site import build
     from limbo.analysis.report.write import write_site
 
-    site = build(args.runs, args.weights, fallback=builtin_design)
+    site = build(args.runs, args.weights, fallback=builtin_design, workers=workers())
     for line in site.loaded.messages() if site.loaded else []:
         print(f"limbo: warning: {line}", file=sys.stderr)
     with writing(args.out):

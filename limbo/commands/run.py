@@ -22,7 +22,7 @@ from limbo.base.errors import UsageError
 from limbo.base.provenance import provenance
 from limbo.base.secrets import scrub
 from limbo.base.words import plural
-from limbo.commands import check, run_samples
+from limbo.commands import check, command_parser, run_samples
 from limbo.commands.common import (
     add_plugin_flag,
     add_provider_flags,
@@ -66,7 +66,7 @@ from limbo.sim.transport import transports
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``limbo run`` on the CLI's subparsers."""
-    p = sub.add_parser("run", help="expand and run grids (default: the `default` grid)")
+    p = command_parser(sub, "run")
     p.add_argument("grids", nargs="*", default=["default"], metavar="GRID",
                    help="built-in grid names or TOML files (default: default)")
     for flag, field in FACTOR_FIELDS.items():

@@ -8,11 +8,13 @@ import argparse
 import math
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from limbo.base.errors import UsageError
-from limbo.experiments.grid import Grid
-from limbo.sim.cell import Cell
+
+if TYPE_CHECKING:  # `limbo status` reads this module's unsampled() without the grid machinery
+    from limbo.experiments.grid import Grid
+    from limbo.sim.cell import Cell
 
 
 def add_flags(p: argparse.ArgumentParser) -> None:

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import argparse
 
+from limbo.commands import command_parser
 from limbo.log.records import schema_text
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("schema", help="print the JSON Schema of the episode record")
+    p = command_parser(sub, "schema")
     p.add_argument("--part", choices=("record", "event"), default="record",
                    help="the whole record (default), or one event of its event log")
 

@@ -6,13 +6,14 @@ import argparse
 from pathlib import Path
 
 from limbo.base.errors import UsageError
+from limbo.commands import command_parser
 from limbo.commands.common import console
 from limbo.log.records import EpisodeRecord
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``limbo show`` on the CLI's subparsers."""
-    p = sub.add_parser("show", help="print a stored episode's timeline")
+    p = command_parser(sub, "show")
     p.add_argument("run_dir", type=Path, metavar="RUN_DIR",
                    help="a run directory, or an Inspect log of a LIMBO task")
     p.add_argument("episode_id", metavar="EPISODE_ID", help="the episode's id (ep-...)")

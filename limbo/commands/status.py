@@ -21,7 +21,7 @@ from typing import Any
 
 from limbo.base.errors import UsageError
 from limbo.base.words import plural
-from limbo.commands import run_samples
+from limbo.commands import command_parser, run_samples
 from limbo.commands.common import console
 from limbo.commands.spent import spend_line, spent
 from limbo.log.errored import ERROR_TERMINATIONS, TIMEOUT, ErrorGroups, retry_command
@@ -44,8 +44,7 @@ from limbo.run.plan import in_shard
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``limbo status`` on the CLI's subparsers."""
-    p = sub.add_parser("status", help="integrity of a run directory: cells done, missing, "
-                       "quarantined, errored; whether a writer holds it")
+    p = command_parser(sub, "status")
     p.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="the run directory to check")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from limbo.base.errors import UsageError
+from limbo.commands import command_parser
 from limbo.commands.common import add_plugin_flag, builtin_design
 
 if TYPE_CHECKING:
@@ -26,7 +27,7 @@ SUFFIX = {"md": "md", "csv": "csv", "tex": "tex"}
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("tables", help="regenerate the paper's tables from episode logs")
+    p = command_parser(sub, "tables")
     p.add_argument("runs", nargs="+", type=Path, metavar="RUN_DIR",
                    help="run directories and/or episodes*.jsonl files (any mix)")
     p.add_argument("--out", type=Path, help="write table<N>.<format> files here")

@@ -6,14 +6,14 @@ import argparse
 from pathlib import Path
 
 from limbo.base.errors import UsageError
+from limbo.commands import command_parser
 from limbo.commands.common import builtin_design
 from limbo.commands.report import prepare
 from limbo.commands.tables import add_common
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("view", help="serve the HTML report on 127.0.0.1; new episodes of a "
-                                    "run still being written appear without a restart")
+    p = command_parser(sub, "view")
     p.add_argument("runs", nargs="+", type=Path, metavar="RUN_DIR",
                    help="run directories and/or episodes*.jsonl files (any mix)")
     p.add_argument("--port", type=int, default=0,

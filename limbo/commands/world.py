@@ -11,9 +11,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from limbo.commands import command_parser
+
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("world", help="check a world file (your own API as a LIMBO world)")
+    p = command_parser(sub, "world")
     verbs = p.add_subparsers(dest="verb", required=True, metavar="{check,schema}",
                              help="what to do: check a world file, or print the format's "
                                   "JSON Schema")

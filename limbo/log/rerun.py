@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import shlex
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -54,10 +55,18 @@ def _strings(value: Any) -> list[str]:
 
 def rerun_command(run_dir: Path, episode_id: str) -> str:
     """``limbo episode --from RUN_DIR EPISODE_ID``, with the run's plugins and price files."""
+    return rerun_commands(run_dir)(episode_id)
+
+
+def rerun_commands(run_dir: Path) -> Callable[[str], str]:
+    """:func:`rerun_command` for any episode of ``run_dir``, its manifests read once (a report
+    names the command of every episode)."""
     plugins, prices = recorded(run_dir)
-    words = ["limbo", "episode", "--from", str(run_dir), episode_id]
+    after: list[str] = []
     for plugin in plugins:
-        words += ["--plugin", plugin]
+        after += ["--plugin", plugin]
     for price in prices:
-        words += ["--prices", price]
-    return shlex.join(words)
+        after += ["--prices", price]
+    head = shlex.join(["limbo", "episode", "--from", str(run_dir)])
+    tail = "".join(f" {shlex.quote(word)}" for word in after)
+    return lambda episode_id: f"{head} {shlex.quote(episode_id)}{tail}"

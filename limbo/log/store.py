@@ -34,12 +34,12 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from limbo.base.errors import UsageError
 from limbo.log.errored import ERROR_TERMINATIONS, TIMEOUT
 from limbo.log.rated import rated
-from limbo.log.reader import UNKNOWN, RecordError, Skip, decode, lines, validate
+from limbo.log.reader import UNKNOWN, Glance, RecordError, Skip, decode, glance, lines, validate
 from limbo.log.records import EpisodeRecord
 
 EPISODES_GLOB = "episodes*.jsonl"
@@ -48,6 +48,7 @@ SUPERSEDED = "superseded.jsonl"
 _SHARD_FILE = re.compile(r"^episodes\.shard-(\d+)-of-(\d+)\.jsonl$")
 RESERVE_BYTES = 256 * 1024
 RETRYABLE = (*ERROR_TERMINATIONS, TIMEOUT)
+_Judged = TypeVar("_Judged")
 
 
 class StoreError(UsageError):
@@ -152,14 +153,18 @@ def _parse(path: Path, number: int, raw: bytes) -> EpisodeRecord | Skip:
     """The reader's judgement of a line; a record of a version this LIMBO does not read is
     refused (:class:`RecordError`), never taken for a bad line: moving it to quarantine, or
     running its cell again, would misread a newer run."""
-    found = decode(raw)
+    return _refused(path, number, decode(raw))
+
+
+def _refused(path: Path, number: int, found: _Judged) -> _Judged:
     if isinstance(found, Skip) and found.kind == UNKNOWN:
         raise RecordError(f"{path} line {number}: {found.reason}")
     return found
 
 
 def scan(run_dir: Path, live: Callable[[Path], bool] = lambda p: False) -> Scan:
-    """Read every records file. A file for which ``live`` says another writer may be appending
+    """Read every records file, each line judged as :func:`~limbo.log.reader.decode` judges it
+    but without building the record (:func:`~limbo.log.reader.glance`). A file for which ``live`` says another writer may be appending
     right now has its unterminated last line ignored (it is being written), not reported."""
     out = Scan()
     first: dict[str, str] = {}
@@ -168,29 +173,27 @@ def scan(run_dir: Path, live: Callable[[Path], bool] = lambda p: False) -> Scan:
         for line in lines(path):
             if line.torn and live(path):
                 continue  # being written
-            found = _parse(path, line.number, line.raw)
-            if not isinstance(found, Skip) and found["episode_id"] in out.ids:
-                found = Skip("duplicate", f"duplicate of {first[found['episode_id']]}")
+            found = _refused(path, line.number, glance(line.raw))
+            if not isinstance(found, Skip) and found.episode_id in out.ids:
+                found = Skip("duplicate", f"duplicate of {first[found.episode_id]}")
             if isinstance(found, Skip):
                 out.bad.append(BadLine(path, line.number, found.reason, line.raw, line.torn))
                 stats.bad += 1
                 continue
             _count(out, found, path, line.number)
-            first[found["episode_id"]] = f"{path.name} line {line.number}"
+            first[found.episode_id] = f"{path.name} line {line.number}"
             stats.records += 1
     return out
 
 
-def _count(out: Scan, record: EpisodeRecord, path: Path, number: int) -> None:
-    outcome = record["outcome"]
-    out.ids.add(record["episode_id"])
-    term = outcome["termination"]
+def _count(out: Scan, record: Glance, path: Path, number: int) -> None:
+    out.ids.add(record.episode_id)
+    term = record.termination
     out.terminations[term] += 1
     if term in RETRYABLE:
-        out.errored[record["episode_id"]] = Errored(
-            term, outcome.get("termination_reason"), str(record["cell"].get("model")), path,
-            number)
-    out.rated += rated(outcome["fault_fired"], term)
+        out.errored[record.episode_id] = Errored(term, record.reason, str(record.model), path,
+                                                 number)
+    out.rated += rated(record.fault_fired, term)
 
 
 def iter_records(run_dir: Path) -> Iterator[EpisodeRecord]:

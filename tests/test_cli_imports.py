@@ -1,0 +1,65 @@
+"""A command imports what it uses and nothing else: ``limbo --help`` no command at all, ``limbo
+list services`` and ``limbo status`` neither the analysis stack nor a provider's SDK nor the MCP
+SDK. (What is asserted is which modules load — behaviour; how long they take is
+``benchmarks/bench_startup.py``'s.)"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HEAVY = ("pandas", "numpy", "scipy", "statsmodels", "matplotlib", "mcp", "openai", "anthropic",
+         "starlette", "uvicorn", "ray", "inspect_ai")
+"""Libraries no command below needs."""
+
+
+def _imported(*argv: str) -> set[str]:
+    """The modules loaded once ``limbo argv`` has run, in a fresh interpreter."""
+    code = ("import json, sys\nfrom limbo.cli import main\n"
+            "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+            "print(json.dumps(sorted(sys.modules)), file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True,
+                          timeout=120)
+    return set(json.loads(done.stderr.strip().splitlines()[-1]))
+
+
+def _top(modules: set[str]) -> set[str]:
+    return {m.split(".")[0] for m in modules}
+
+
+def test_help_imports_no_command_and_no_library() -> None:
+    found = _imported("--help")
+    assert not {m for m in found if m.startswith("limbo.commands.") and m != "limbo.commands"}
+    assert not _top(found) & {*HEAVY, "pydantic", "simpy", "rich", "msgspec"}
+
+
+@pytest.mark.parametrize("argv", [["list", "services"], ["list", "faults"]])
+def test_a_listing_imports_neither_analysis_nor_sdks(argv: list[str]) -> None:
+    found = _imported(*argv)
+    assert not _top(found) & set(HEAVY)
+    assert "limbo.commands.run" not in found and "limbo.providers.openai" not in found
+
+
+def test_status_imports_neither_analysis_nor_providers(tmp_path: Path) -> None:
+    from limbo.cli import main
+
+    run = tmp_path / "run"
+    assert main(["run", "--template", "charge_invoice", "--model", "policy/verify", "--fault",
+                 "timeout_post", "--out", str(run), "--quiet"]) == 0
+    found = _imported("status", str(run))
+    assert not _top(found) & set(HEAVY)
+    assert not {m for m in found if m.startswith("limbo.providers.")} - {
+        "limbo.providers.options"}
+    assert "limbo.commands.run" not in found and "limbo.experiments.grid" not in found
+
+
+def test_a_mistyped_command_is_one_line_naming_the_choices() -> None:
+    done = subprocess.run([sys.executable, "-c", "from limbo.cli import main; "
+                           "raise SystemExit(main(['stauts']))"], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1
+    assert "invalid choice: 'stauts'" in done.stderr and "status" in done.stderr
