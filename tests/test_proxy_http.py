@@ -16,7 +16,8 @@ import pytest
 from aiohttp import web
 
 from limbo.proxy import http as proxy_http
-from limbo.proxy.http import AgentEndpoint, HttpLink, serving
+from limbo.proxy.http import AgentEndpoint, serving
+from limbo.proxy.httplink import HttpLink
 from limbo.proxy.wire import ChannelClosed, RpcError
 
 Post = Callable[..., Awaitable[tuple[int, dict[str, str], Any]]]

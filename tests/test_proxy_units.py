@@ -17,6 +17,7 @@ from limbo.base.errors import UsageError
 from limbo.base.rng import generator
 from limbo.faults import tail
 from limbo.proxy import journal as journal_module
+from limbo.proxy.channel import Channel
 from limbo.proxy.declared import load
 from limbo.proxy.journal import Journal, read_journal
 from limbo.proxy.ledger import COMMITTED, REPLAYED, UNCERTAIN, Ledger
@@ -25,7 +26,7 @@ from limbo.proxy.redact import redact, scrub_with
 from limbo.proxy.session import Session
 from limbo.proxy.shapes import items, object_id, payload, result_of
 from limbo.proxy.upstream import Upstream, UpstreamSpec
-from limbo.proxy.wire import Channel, RpcError
+from limbo.proxy.wire import RpcError
 
 CATALOG = load(WORLD)
 CATALOG.bind(["create_order", "refund_order", "add_lines", "list_orders", "list_lines"])
@@ -77,7 +78,8 @@ def test_the_ledger_tells_a_commit_from_a_replay_and_a_failure() -> None:
         (ORDER, "k1", _answer(order_id="ord_1"), COMMITTED),
         (ORDER, "k1", _answer(order_id="ord_1"), REPLAYED),  # the same id again
         (ORDER, None, _answer(order_id="ord_2"), COMMITTED),  # a second order: a duplicate
-        (ORDER, "k1", _answer(order_id="ord_9"), REPLAYED),  # an honoured key seen before
+        (ORDER, "k1", _answer(order_id="ord_9"), COMMITTED),  # a new id: the key misdeclared
+        (ORDER, "k1", {"ok": True, "text": "placed"}, UNCERTAIN),  # no id: reconciliation's
         (ORDER, None, _answer(order_id="ord_3", idempotent_replayed=True), REPLAYED),
         (ORDER, None, {"ok": False, "error": "boom"}, UNCERTAIN),
     ]
@@ -87,13 +89,15 @@ def test_the_ledger_tells_a_commit_from_a_replay_and_a_failure() -> None:
         ledger.apply(entry)
         assert entry["state"] == state, (n, entry)
     entries = ledger.entries()
-    assert [e["object_id"] for e in entries] == ["ord_1", "ord_2"]
-    assert [e["args"] for e in entries] == [ORDER, ORDER]
+    assert [e["object_id"] for e in entries] == ["ord_1", "ord_2", "ord_9"]
+    assert [e["args"] for e in entries] == [ORDER, ORDER, ORDER]
+    assert [(w["request_id"], w["declared"]) for w in ledger.contradicted()] == [
+        ("r4", 'key = "honoured"')]
     assert entries[0]["write_class"] == {"idempotency": "keyed", "read_path": "strong",
                                          "reversibility": "reversible"}
     assert ledger.duplicates() == {
-        'orders_create_order {"customer_id": "c1", "sku": "MUG-01", "quantity": 2}': 1}
-    assert [w.n for w in ledger.uncertain()] == [6]
+        'orders_create_order {"customer_id": "c1", "sku": "MUG-01", "quantity": 2}': 2}
+    assert [w.n for w in ledger.uncertain()] == [5, 7]
 
 
 def test_a_batch_commits_one_effect_per_unit_and_a_refund_reverses() -> None:
@@ -206,7 +210,7 @@ async def _paired() -> tuple[Channel, asyncio.Future[None], asyncio.StreamReader
     async def nothing(message: dict[str, Any]) -> Any:
         return None
 
-    channel = Channel(reader, writer, nothing, answer_garbage=False)
+    channel = Channel(reader, writer, nothing, server=False)
     return channel, asyncio.ensure_future(channel.serve()), peer_in, peer_out
 
 

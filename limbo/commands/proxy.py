@@ -99,8 +99,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         _refuse_other_kind(args.out)
         if args.recover:
-            for record in asyncio.run(episode.recover(opts)):
-                _said(record, args.out, "recovered and recorded")
+            for record, what in asyncio.run(episode.recover(opts)):
+                _said(record, args.out, what)
         else:
             _said(asyncio.run(episode.run(opts)), args.out, "recorded")
     finally:

@@ -14,9 +14,12 @@ Everything else (the agent's calls and results, the fault, the task) is appended
 sync of its own.
 
 Line types: ``start`` (the cell, the upstream, the task), ``baseline`` (what the upstream's
-reads listed before the agent began), ``intent`` / ``ack`` / ``lost`` (the ledger), every
-:mod:`limbo.sim.events` type (the event log), and ``recorded`` (the episode's record was written).
-The record is built from the journal alone, after a normal end and after a crash alike.
+reads listed before the agent began), ``intent`` / ``ack`` / ``lost`` / ``reconciled`` (the
+ledger), every :mod:`limbo.sim.events` type (the event log), and ``recorded`` (the episode's
+record was written). The record is built from the journal alone, after a normal end and after a
+crash alike. The record is the commit point: ``recorded`` is written after it, and an episode
+whose record exists counts as recorded whether or not its journal got the mark (a crash between
+the two).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
@@ -90,13 +93,15 @@ def read_journal(path: Path) -> list[dict[str, Any]]:
     return out
 
 
-def unrecorded(run_dir: Path) -> list[Path]:
+def unrecorded(run_dir: Path, recorded: Collection[str] = ()) -> list[Path]:
     """The journals in ``run_dir`` whose episode has no record yet (their proxy stopped before
-    writing it: killed, or still running)."""
+    writing it: killed, or still running): no ``recorded`` mark, and (given the ids the
+    directory's records hold) no record either."""
     folder = run_dir / FOLDER
     if not folder.is_dir():
         return []
-    return [p for p in sorted(folder.glob("*.jsonl")) if not _recorded(p)]
+    return [p for p in sorted(folder.glob("*.jsonl"))
+            if not _recorded(p) and p.stem not in recorded]
 
 
 def _recorded(path: Path) -> bool:

@@ -13,11 +13,17 @@ report and ends the episode.
 The proxy never retries a write on its own: each call of the agent reaches the upstream at most
 once, and the only extra deliveries are the fault's own (``redelivery``'s copy; a late commit's
 one delivery after the timeout).
+
+The episode *ends* when the agent finishes or goes (:meth:`Session.end`): a call held for its
+timeout is answered at once, and a call after the end is refused, never forwarded (it could not
+be in the record). A call the agent cancels stops being answered, but a write already on its way
+to the upstream is seen through — its answer is journaled whatever the agent does.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Coroutine
 from typing import Any
 
@@ -60,6 +66,8 @@ class Session:
         self._writes = 0
         self._seen: dict[str, int] = {}
         self._background: set[asyncio.Task[Any]] = set()
+        self.ended = asyncio.Event()
+        """The agent finished or went: held calls are answered, later ones refused."""
 
     # -- the clock and the journal ------------------------------------------------------------
 
@@ -82,10 +90,14 @@ class Session:
 
     async def call(self, name: str, args: dict[str, Any], call_id: str) -> dict[str, Any]:
         """The answer (an MCP tool result's JSON) to one call of the agent."""
+        if self.ended.is_set():
+            return failure(error("not_available", "the episode is over (the agent finished): "
+                                                  "limbo proxy forwards nothing more"))
         if name == "finish":
             return self._finish(args, call_id)
         self.tool_calls += 1
         tool = self.catalog.of(name)
+        wire = self.catalog.wire_name(tool.name) if tool is not None else name
         keep = tool.write.effect if tool is not None and tool.write is not None else ()
         logged = tool.name if tool is not None else loggable_name(name)  # the ledger's names
         self.emit("call", id=call_id, tool=logged, args=loggable(redact(args, keep)))
@@ -93,13 +105,24 @@ class Session:
             request_id, attempt = self._label(tool, args)
             if not self.fired and tool.name == self.plan.focal:
                 self.fired = True
-                result = await inject(self, tool, name, args, request_id)
+                result = await inject(self, tool, wire, args, request_id)
             else:
-                result = await self.forward(tool, name, args, request_id, attempt)
+                result = await self.forward(tool, wire, args, request_id, attempt)
         else:
-            result = await self._read(tool, name, args)
+            result = await self._read(tool, wire, args)
         self._log_result(call_id, logged, result)
         return result
+
+    async def hold(self, until: float) -> None:
+        """Wait until ``until`` (the record's ``t``), or the end of the episode."""
+        remaining = until - self.now()
+        if remaining > 0 and not self.ended.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.ended.wait(), remaining)
+
+    def end(self) -> None:
+        """The agent finished or went: answer the held calls now, refuse later ones."""
+        self.ended.set()
 
     def _label(self, tool: DeclaredTool, args: dict[str, Any]) -> tuple[str, str]:
         """The request id and attempt of a write (as the sandbox boundary labels them)."""
@@ -120,7 +143,12 @@ class Session:
 
     async def deliver(self, tool: DeclaredTool, wire: str, args: dict[str, Any], request_id: str,
                       attempt: str) -> tuple[int, dict[str, Any]]:
-        """:meth:`forward`, with the write's number in the ledger."""
+        """:meth:`forward`, with the write's number in the ledger. Seen through to its ``ack``
+        even if the agent cancels the call meanwhile."""
+        return await asyncio.shield(self._deliver(tool, wire, args, request_id, attempt))
+
+    async def _deliver(self, tool: DeclaredTool, wire: str, args: dict[str, Any],
+                       request_id: str, attempt: str) -> tuple[int, dict[str, Any]]:
         self._writes += 1
         n = self._writes
         plain = {k: v for k, v in args.items() if k != KEY_FIELD}
@@ -159,6 +187,7 @@ class Session:
             return failure(error("invalid_argument", f"finish: {where}: {first['msg']}"))
         self.report = report
         self.emit("finish", id=call_id, report=report)
+        self.end()
         return answer({"ok": True, "finished": True})
 
     def _log_result(self, call_id: str, name: str, result: dict[str, Any]) -> None:
