@@ -1,12 +1,11 @@
 """The proxy's parts on their own: the fault plan's seeded draws, the ledger's reading of the
 upstream's answers (replays, batches, duplicates by business key), the shapes of MCP results,
-the journal's tolerance of a torn last line, and redaction."""
+the journal's tolerance of a torn last line, and redaction. (The stdio channel's are in
+test_proxy_channel.py.)"""
 
 from __future__ import annotations
 
 import asyncio
-import json
-import socket
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,6 @@ from limbo.base.errors import UsageError
 from limbo.base.rng import generator
 from limbo.faults import tail
 from limbo.proxy import journal as journal_module
-from limbo.proxy.channel import Channel
 from limbo.proxy.declared import load
 from limbo.proxy.journal import Journal, read_journal
 from limbo.proxy.ledger import COMMITTED, REPLAYED, UNCERTAIN, Ledger
@@ -26,7 +24,6 @@ from limbo.proxy.redact import redact, scrub_with
 from limbo.proxy.session import Session
 from limbo.proxy.shapes import items, object_id, payload, result_of
 from limbo.proxy.upstream import Upstream, UpstreamSpec
-from limbo.proxy.wire import RpcError
 
 CATALOG = load(WORLD)
 CATALOG.bind(["create_order", "refund_order", "add_lines", "list_orders", "list_lines"])
@@ -198,61 +195,3 @@ def test_credentials_are_masked_but_effect_fields_kept() -> None:
                                              "token": "kept-as-effect"}
     scrub = scrub_with(["Bearer abcdefgh12345678"])
     assert scrub("x Bearer abcdefgh12345678 y abcdefgh12345678") == "x *** y ***"
-
-
-async def _paired() -> tuple[Channel, asyncio.Future[None], asyncio.StreamReader, Any]:
-    """A channel (as the proxy's to a stdio upstream) over a socket pair, serving, and the
-    other end's reader and writer."""
-    near, far = socket.socketpair()
-    reader, writer = await asyncio.open_connection(sock=near)
-    peer_in, peer_out = await asyncio.open_connection(sock=far)
-
-    async def nothing(message: dict[str, Any]) -> Any:
-        return None
-
-    channel = Channel(reader, writer, nothing, server=False)
-    return channel, asyncio.ensure_future(channel.serve()), peer_in, peer_out
-
-
-def test_an_unanswered_request_times_out_and_its_late_answer_is_dropped() -> None:
-    async def go() -> Any:
-        channel, serving, peer_in, peer_out = await _paired()
-        with pytest.raises(TimeoutError):
-            await channel.request("tools/call", {"name": "create_order"}, timeout=0.05)
-        first = json.loads(await peer_in.readline())  # it did go out: its outcome is unknown
-        second = asyncio.ensure_future(channel.request("ping", timeout=5.0))
-        ping = json.loads(await peer_in.readline())
-        for ident, result in ((first["id"], {"late": True}), (ping["id"], {"pong": True})):
-            peer_out.write(json.dumps({"jsonrpc": "2.0", "id": ident, "result": result}).encode()
-                           + b"\n")
-        answer = await second
-        peer_out.close()
-        await serving
-        return answer
-
-    assert asyncio.run(go()) == {"pong": True}
-
-
-def test_answers_of_any_shape_leave_the_channel_serving() -> None:
-    """An id that is no number, an error whose code is no integer: the request gets an error,
-    and the channel goes on serving."""
-    async def go() -> tuple[RpcError, Any]:
-        channel, serving, peer_in, peer_out = await _paired()
-        first = asyncio.ensure_future(channel.request("tools/call", timeout=5.0))
-        ident = json.loads(await peer_in.readline())["id"]
-        for answer in ({"id": [ident], "result": {}}, {"id": {"a": 1}, "result": {}},
-                       {"id": ident, "error": {"code": "abc", "message": ["not", "text"]}}):
-            peer_out.write(json.dumps({"jsonrpc": "2.0", **answer}).encode() + b"\n")
-        with pytest.raises(RpcError) as refused:
-            await first
-        second = asyncio.ensure_future(channel.request("ping", timeout=5.0))
-        ident = json.loads(await peer_in.readline())["id"]
-        peer_out.write(json.dumps({"jsonrpc": "2.0", "id": ident, "result": {"ok": 1}}).encode()
-                       + b"\n")
-        answer = await second
-        peer_out.close()
-        await serving
-        return refused.value, answer
-
-    error, answer = asyncio.run(go())
-    assert error.code == -32603 and error.message == "['not', 'text']" and answer == {"ok": 1}

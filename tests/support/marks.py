@@ -57,6 +57,7 @@ SLOW: dict[str, float] = {
     "test_proxy_cli.py": 36.2,
     "test_proxy_crash.py": 11.3,
     "test_proxy_durable.py": 54.0,
+    "test_proxy_fuzz.py": 37.0,
     "test_proxy_hostile.py": 14.5,
     "test_proxy_truth.py": 15.2,
     "test_proxy_ledger.py": 34.1,

@@ -90,7 +90,7 @@ class Run:
     @property
     def journal(self) -> list[dict[str, Any]]:
         path = self.out / "proxy" / f"{self.record['episode_id']}.jsonl"
-        return [json.loads(line) for line in path.read_text().splitlines()]
+        return [json.loads(line) for line in path.read_bytes().split(b"\n")[:-1]]
 
 
 def run_stdio(tmp: Path, fault: str, script: Script, task: str = "orders_place",
@@ -124,8 +124,8 @@ def wait_for_record(out: Path, timeout_s: float = 60.0) -> dict[str, Any]:
     path = out / "episodes.jsonl"
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        if path.exists() and path.read_text().endswith("\n"):
-            (line,) = path.read_text().splitlines()
+        if path.exists() and path.read_bytes().endswith(b"\n"):
+            (line,) = path.read_bytes().split(b"\n")[:-1]  # not splitlines: U+2028 is no end
             return json.loads(line)
         time.sleep(0.05)
     raise AssertionError(f"no record in {out} after {timeout_s} s")
