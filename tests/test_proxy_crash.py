@@ -70,6 +70,7 @@ def test_a_killed_proxy_loses_no_acknowledged_write(tmp_path: Path) -> None:
     assert code == 1 and info["missing"] == 1 and info["done"] == 0 and not info["writers"]
     assert episode["state"] == "interrupted" and episode["writes"] == 3
     assert episode["acknowledged"] == 2 and episode["in_doubt"] == 1
+    assert "--recover" in info["verdict"] and "--retry-errors" not in info["verdict"]
     # count them against the database: every acknowledged write is a row, and so is the third
     journal = [json.loads(x) for x in Path(episode["journal"]).read_text().splitlines()]
     acked = {i for e in journal if e["type"] == "ack" for i in e["object_ids"]}
@@ -92,6 +93,7 @@ def test_a_killed_proxy_loses_no_acknowledged_write(tmp_path: Path) -> None:
     # nothing is missing now; status still exits 1, as for any run with an errored episode
     assert code == 1 and info["done"] == 1 and info["missing"] == 0
     assert info["proxy"]["unrecorded"] == [] and info["errored"] == {"infra_error": 1}
+    assert "--retry-errors" not in info["verdict"] and "limbo proxy" in info["verdict"]
     again = subprocess.run([LIMBO, *proxy_args(db, out, "none", "orders_place"), "--recover"],
                            capture_output=True, text=True, timeout=120)
     assert again.returncode == 2 and "nothing to recover" in again.stderr

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import queue
 import random
 import subprocess
@@ -217,7 +218,8 @@ def test_the_upstream_side_fuzzed(tmp_path: Path, seed: int) -> None:
     waited: list[float] = []
 
     async def agent() -> None:
-        async with Client(StdioServerParameters(command=LIMBO, args=args), cache=None) as client:
+        params = StdioServerParameters(command=LIMBO, args=args, env=dict(os.environ))
+        async with Client(params, cache=None) as client:
             for i in range(24):
                 began = time.monotonic()
                 await client.call_tool("create_order", {"customer_id": f"cus_{i % 3}",

@@ -105,3 +105,32 @@ def test_rows_from_before_the_episode_are_never_credited(tmp_path: Path) -> None
     assert proxy["writes"] == {"absent": 1}, proxy
     assert ledger(run.record) == database(db, {"ord_0001"})
     assert not outcome["task_success"] and not outcome["exactly_once"]
+
+
+def test_what_cannot_be_decided_is_unverifiable_with_its_reason(tmp_path: Path) -> None:
+    """The same world, but the agent orders for a customer the task never named: nothing was
+    read through ``list_orders`` for that customer before the episode, and an order of the
+    same arguments is there now — the earlier run's, as it happens. The refused call is
+    ``unverifiable``, with the reason, and counted nowhere: not credited with that order."""
+    world = tmp_path / "orders.toml"
+    world.write_text(WORLD.read_text().replace(
+        'args.customer_id = { type = "string", required = false }',
+        'args.customer_id = { type = "string" }'))
+    db, out = tmp_path / "orders.db", tmp_path / "run"
+    with connect(db) as conn:
+        conn.execute("insert into orders values ('ord_0001', 'cus_999', 'MUG-01', 1, "
+                     "'placed', null)")
+
+    async def elsewhere(agent: Agent) -> None:
+        await agent.call("create_order", {"customer_id": "cus_999", "sku": "MUG-01",
+                                          "quantity": 1})
+        await agent.finish("failed")
+
+    args = ["proxy", "--upstream-cmd", upstream_cmd(db), "--world", str(world), "--task",
+            "orders_place", "--out", str(out)]
+    run = run_stdio(tmp_path, "none", elsewhere, args=args, env={"ORDERS_REFUSE_FIRST": "1"})
+    assert len(rows(db, "orders")) == 1
+    (settled,) = run.record["runtime"]["proxy"]["reconciled"]
+    assert settled["state"] == "unverifiable"
+    assert "before the episode to tell whether that item predates it" in settled["why"]
+    assert run.record["ledger"] == [] and ledger(run.record) == database(db, {"ord_0001"})

@@ -63,9 +63,9 @@ class Pool:
         shows it predates the episode."""
         old = ([i for i in self.before.items if fits(i, match)]
                if self.before is not None else [])
-        old_ids = {x for i in old if (x := _id(i, id_field)) is not None}
+        taken = held | self.ids | {x for i in old if (x := _id(i, id_field)) is not None}
         named = [x for i in self.listed if fits(i, match) and (x := _id(i, id_field)) is not None
-                 and x not in held | self.ids | old_ids]
+                 and x not in taken]
         key = canonical_json(match)
         anonymous = (sum(1 for i in self.listed if fits(i, match) and _id(i, id_field) is None)
                      - sum(1 for i in old if _id(i, id_field) is None)
@@ -97,7 +97,8 @@ class Reconciler:
         later write cannot take an item an earlier one took): first the ids of successes
         that carried none, then one per write in doubt that a read could decide."""
         out = []
-        for write in [w for w in self.ledger.writes.values() if self._unnamed(w)]:
+        doubt = {w.tool for w in self.ledger.uncertain()}
+        for write in [w for w in self.ledger.writes.values() if self._unnamed(w, doubt)]:
             entry = await self._identify(write, t)
             if entry is not None:
                 self.ledger.apply(entry)
@@ -110,11 +111,13 @@ class Reconciler:
                 out.append(entry)
         return out
 
-    def _unnamed(self, write: LedgerWrite) -> bool:
+    def _unnamed(self, write: LedgerWrite, doubt: set[str]) -> bool:
+        """A success whose answer carried no id, which must take its item before the writes
+        in doubt do (or whose id the read can give)."""
         tool = self.catalog.tools[write.tool]
         return (write.state == COMMITTED and tool.write is not None
-                and tool.write.id_field is not None and tool.write.target is None
-                and None in write.object_ids)
+                and tool.write.target is None and None in write.object_ids
+                and (tool.write.id_field is not None or write.tool in doubt))
 
     async def _identify(self, write: LedgerWrite, t: float) -> dict[str, Any] | None:
         """The ids of a success that carried none, read by its arguments (``None``: not

@@ -83,7 +83,7 @@ class ProxyServer:
         self.own_task = "task" not in prompts
         """Whether ``task`` is LIMBO's prompt (the upstream has none of that name)."""
         self.stop = asyncio.Event()
-        """A signal after the end: stop once the record is written."""
+        """A stop signal came: stop once the record is written."""
         self.failure: BaseException | None = None
         """What made the proxy fail mid-episode (a bug), if anything."""
         self.initialized = False
@@ -139,15 +139,16 @@ class ProxyServer:
 
     @contextlib.contextmanager
     def _signals(self) -> Iterator[None]:
-        """SIGINT/SIGTERM: the first ends the episode; one after the end abandons the writes
-        still scheduled and stops the proxy once the record is written."""
+        """SIGINT/SIGTERM: during the episode it ends it; after the end it abandons the writes
+        still scheduled. Either way the proxy stops once the record is written (a stdio client
+        need not close the pipe)."""
         loop = asyncio.get_running_loop()
 
         def stop() -> None:
             if not self.session.ended.is_set():
-                self.session.end()
-                return
-            self.session.abandon()
+                self.session.end()  # the scheduled writes still land ...
+            else:
+                self.session.abandon()  # ... unless a signal comes after the end
             self.stop.set()
 
         for sig in (signal.SIGINT, signal.SIGTERM):
