@@ -68,9 +68,13 @@ class Journal:
             _DATASYNC(self.fd)  # and every line appended before it
 
     def close(self) -> None:
-        with contextlib.suppress(OSError):
-            _DATASYNC(self.fd)
-            os.close(self.fd)
+        """Sync and close (once: a second call must not close a descriptor since reused)."""
+        fd, self.fd = self.fd, -1
+        if fd >= 0:
+            with contextlib.suppress(OSError):
+                _DATASYNC(fd)
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
 
 def read_journal(path: Path) -> list[dict[str, Any]]:
