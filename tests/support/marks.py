@@ -55,7 +55,7 @@ SLOW: dict[str, float] = {
     "test_mcp_command.py": 11.4,
     "test_plugin_interrupts.py": 4.2,
     "test_proxy_cli.py": 36.2,
-    "test_proxy_crash.py": 11.3,
+    "test_proxy_crash.py": 45.5,
     "test_proxy_durable.py": 54.0,
     "test_proxy_fuzz.py": 37.0,
     "test_proxy_hostile.py": 14.5,
