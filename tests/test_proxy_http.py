@@ -156,7 +156,7 @@ def test_the_link_reads_an_event_stream_and_answers_the_servers_request_on_it() 
 
     async def go() -> Any:
         async with _upstream(handler)() as url:
-            link = HttpLink(url, {"authorization": "Bearer t"}, asked, 30.0)
+            link = HttpLink(url, {"authorization": "Bearer t"}, asked)
             try:
                 await link.request("initialize", {"protocolVersion": "2025-06-18"})
                 answer = await link.request("tools/call", {"name": "x"})
@@ -191,7 +191,7 @@ def test_the_link_tells_a_refusal_from_a_lost_answer(reply: Callable[[Any], web.
 
     async def go() -> None:
         async with _upstream(handler)() as url:
-            link = HttpLink(url, {}, _echo, 30.0)
+            link = HttpLink(url, {}, _echo)
             try:
                 with pytest.raises(raised):
                     await link.request("tools/call", {"name": "x"})
@@ -205,7 +205,7 @@ def test_the_link_to_nothing_is_closed() -> None:
     async def go() -> None:
         async with _upstream(_refuse)() as url:
             pass  # the port is free again
-        link = HttpLink(url, {}, _echo, 30.0)
+        link = HttpLink(url, {}, _echo)
         try:
             with pytest.raises(ChannelClosed, match="ClientConnectorError"):
                 await link.request("initialize", {})
@@ -245,7 +245,7 @@ def test_the_link_reads_an_event_of_any_size_and_reopens_a_forgotten_session() -
 
     async def go() -> Any:
         async with _upstream(handler)() as url:
-            link = HttpLink(url, {}, _echo, 30.0)
+            link = HttpLink(url, {}, _echo)
             try:
                 await link.request("initialize", {"protocolVersion": "2025-06-18"})
                 return await link.request("tools/call", {"name": "x"})

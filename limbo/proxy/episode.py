@@ -37,7 +37,13 @@ from limbo.proxy.serve import ProxyServer
 from limbo.proxy.session import Session
 from limbo.proxy.snapshot import Snapshot, take, task_reads
 from limbo.proxy.task import Task, prepare, template
-from limbo.proxy.upstream import CALL_TIMEOUT_S, Upstream, UpstreamSpec, connect
+from limbo.proxy.upstream import (
+    CALL_TIMEOUT_S,
+    START_TIMEOUT_S,
+    Upstream,
+    UpstreamSpec,
+    connect,
+)
 from limbo.sim.cell import Cell
 from limbo.sim.config import Timing, dumped
 from limbo.sim.tasks import plan_hash
@@ -75,7 +81,8 @@ async def run(opts: Options) -> EpisodeRecord:
     started = stopwatch()
     records: list[EpisodeRecord] = []
     async with connect(opts.upstream, opts.call_timeout) as upstream:
-        session, prompt, offered, prompts = await _open(opts, upstream)
+        with upstream.waiting(START_TIMEOUT_S):
+            session, prompt, offered, prompts = await _open(opts, upstream)
         server = ProxyServer(session, offered, prompts, prompt, opts.say)
 
         async def after() -> None:  # the agent is done; the upstream still runs
@@ -258,7 +265,7 @@ async def _recover_one(opts: Options, path: Path, entries: list[dict[str, Any]]
     if start["proxy"]["world"] != opts.catalog.identity:
         raise UsageError(f"{path} was written with world {start['proxy']['world']}; give "
                          f"that world file (this one is {opts.catalog.identity})")
-    async with connect(opts.upstream, opts.call_timeout) as upstream:
+    async with connect(opts.upstream, START_TIMEOUT_S) as upstream:  # no agent waits on it
         opts.catalog.bind(str(t.get("name")) for t in await upstream.listed("tools"))
         ledger = ledger_of(entries, opts.catalog)
         before = Snapshot.of(next((e for e in entries if e["type"] == "baseline"), None))

@@ -42,15 +42,14 @@ class HttpLink:
     that is no JSON-RPC response, is :class:`ChannelClosed`: whether the server acted on the
     request is unknown."""
 
-    def __init__(self, url: str, headers: dict[str, str], on_message: Handler,
-                 read_timeout: float) -> None:
+    def __init__(self, url: str, headers: dict[str, str], on_message: Handler) -> None:
         import aiohttp
 
         self.url, self.on_message = url, on_message
         self.http = aiohttp.ClientSession(
             headers={**headers, "accept": "application/json, text/event-stream",
                      "content-type": "application/json"},
-            timeout=aiohttp.ClientTimeout(total=None, sock_connect=30.0, sock_read=read_timeout))
+            timeout=aiohttp.ClientTimeout(total=None, sock_connect=30.0))  # each request's own
         self._failed: tuple[type[BaseException], ...] = (aiohttp.ClientError, OSError)
         self.session: dict[str, str] = {}
         """The headers the ``initialize`` answer set (session id, protocol version)."""

@@ -32,6 +32,7 @@ import asyncio
 import contextlib
 import os
 import shlex
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
@@ -51,7 +52,8 @@ CALL_TIMEOUT_S = 120.0
 """How long the proxy waits for the upstream's answer to one call, in the sandbox's seconds:
 the wall wait is this times ``--time-scale`` (four client timeouts)."""
 START_TIMEOUT_S = 60.0
-"""How long a stdio upstream may take to answer the handshake."""
+"""How long the upstream may take to answer the handshake, and each request before the agent
+may call (the listings, the task's setup, the snapshot), whatever the time scale."""
 STOP_TIMEOUT_S = 5.0
 """How long a stdio upstream may take to exit once its stdin is closed."""
 
@@ -198,6 +200,16 @@ class Upstream:
 
     def __init__(self, spec: UpstreamSpec, call_timeout: float = CALL_TIMEOUT_S) -> None:
         self.spec, self.call_timeout = spec, call_timeout
+
+    @contextlib.contextmanager
+    def waiting(self, seconds: float) -> Iterator[None]:
+        """Wait up to ``seconds`` for each answer meanwhile (before the agent may call: a
+        server's start-up is no fault's time, and the time scale is not its to shorten)."""
+        before, self.call_timeout = self.call_timeout, max(self.call_timeout, seconds)
+        try:
+            yield
+        finally:
+            self.call_timeout = before
 
     async def __aenter__(self) -> Upstream:
         raise NotImplementedError
@@ -352,8 +364,7 @@ class HttpUpstream(Upstream):
 
     async def __aenter__(self) -> HttpUpstream:
         assert self.spec.url is not None
-        self.link = self.http = HttpLink(self.spec.url, self.spec.headers, self.asked,
-                                         self.call_timeout)
+        self.link = self.http = HttpLink(self.spec.url, self.spec.headers, self.asked)
         await self._handshake()
         return self
 
