@@ -135,33 +135,39 @@ def test_the_agent_side_answers_what_is_no_message_and_reads_on() -> None:
     assert by_id[6]["result"] == {"echo": "ping"}
 
 
-def test_a_cancelled_request_stops_and_gets_no_answer() -> None:
-    """MCP's cancellation: the handler is cancelled where it waits, and nothing is sent."""
-    async def go() -> tuple[list[dict[str, Any]], bool]:
-        cancelled, started = asyncio.Event(), asyncio.Event()
+def test_a_cancelled_request_is_told_and_gets_no_answer() -> None:
+    """MCP's cancellation: ``on_cancel`` hears of the request (the proxy ends a held call
+    there), and its answer is not sent; the channel answers the next request."""
+    async def go() -> tuple[list[dict[str, Any]], list[Any]]:
+        told: list[Any] = []
+        release, started = asyncio.Event(), asyncio.Event()
 
         async def held(message: dict[str, Any]) -> Any:
             if message["method"] == "tools/call":
                 started.set()
-                try:
-                    await asyncio.sleep(3600)
-                except asyncio.CancelledError:
-                    cancelled.set()
-                    raise
+                await release.wait()
+                return {"late": True}
             return {}
 
-        channel, serving, peer_in, peer_out = await _paired(held, server=True)
+        def cancel(request: dict[str, Any]) -> None:
+            told.append(request["id"])
+            release.set()
+
+        near, far = socket.socketpair()
+        reader, writer = await asyncio.open_connection(sock=near)
+        peer_in, peer_out = await asyncio.open_connection(sock=far)
+        channel = Channel(reader, writer, held, server=True, on_cancel=cancel)
+        serving = asyncio.ensure_future(channel.serve())
         peer_out.write(_line({"id": "held-1", "method": "tools/call"}))
         await asyncio.wait_for(started.wait(), 10)
         peer_out.write(_line({"method": "notifications/cancelled",
                               "params": {"requestId": "held-1"}}))
         peer_out.write(_line({"id": 7, "method": "ping"}))
         answers = [json.loads(await peer_in.readline())]
-        await asyncio.wait_for(cancelled.wait(), 10)
+        await channel.drain()
         peer_out.close()
         await serving
-        await channel.drain()
-        return answers, cancelled.is_set()
+        return answers, told
 
-    answers, cancelled = asyncio.run(go())
-    assert answers == [{"jsonrpc": "2.0", "id": 7, "result": {}}] and cancelled
+    answers, told = asyncio.run(go())
+    assert answers == [{"jsonrpc": "2.0", "id": 7, "result": {}}] and told == ["held-1"]

@@ -26,14 +26,20 @@ Post = Callable[..., Awaitable[tuple[int, dict[str, str], Any]]]
 async def _echo(message: dict[str, Any]) -> Any:
     if message["method"] == "boom":
         raise RpcError(-32000, "refused")
-    if message["method"] == "hold":
-        await asyncio.sleep(3600)
     return {"echo": message["method"]}
 
 
 def _with_endpoint(body: Callable[[str, Post], Awaitable[None]]) -> None:
     async def go() -> None:
-        async with serving(AgentEndpoint(_echo), 0) as url, aiohttp.ClientSession() as http:
+        released = asyncio.Event()  # what a held request waits for: the agent's cancel
+
+        async def answer(message: dict[str, Any]) -> Any:
+            if message["method"] == "hold":
+                await released.wait()
+            return await _echo(message)
+
+        endpoint = AgentEndpoint(answer, on_cancel=lambda request: released.set())
+        async with serving(endpoint, 0) as url, aiohttp.ClientSession() as http:
             async def post(data: Any, headers: dict[str, str] | None = None,
                            method: str = "POST") -> tuple[int, dict[str, str], Any]:
                 raw = data if isinstance(data, bytes) else json.dumps(data).encode()

@@ -7,8 +7,10 @@ an invalid request for a batch or an id that is neither a string nor an integer 
 channel reads on. As a *client* (the upstream's side) a line that is not JSON is skipped (a
 stdio server that prints its logs to stdout is common), unless it names a request waiting for
 its answer, which then fails at once rather than waiting out its timeout; a batch of answers
-is read answer by answer. A ``notifications/cancelled`` from the other side stops the
-answering of that request, which then gets no answer (MCP's rule).
+is read answer by answer. A ``notifications/cancelled`` from the other side is told to
+``on_cancel`` (with the request it names, still being answered), whose answer is then not sent
+(MCP's rule): the handler decides what stops — the proxy ends a held call at once, and sees a
+write already on its way to the upstream through to its answer.
 """
 
 from __future__ import annotations
@@ -46,7 +48,8 @@ class Channel:
 
     def __init__(self, reader: asyncio.StreamReader, writer: Any, on_message: Handler,
                  server: bool = True, on_failure: Callable[[BaseException], None] | None = None,
-                 limit: int = LINE_LIMIT) -> None:
+                 limit: int = LINE_LIMIT,
+                 on_cancel: Callable[[dict[str, Any]], None] | None = None) -> None:
         self.reader, self.writer, self.on_message = reader, writer, on_message
         self.limit = limit
         """The reader's limit: a longer line is skipped, and answered (or its request
@@ -56,9 +59,13 @@ class Channel:
         self.on_failure = on_failure
         """Told of a handler that failed with something other than :class:`RpcError` (a bug:
         the request is answered with an internal error)."""
+        self.on_cancel = on_cancel
+        """Told of a request the other side cancelled (the request's message)."""
         self._pending: dict[int, asyncio.Future[Any]] = {}
         self._next = 0
-        self._answering: dict[tuple[bool, Any], asyncio.Task[Any]] = {}
+        self._answering: dict[tuple[bool, Any], dict[str, Any]] = {}
+        """The requests being answered, by id (their messages)."""
+        self._cancelled: set[tuple[bool, Any]] = set()
         self._tasks: set[asyncio.Task[Any]] = set()
         self.closed = asyncio.Event()
 
@@ -170,35 +177,44 @@ class Channel:
             return
         cancelled = cancelled_id(message)
         if cancelled is not None:
-            task = self._answering.get(_key(cancelled))
-            if task is not None:
-                task.cancel()
+            self._cancel(_key(cancelled))
             return
+        if "id" in message:
+            self._answering[_key(message["id"])] = message
         task = asyncio.ensure_future(self._answer(message))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-        if "id" in message:
-            key = _key(message["id"])
-            self._answering[key] = task
-            task.add_done_callback(lambda _t: self._answering.pop(key, None))
+
+    def _cancel(self, key: tuple[bool, Any]) -> None:
+        request = self._answering.get(key)
+        if request is not None:
+            self._cancelled.add(key)
+            if self.on_cancel is not None:
+                self.on_cancel(request)
 
     async def _answer(self, message: dict[str, Any]) -> None:
         ident = message.get("id")
+        key = _key(ident)
+        try:
+            reply = await self._reply(message)
+        finally:
+            if self._answering.get(key) is message:
+                del self._answering[key]
+        if "id" in message and key not in self._cancelled:
+            self.send({"id": ident, **reply})
+        self._cancelled.discard(key)
+
+    async def _reply(self, message: dict[str, Any]) -> dict[str, Any]:
         try:
             result = await self.on_message(message)
-        except asyncio.CancelledError:
-            return  # cancelled by the other side (or the channel is closing): no answer
         except RpcError as exc:
-            reply: dict[str, Any] = {"error": {"code": exc.code, "message": exc.message}}
+            return {"error": {"code": exc.code, "message": exc.message}}
         except Exception as exc:  # noqa: BLE001 - a bug: answered, then told to on_failure
-            reply = {"error": {"code": INTERNAL_ERROR, "message": "limbo proxy failed: "
-                                                                   f"{type(exc).__name__}"}}
             if self.on_failure is not None:
                 self.on_failure(exc)
-        else:
-            reply = {"result": result if result is not None else {}}
-        if "id" in message:
-            self.send({"id": ident, **reply})
+            return {"error": {"code": INTERNAL_ERROR, "message": "limbo proxy failed: "
+                                                                 f"{type(exc).__name__}"}}
+        return {"result": result if result is not None else {}}
 
     async def drain(self) -> None:
         """Wait for the answers still being computed."""

@@ -14,8 +14,8 @@ What it keeps of the transport's rules: a session id is issued with the ``initia
 and a request naming another is refused with 404 (the client starts afresh), ``DELETE`` ends
 a session; a request that needs a session (anything but ``initialize``, ``ping`` and the
 stateless era's probe) and names none is refused with 400 — it never reaches the upstream;
-notifications and responses are accepted with 202, and a ``notifications/cancelled`` stops the
-answering of its request; ``GET`` is refused with 405 (the proxy pushes nothing); a request
+notifications and responses are accepted with 202, and a ``notifications/cancelled`` is told to
+``on_cancel`` (the request is then answered as cancelled); ``GET`` is refused with 405 (the proxy pushes nothing); a request
 whose ``Host`` or ``Origin`` is not this machine is refused (a web page cannot reach the proxy
 through DNS rebinding).
 """
@@ -54,13 +54,18 @@ class AgentEndpoint:
     """Answers each JSON-RPC request posted to it with ``answer(message)``."""
 
     def __init__(self, answer: Handler,
-                 on_failure: Callable[[BaseException], None] | None = None) -> None:
-        self.answer, self.on_failure = answer, on_failure
+                 on_failure: Callable[[BaseException], None] | None = None,
+                 on_cancel: Callable[[dict[str, Any]], None] | None = None) -> None:
+        self.answer, self.on_failure, self.on_cancel = answer, on_failure, on_cancel
         self.sessions: set[str] = set()
         """The open sessions' ids (numbered, not secret: the proxy serves one episode on
         loopback, where any process may connect anyway)."""
         self._issued = 0
-        self._answering: dict[tuple[str, bool, Any], asyncio.Task[Any]] = {}
+        self._answering: dict[tuple[str, bool, Any], dict[str, Any]] = {}
+        """The requests being answered, by session and id (their messages)."""
+        self._cancelled: set[tuple[str, bool, Any]] = set()
+        self._idle = asyncio.Event()
+        self._idle.set()
 
     async def handle(self, request: Any) -> Any:
         """One HTTP request (aiohttp's), answered."""
@@ -95,22 +100,33 @@ class AgentEndpoint:
         return await self._request(message, session or "")
 
     def _cancel(self, session: str | None, ident: Any) -> None:
-        task = self._answering.get((session or "", isinstance(ident, str), ident))
-        if task is not None:
-            task.cancel()
+        key = (session or "", isinstance(ident, str), ident)
+        request = self._answering.get(key)
+        if request is not None:
+            self._cancelled.add(key)
+            if self.on_cancel is not None:
+                self.on_cancel(request)
 
     async def _request(self, message: dict[str, Any], session: str) -> Any:
         ident = message["id"]
         key = (session, isinstance(ident, str), ident)
-        task = self._answering[key] = asyncio.ensure_future(self.answer(message))
+        self._answering[key] = message
+        self._idle.clear()
         try:
-            await asyncio.wait({task})
+            response = await self._answered(message)
         finally:
-            self._answering.pop(key, None)
-        if task.cancelled():
+            del self._answering[key]
+            if not self._answering:
+                self._idle.set()
+        if key in self._cancelled:
+            self._cancelled.discard(key)
             return _json(200, _error(ident, CANCELLED, "request cancelled"))
+        return response
+
+    async def _answered(self, message: dict[str, Any]) -> Any:
+        ident = message["id"]
         try:
-            result = task.result()
+            result = await self.answer(message)
         except RpcError as exc:
             return _json(200, _error(ident, exc.code, exc.message))
         except Exception as exc:  # noqa: BLE001 - a bug: answered, then told to on_failure
@@ -128,8 +144,7 @@ class AgentEndpoint:
 
     async def drain(self) -> None:
         """Wait for the answers still being computed."""
-        while self._answering:
-            await asyncio.gather(*list(self._answering.values()), return_exceptions=True)
+        await self._idle.wait()
 
 
 @contextlib.asynccontextmanager

@@ -52,7 +52,7 @@ class FaultHost(Protocol):
 
     def later(self, work: Coroutine[Any, Any, Any]) -> None: ...
 
-    async def hold(self, until: float) -> None: ...
+    async def hold(self, until: float, stop: asyncio.Event | None = None) -> None: ...
 
     def arrival(self, n: int, request_id: str, attempt: str, tool: str) -> None: ...
 
@@ -65,8 +65,9 @@ def _failure(session: FaultHost, kind: str) -> Result:
 
 
 async def inject(session: FaultHost, tool: DeclaredTool, wire: str, args: dict[str, Any],
-                 request_id: str) -> dict[str, Any]:
-    """The agent's answer to the focal write under the plan's fault."""
+                 request_id: str, stop: asyncio.Event | None = None) -> dict[str, Any]:
+    """The agent's answer to the focal write under the plan's fault (``stop``: the agent
+    cancelled the call; a held answer is then given at once)."""
     plan, act = session.plan, session.plan.act
     t0 = session.now()
     hold = act.answer == "timeout"
@@ -106,7 +107,7 @@ async def inject(session: FaultHost, tool: DeclaredTool, wire: str, args: dict[s
     else:  # cut: the first k units of a batch
         await _cut(session, tool, wire, args, request_id, fault)
     if hold:
-        await session.hold(t0 + plan.client_timeout_s)  # sooner if the agent finishes
+        await session.hold(t0 + plan.client_timeout_s, stop)  # sooner if the agent finishes
     return result_of(_failure(session, act.answer), error=True)
 
 

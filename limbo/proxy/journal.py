@@ -10,8 +10,12 @@ sync per write sits between the agent and its answer, not two. A killed process 
 it handed the kernel, so after ``kill -9`` every ``ack`` is there. A lost machine may lose the
 last answers: their writes are then ``intent`` lines without an ``ack``, which reconciliation
 settles against the upstream's own state, as it does every write whose answer never came.
-Everything else (the agent's calls and results, the fault, the task) is appended without a
-sync of its own.
+Everything else (the agent's calls and results, the fault) is appended without a sync of its
+own, and later still (:meth:`Journal.defer`): once the answer in hand is on its way, at the
+event loop's next turn, in one write with the lines deferred beside it — off the path between
+the agent and its answer. A ledger line is never deferred, and goes after the lines deferred
+before it, so the journal keeps their order; a killed proxy may lose the event lines of its
+last turn, never a ledger line.
 
 Line types: ``start`` (the cell, the upstream, the task), ``baseline`` (what the upstream's
 reads listed before the agent began), ``intent`` / ``ack`` / ``lost`` / ``reconciled`` (the
@@ -24,6 +28,7 @@ the two).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -52,6 +57,7 @@ class Journal:
     def __init__(self, path: Path, scrub: Callable[[str], str], new: bool = True) -> None:
         self.path, self.scrub = path, scrub
         flags = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC | (os.O_CREAT | os.O_EXCL if new else 0)
+        self._deferred: list[Callable[[], dict[str, Any]]] = []
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self.fd = os.open(path, flags, 0o600)
@@ -59,16 +65,42 @@ class Journal:
             raise UsageError(f"cannot create the proxy journal {path}: {exc.strerror}") from None
 
     def write(self, entry: dict[str, Any], sync: bool = False) -> None:
-        """Append ``entry``; ``sync``: on disk before this returns (an ``intent``)."""
-        line = (self.scrub(_ENCODE.encode(entry)) + "\n").encode("utf-8", "backslashreplace")
-        done = 0
-        while done < len(line):
-            done += os.write(self.fd, line[done:])
+        """Append ``entry`` now (after the lines deferred before it); ``sync``: on disk before
+        this returns (an ``intent``)."""
+        self._append([*self._drain(), self._line(entry)])
         if sync:
             _DATASYNC(self.fd)  # and every line appended before it
 
+    def defer(self, entry: Callable[[], dict[str, Any]]) -> None:
+        """Append the entry ``entry()`` makes at the event loop's next turn (or with the next
+        :meth:`write`, or at :meth:`close`, whichever comes first)."""
+        self._deferred.append(entry)
+        if len(self._deferred) == 1:
+            asyncio.get_running_loop().call_soon(self.flush)
+
+    def flush(self) -> None:
+        """Append the deferred entries now."""
+        if self._deferred and self.fd >= 0:
+            self._append(self._drain())
+
+    def _drain(self) -> list[bytes]:
+        made, self._deferred = self._deferred, []
+        return [self._line(make()) for make in made]
+
+    def _line(self, entry: dict[str, Any]) -> bytes:
+        return (self.scrub(_ENCODE.encode(entry)) + "\n").encode("utf-8", "backslashreplace")
+
+    def _append(self, lines: list[bytes]) -> None:
+        data = b"".join(lines)
+        done = 0
+        while done < len(data):
+            done += os.write(self.fd, data[done:])
+
     def close(self) -> None:
-        """Sync and close (once: a second call must not close a descriptor since reused)."""
+        """Append what is deferred, sync and close (once: a second call must not close a
+        descriptor since reused)."""
+        with contextlib.suppress(OSError):
+            self.flush()
         fd, self.fd = self.fd, -1
         if fd >= 0:
             with contextlib.suppress(OSError):

@@ -89,8 +89,17 @@ class ProxyServer:
         self.initialized = False
         """Whether the stdio agent has sent ``initialize`` (over HTTP: its session says)."""
         self._n = 0
+        self._stops: dict[int, asyncio.Event] = {}
+        """The tool calls being answered (by their message's identity) -> set when cancelled."""
 
-    async def call(self, params: dict[str, Any]) -> dict[str, Any]:
+    def cancel(self, request: dict[str, Any]) -> None:
+        """The agent cancelled ``request``: a held call is answered (and not sent) at once."""
+        stop = self._stops.get(id(request))
+        if stop is not None:
+            stop.set()
+
+    async def call(self, params: dict[str, Any], stop: asyncio.Event | None = None
+                   ) -> dict[str, Any]:
         """One ``tools/call`` (its params as JSON), answered as JSON."""
         self._n += 1
         found = params.get("_meta")
@@ -100,7 +109,7 @@ class ProxyServer:
         name, args = params.get("name"), params.get("arguments") or {}
         if not isinstance(name, str) or not isinstance(args, dict):
             raise RpcError(INVALID_PARAMS, "tools/call needs a name and an arguments object")
-        return await self.session.call(name, args, call_id)
+        return await self.session.call(name, args, call_id, stop)
 
     async def relayed(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """A prompts or resources request: the upstream's answer, with LIMBO's ``task`` prompt
@@ -173,7 +182,8 @@ class ProxyServer:
         reader = asyncio.StreamReader(limit=LINE_LIMIT)
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
         writer, _ = await loop.connect_write_pipe(asyncio.Protocol, sys.stdout)
-        channel = Channel(reader, writer, self._message, on_failure=self.failed)
+        channel = Channel(reader, writer, self._message, on_failure=self.failed,
+                          on_cancel=self.cancel)
         self.announce("limbo proxy: serving the episode on stdio")
         serving = asyncio.ensure_future(channel.serve())
         try:
@@ -197,7 +207,11 @@ class ProxyServer:
             raise RpcError(INVALID_REQUEST, "the session is not initialized: send initialize "
                                             "first")
         if method == "tools/call":
-            return await self.call(params)
+            stop = self._stops[id(message)] = asyncio.Event()
+            try:
+                return await self.call(params, stop)
+            finally:
+                del self._stops[id(message)]
         if method == "tools/list":
             return {"tools": self.tools}
         if method in RELAYED:
@@ -218,7 +232,7 @@ class ProxyServer:
         from limbo.proxy.http import AgentEndpoint, serving
 
         self.initialized = True  # each request's session says (the endpoint refuses the rest)
-        endpoint = AgentEndpoint(self._message, on_failure=self.failed)
+        endpoint = AgentEndpoint(self._message, on_failure=self.failed, on_cancel=self.cancel)
         async with serving(endpoint, port) as url:
             self.announce(f"limbo proxy: serving the episode at {url}/mcp")
             await self.session.ended.wait()

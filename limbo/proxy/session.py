@@ -16,14 +16,16 @@ one delivery after the timeout).
 
 The episode *ends* when the agent finishes or goes (:meth:`Session.end`): a call held for its
 timeout is answered at once, and a call after the end is refused, never forwarded (it could not
-be in the record). A call the agent cancels stops being answered, but a write already on its way
-to the upstream is seen through — its answer is journaled whatever the agent does.
+be in the record). A call the agent cancels (``stop``) stops being held; a write already on its
+way to the upstream is seen through — its answer is journaled whatever the agent does.
+
+The event log (the agent's calls and results, the fault) is journaled once the answer is on its
+way (:meth:`limbo.proxy.journal.Journal.defer`); the ledger entries at once.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Coroutine
 from typing import Any
 
@@ -76,8 +78,15 @@ class Session:
         return round(stopwatch() - self.started, 6)
 
     def emit(self, type_: str, **fields: Any) -> None:
-        """One event of the record's event log (journaled without a sync)."""
-        self.journal.write({"t": self.now(), "type": type_, **fields})
+        """One event of the record's event log, stamped now, journaled (without a sync) once
+        the answer in hand is on its way; a field given as a function is computed then."""
+        t = self.now()
+
+        def entry() -> dict[str, Any]:
+            return {"t": t, "type": type_,
+                    **{k: v() if callable(v) else v for k, v in fields.items()}}
+
+        self.journal.defer(entry)
 
     def ledger_entry(self, entry: dict[str, Any], forwarding: bool = False) -> None:
         """One ledger entry: an ``intent`` (``forwarding``) on disk before the write is
@@ -88,8 +97,10 @@ class Session:
 
     # -- calls --------------------------------------------------------------------------------
 
-    async def call(self, name: str, args: dict[str, Any], call_id: str) -> dict[str, Any]:
-        """The answer (an MCP tool result's JSON) to one call of the agent."""
+    async def call(self, name: str, args: dict[str, Any], call_id: str,
+                   stop: asyncio.Event | None = None) -> dict[str, Any]:
+        """The answer (an MCP tool result's JSON) to one call of the agent (``stop``: set when
+        the agent cancels it)."""
         if self.ended.is_set():
             return failure(error("not_available", "the episode is over (the agent finished): "
                                                   "limbo proxy forwards nothing more"))
@@ -100,12 +111,12 @@ class Session:
         wire = self.catalog.wire_name(tool.name) if tool is not None else name
         keep = tool.write.effect if tool is not None and tool.write is not None else ()
         logged = tool.name if tool is not None else loggable_name(name)  # the ledger's names
-        self.emit("call", id=call_id, tool=logged, args=loggable(redact(args, keep)))
+        self.emit("call", id=call_id, tool=logged, args=lambda: loggable(redact(args, keep)))
         if tool is not None and tool.write is not None:
             request_id, attempt = self._label(tool, args)
             if not self.fired and tool.name == self.plan.focal:
                 self.fired = True
-                result = await inject(self, tool, wire, args, request_id)
+                result = await inject(self, tool, wire, args, request_id, stop)
             else:
                 result = await self.forward(tool, wire, args, request_id, attempt)
         else:
@@ -113,12 +124,17 @@ class Session:
         self._log_result(call_id, logged, result)
         return result
 
-    async def hold(self, until: float) -> None:
-        """Wait until ``until`` (the record's ``t``), or the end of the episode."""
+    async def hold(self, until: float, stop: asyncio.Event | None = None) -> None:
+        """Wait until ``until`` (the record's ``t``), the end of the episode, or ``stop``."""
         remaining = until - self.now()
-        if remaining > 0 and not self.ended.is_set():
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.ended.wait(), remaining)
+        if remaining <= 0 or self.ended.is_set() or (stop is not None and stop.is_set()):
+            return
+        waits = [asyncio.ensure_future(e.wait()) for e in (self.ended, stop) if e is not None]
+        try:
+            await asyncio.wait(waits, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for wait in waits:
+                wait.cancel()
 
     def end(self) -> None:
         """The agent finished or went: answer the held calls now, refuse later ones."""
@@ -143,12 +159,7 @@ class Session:
 
     async def deliver(self, tool: DeclaredTool, wire: str, args: dict[str, Any], request_id: str,
                       attempt: str) -> tuple[int, dict[str, Any]]:
-        """:meth:`forward`, with the write's number in the ledger. Seen through to its ``ack``
-        even if the agent cancels the call meanwhile."""
-        return await asyncio.shield(self._deliver(tool, wire, args, request_id, attempt))
-
-    async def _deliver(self, tool: DeclaredTool, wire: str, args: dict[str, Any],
-                       request_id: str, attempt: str) -> tuple[int, dict[str, Any]]:
+        """:meth:`forward`, with the write's number in the ledger."""
         self._writes += 1
         n = self._writes
         plain = {k: v for k, v in args.items() if k != KEY_FIELD}
@@ -191,11 +202,7 @@ class Session:
         return answer({"ok": True, "finished": True})
 
     def _log_result(self, call_id: str, name: str, result: dict[str, Any]) -> None:
-        body = payload(result)
-        text = plain_json(body)
-        if len(text) > MAX_LOGGED_RESULT:
-            body = {"ok": body.get("ok", False), "_truncated": text[:200], "_chars": len(text)}
-        self.emit("result", id=call_id, tool=name, result=body)
+        self.emit("result", id=call_id, tool=name, result=lambda: _logged(result))
 
     # -- background deliveries ----------------------------------------------------------------
 
@@ -225,6 +232,15 @@ class Session:
         forwarded, which the fault event's plan shows."""
         for task in list(self._background):
             task.cancel()
+
+
+def _logged(result: dict[str, Any]) -> dict[str, Any]:
+    """A result as the event log holds it (summarised past :data:`MAX_LOGGED_RESULT`)."""
+    body = payload(result)
+    text = plain_json(body)
+    if len(text) > MAX_LOGGED_RESULT:
+        body = {"ok": body.get("ok", False), "_truncated": text[:200], "_chars": len(text)}
+    return body
 
 
 def answer(body: Result) -> dict[str, Any]:
