@@ -12,8 +12,8 @@ last answers: their writes are then ``intent`` lines without an ``ack``, which r
 settles against the upstream's own state, as it does every write whose answer never came.
 Everything else (the agent's calls and results, the fault) is appended without a sync of its
 own, and later still (:meth:`Journal.defer`): once the answer in hand is on its way, at the
-event loop's next turn, in one write with the lines deferred beside it — off the path between
-the agent and its answer. A ledger line is never deferred, and goes after the lines deferred
+event loop's next turn, in one write with the lines deferred beside it (a call's line with its
+result's) — off the path between the agent and its answer. A ledger line is never deferred, and goes after the lines deferred
 before it, so the journal keeps their order; a killed proxy may lose the event lines of its
 last turn, never a ledger line.
 
@@ -58,6 +58,7 @@ class Journal:
         self.path, self.scrub = path, scrub
         flags = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC | (os.O_CREAT | os.O_EXCL if new else 0)
         self._deferred: list[Callable[[], dict[str, Any]]] = []
+        self._flushing = False
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self.fd = os.open(path, flags, 0o600)
@@ -71,15 +72,18 @@ class Journal:
         if sync:
             _DATASYNC(self.fd)  # and every line appended before it
 
-    def defer(self, entry: Callable[[], dict[str, Any]]) -> None:
+    def defer(self, entry: Callable[[], dict[str, Any]], soon: bool = True) -> None:
         """Append the entry ``entry()`` makes at the event loop's next turn (or with the next
-        :meth:`write`, or at :meth:`close`, whichever comes first)."""
+        :meth:`write`, or at :meth:`close`, whichever comes first); not ``soon``: with the next
+        entry that is (a call's event waits for its result's: one write for the two)."""
         self._deferred.append(entry)
-        if len(self._deferred) == 1:
+        if soon and not self._flushing:
+            self._flushing = True
             asyncio.get_running_loop().call_soon(self.flush)
 
     def flush(self) -> None:
         """Append the deferred entries now."""
+        self._flushing = False
         if self._deferred and self.fd >= 0:
             self._append(self._drain())
 

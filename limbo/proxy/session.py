@@ -79,14 +79,15 @@ class Session:
 
     def emit(self, type_: str, **fields: Any) -> None:
         """One event of the record's event log, stamped now, journaled (without a sync) once
-        the answer in hand is on its way; a field given as a function is computed then."""
+        the answer in hand is on its way — a call's with its result's; a field given as a
+        function is computed then."""
         t = self.now()
 
         def entry() -> dict[str, Any]:
             return {"t": t, "type": type_,
                     **{k: v() if callable(v) else v for k, v in fields.items()}}
 
-        self.journal.defer(entry)
+        self.journal.defer(entry, soon=type_ != "call")
 
     def ledger_entry(self, entry: dict[str, Any], forwarding: bool = False) -> None:
         """One ledger entry: an ``intent`` (``forwarding``) on disk before the write is
@@ -235,10 +236,15 @@ class Session:
 
 
 def _logged(result: dict[str, Any]) -> dict[str, Any]:
-    """A result as the event log holds it (summarised past :data:`MAX_LOGGED_RESULT`)."""
+    """A result as the event log holds it (summarised past :data:`MAX_LOGGED_RESULT`, as its
+    text blocks measure it: a JSON answer's text is its JSON)."""
     body = payload(result)
-    text = plain_json(body)
-    if len(text) > MAX_LOGGED_RESULT:
+    content = result.get("content")
+    size = sum(len(t) for c in (content if isinstance(content, list) else ())
+               if isinstance(c, dict) and isinstance(t := c.get("text"), str))
+    if size > MAX_LOGGED_RESULT or (not size and len(text := plain_json(body)) >
+                                    MAX_LOGGED_RESULT):
+        text = plain_json(body)
         body = {"ok": body.get("ok", False), "_truncated": text[:200], "_chars": len(text)}
     return body
 
