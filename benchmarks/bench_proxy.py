@@ -1,18 +1,25 @@
-"""``limbo proxy``: what the proxy adds to one forwarded call.
+"""``limbo proxy``: what the proxy adds to one forwarded call, read and write, stdio and HTTP.
 
-    python benchmarks/bench_proxy.py [--calls N] [--blocks B] [--http]
+    python benchmarks/bench_proxy.py [--calls N] [--blocks B] [--transport stdio|http|both]
 
 The upstream is the SQLite orders server of the tests (tests/support/orders_server.py). The
 same ``mcp`` SDK client makes N reads (``list_orders`` of one customer) and N writes
 (``create_order``, each another order) twice: straight to the upstream, and through ``limbo
-proxy`` (fault ``none``). By default every hop is stdio (the client starts the proxy, which
-starts the server); with ``--http`` every hop is streamable HTTP on loopback (the server runs
-with ``--http``, the proxy with ``--listen`` and ``--upstream-url``). The calls run in B
-alternating blocks (direct, proxied, direct, ...), so a machine busy with something else slows
-both sides alike. Printed per kind: the median round trip seen by the client each way, and the
-overhead — the proxied median minus the direct one. Writes are reported apart from reads: the
-proxy syncs its journal to disk once per write (the ``intent``, before forwarding it; the
-``ack`` goes to disk with the next sync), which reads never do.
+proxy`` (fault ``none``). Over stdio the client starts the proxy, which starts the server; over
+HTTP the server runs with ``--http``, the proxy with ``--listen`` and ``--upstream-url``.
+
+Fair: both paths speak the same protocol version (the ``initialize`` handshake's: the SDK's
+client would otherwise speak the newer stateless era straight to the server, and the handshake
+through the proxy — two different protocols; the version each negotiated is printed and must
+agree), run in B alternating blocks (direct, proxied, direct, ...) so that a machine busy with
+something else slows both alike, and the load average is printed at the start and the end.
+
+Printed per transport and kind: the median and the 99th percentile of the round trip each way,
+and the overhead (proxied minus direct, of each); beside them, what one append and sync of a
+journal line costs on the journal's disk (median and p99, measured alone: the upstream's own
+syncs make it dearer inside the run). Writes are reported apart from reads: the proxy syncs its
+journal once per write (the ``intent``, before forwarding it; the ``ack`` goes to disk with the
+next sync), which reads never do.
 
 Prints figures; asserts nothing (tests never time anything).
 """
@@ -35,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
 
 from limbo.proxy.journal import _DATASYNC
 
@@ -42,10 +50,12 @@ ROOT = Path(__file__).resolve().parents[1]
 SERVER = ROOT / "tests" / "support" / "orders_server.py"
 WORLD = ROOT / "tests" / "fixtures" / "proxy" / "orders.toml"
 LIMBO = str(Path(sys.executable).parent / "limbo")
+MODE = "legacy"
+"""The protocol both paths speak: the ``initialize`` handshake (the proxy's)."""
 
 
 def _proxy_args(upstream: list[str], out: Path) -> list[str]:
-    return ["proxy", *upstream, "--world", str(WORLD), "--task", "orders_place", "--out",
+    return ["proxy", *upstream, "--world", str(WORLD), "--template", "orders_place", "--out",
             str(out)]
 
 
@@ -103,11 +113,19 @@ async def _block(client: Any, kind: str, n: int, start: int) -> list[float]:
     return out
 
 
-async def _measure(calls: int, blocks: int, ways: tuple[Any, Any]
-                   ) -> dict[str, dict[str, list[float]]]:
-    times: dict[str, dict[str, list[float]]] = {k: {"direct": [], "proxied": []}
-                                                for k in ("read", "write")}
-    async with Client(ways[0], cache=None) as direct, Client(ways[1], cache=None) as proxied:
+Times = dict[str, dict[str, list[float]]]
+
+
+async def _measure(calls: int, blocks: int, ways: tuple[Any, Any]) -> tuple[Times, list[str]]:
+    times: Times = {k: {"direct": [], "proxied": []} for k in ("read", "write")}
+    quiet = open(os.devnull, "w")  # the servers' stderr, for the whole run
+    direct_way, proxied_way = (stdio_client(w, errlog=quiet)
+                               if isinstance(w, StdioServerParameters) else w for w in ways)
+    async with Client(direct_way, mode=MODE, cache=None) as direct, \
+            Client(proxied_way, mode=MODE, cache=None) as proxied:
+        versions = [direct.protocol_version, proxied.protocol_version]
+        if versions[0] != versions[1]:
+            raise SystemExit(f"the two paths speak different protocols: {versions}")
         await direct.call_tool("create_order", {"customer_id": "cus_bench", "sku": "TEE-02",
                                                 "quantity": 2})
         for client in (direct, proxied):  # warm both paths up
@@ -118,12 +136,12 @@ async def _measure(calls: int, blocks: int, ways: tuple[Any, Any]
                 for way, client in (("direct", direct), ("proxied", proxied)):
                     start = 10_000_000 * (way == "proxied") + b * per
                     times[kind][way] += await _block(client, kind, per, start)
-    return times
+    return times, versions
 
 
-def _sync_ms(folder: Path, n: int = 200) -> float:
-    """The median cost of appending one line and syncing it as the journal does, where the
-    journal lives (on an idle disk: the upstream's own syncs make it dearer in the run)."""
+def _sync_ms(folder: Path, n: int = 300) -> tuple[float, float]:
+    """Median and p99 of appending one line and syncing it as the journal does, where the
+    journal lives (alone: the upstream's own syncs make it dearer in the run)."""
     path = folder / "sync-probe"
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     times = []
@@ -135,30 +153,46 @@ def _sync_ms(folder: Path, n: int = 200) -> float:
             times.append(time.perf_counter() - began)
     finally:
         os.close(fd)
-    return statistics.median(times) * 1000
+    return statistics.median(times) * 1000, _p99(times) * 1000
+
+
+def _p99(values: list[float]) -> float:
+    return statistics.quantiles(values, n=100, method="inclusive")[98]
+
+
+def _report(transport: str, times: Times, versions: list[str], sync: tuple[float, float],
+            blocks: int) -> None:
+    hop = "streamable HTTP on loopback" if transport == "http" else "stdio"
+    print(f"{transport}: every hop {hop}; protocol {versions[0]} both ways; "
+          f"{len(times['read']['direct'])} calls per kind and way in {blocks} alternating "
+          f"blocks; upstream: SQLite orders server; fault none")
+    for kind in ("read", "write"):
+        med = {w: statistics.median(times[kind][w]) * 1000 for w in ("direct", "proxied")}
+        p99 = {w: _p99(times[kind][w]) * 1000 for w in ("direct", "proxied")}
+        print(f"  {kind:5}  median: direct {med['direct']:7.3f} ms, proxied "
+              f"{med['proxied']:7.3f} ms, overhead {med['proxied'] - med['direct']:+7.3f} ms"
+              f"   p99: direct {p99['direct']:7.3f} ms, proxied {p99['proxied']:7.3f} ms, "
+              f"overhead {p99['proxied'] - p99['direct']:+7.3f} ms")
+    print(f"  journal append + sync (alone, on the journal's disk): median {sync[0]:.3f} ms, "
+          f"p99 {sync[1]:.3f} ms")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=1000, help="calls per kind and way")
     parser.add_argument("--blocks", type=int, default=10)
-    parser.add_argument("--http", action="store_true", help="every hop streamable HTTP")
+    parser.add_argument("--transport", choices=("stdio", "http", "both"), default="both")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="bench-proxy-") as tmp:
-        with (_http if args.http else _stdio)(Path(tmp) / "orders.db", Path(tmp) / "run") as ways:
-            times = asyncio.run(_measure(args.calls, args.blocks, ways))
-        sync = _sync_ms(Path(tmp))
-    hop = "streamable HTTP on loopback" if args.http else "stdio"
-    print(f"limbo proxy overhead per forwarded call ({len(times['read']['direct'])} calls per "
-          f"kind and way, {args.blocks} alternating blocks; upstream: SQLite orders server; "
-          f"every hop {hop}; fault none)")
-    for kind in ("read", "write"):
-        direct = statistics.median(times[kind]["direct"]) * 1000
-        proxied = statistics.median(times[kind]["proxied"]) * 1000
-        print(f"  {kind:5}  direct median {direct:7.3f} ms   proxied median {proxied:7.3f} ms   "
-              f"overhead {proxied - direct:+7.3f} ms")
-    print(f"  a write syncs the journal once; one append + sync here, alone: median "
-          f"{sync:.3f} ms")
+    print("load average at the start (1, 5, 15 min): "
+          + ", ".join(f"{x:.2f}" for x in os.getloadavg()) + f" on {os.cpu_count()} cores")
+    for transport in ("stdio", "http") if args.transport == "both" else (args.transport,):
+        with tempfile.TemporaryDirectory(prefix="bench-proxy-") as tmp:
+            ways = (_http if transport == "http" else _stdio)(Path(tmp) / "orders.db",
+                                                               Path(tmp) / "run")
+            with ways as pair:
+                times, versions = asyncio.run(_measure(args.calls, args.blocks, pair))
+            _report(transport, times, versions, _sync_ms(Path(tmp)), args.blocks)
+    print("load average at the end: " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
 
 
 if __name__ == "__main__":

@@ -187,13 +187,18 @@ def test_garbage_on_stdin_is_answered_and_the_session_goes_on(tmp_path: Path) ->
     proc = subprocess.Popen([LIMBO, *proxy_args(db, out, "none", "orders_place")],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL)
-    lines = [b"this is not json\n", b"\xff\xfe\x00 not utf-8\n", b"[1, 2]\n",
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"}}}
+    lines = [json.dumps(init).encode() + b"\n",
+             b"this is not json\n", b"\xff\xfe\x00 not utf-8\n", b"[1, 2]\n",
              b'{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": 5}}\n',
              b'{"jsonrpc": "2.0", "id": 8, "method": "no/such"}\n',
              b'{"jsonrpc": "2.0", "id": 9, "method": "ping"}\n']
     out_bytes, _ = proc.communicate(b"".join(lines), timeout=120)
     answers = [json.loads(x) for x in out_bytes.splitlines()]
-    assert [a["error"]["code"] for a in answers[:2]] == [-32700, -32700]
+    nulls = [a["error"]["code"] for a in answers if a.get("id") is None]
+    assert nulls == [-32700, -32700, -32600]  # not JSON, not UTF-8, not an object
     by_id = {a.get("id"): a for a in answers}
     assert by_id[7]["error"]["code"] == -32602 and by_id[8]["error"]["code"] == -32601
     assert by_id[9]["result"] == {}

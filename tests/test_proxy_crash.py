@@ -7,6 +7,7 @@ episode, whose ledger then equals the database."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -14,9 +15,10 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
 from mcp import Client
 from support.orders_server import rows
-from support.proxy_runs import LIMBO, before_ids, database, ledger, listen, proxy_args
+from support.proxy_runs import LIMBO, Agent, before_ids, database, ledger, listen, proxy_args
 
 SLOW = "SLOW-9"
 
@@ -70,6 +72,7 @@ def test_a_killed_proxy_loses_no_acknowledged_write(tmp_path: Path) -> None:
     assert code == 1 and info["missing"] == 1 and info["done"] == 0 and not info["writers"]
     assert episode["state"] == "interrupted" and episode["writes"] == 3
     assert episode["acknowledged"] == 2 and episode["in_doubt"] == 1
+    assert "--recover" in info["verdict"] and "--retry-errors" not in info["verdict"]
     # count them against the database: every acknowledged write is a row, and so is the third
     journal = [json.loads(x) for x in Path(episode["journal"]).read_text().splitlines()]
     acked = {i for e in journal if e["type"] == "ack" for i in e["object_ids"]}
@@ -92,6 +95,7 @@ def test_a_killed_proxy_loses_no_acknowledged_write(tmp_path: Path) -> None:
     # nothing is missing now; status still exits 1, as for any run with an errored episode
     assert code == 1 and info["done"] == 1 and info["missing"] == 0
     assert info["proxy"]["unrecorded"] == [] and info["errored"] == {"infra_error": 1}
+    assert "--retry-errors" not in info["verdict"] and "limbo proxy" in info["verdict"]
     again = subprocess.run([LIMBO, *proxy_args(db, out, "none", "orders_place"), "--recover"],
                            capture_output=True, text=True, timeout=120)
     assert again.returncode == 2 and "nothing to recover" in again.stderr
@@ -163,4 +167,41 @@ def test_an_upstream_that_dies_leaves_the_episode_for_recover(tmp_path: Path) ->
     assert record["runtime"]["proxy"]["writes"] == {"committed": 1, "recovered": 1,
                                                     "absent": 1}
     journal = [json.loads(x) for x in next((out / "proxy").iterdir()).read_text().splitlines()]
+    assert ledger(record) == database(db, before_ids(journal))
+
+
+@pytest.mark.parametrize("point", ["holding", "finished"])
+def test_a_kill_at_another_point_then_recover_loses_nothing(tmp_path: Path, point: str) -> None:
+    """SIGKILL while a timed-out call is held (its write committed behind it), or the moment
+    ``finish`` is answered (the record may or may not be written yet): after ``--recover``
+    the directory holds the episode once, and its ledger equals the database."""
+    db, out = tmp_path / "orders.db", tmp_path / "run"
+    args = [*proxy_args(db, out, "timeout_post", "orders_place"), "--time-scale", "1"]
+    proc, url = listen(args)
+    try:
+        async def agent() -> None:
+            async with Client(url, cache=None) as client:
+                prompt = (await client.get_prompt("task")).messages[0].content.text
+                order = Agent(client, prompt).order()
+                held = asyncio.ensure_future(client.call_tool("create_order", order))
+                await asyncio.get_running_loop().run_in_executor(None, _wait_for, db, 1)
+                if point == "finished":
+                    await client.call_tool("finish", {"status": "completed", "summary": "x"})
+                os.kill(proc.pid, signal.SIGKILL)
+                held.cancel()
+
+        with contextlib.suppress(Exception):  # the client's connection died with the proxy
+            asyncio.run(agent())
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+    recover = subprocess.run([LIMBO, *args, "--recover"], capture_output=True, text=True,
+                             timeout=120)
+    assert recover.returncode == 0 or (  # the proxy had recorded the episode before it died
+        recover.returncode == 2 and "nothing to recover" in recover.stderr), recover.stderr
+    (record,) = [json.loads(x) for x in (out / "episodes.jsonl").read_bytes().split(b"\n")[:-1]]
+    journal = [json.loads(x) for x in next((out / "proxy").iterdir()).read_bytes().split(b"\n")
+               if x]
+    assert len(rows(db, "orders")) == 1 and journal[-1]["type"] == "recorded"
     assert ledger(record) == database(db, before_ids(journal))

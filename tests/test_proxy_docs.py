@@ -12,6 +12,7 @@ from pathlib import Path
 
 from limbo.faults.catalog import catalog
 from limbo.proxy.plan import ACTS
+from limbo.sim.tools import KEY_FIELD
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "proxy.md"
 TEXT = DOC.read_text(encoding="utf-8")
@@ -55,9 +56,15 @@ def test_the_fault_table_lists_every_mode_the_proxy_applies() -> None:
     assert set(modes) == set(catalog()) | {"none"}  # the twelve, and the control
 
 
-def test_the_flags_shown_are_the_command_s() -> None:
+def test_the_flags_shown_are_the_command_s_and_its_help_lists_the_modes() -> None:
     usage = TEXT.split("```\nlimbo proxy", 1)[1].split("```", 1)[0]
     shown = set(re.findall(r"--[a-z-]+", usage))
     done = subprocess.run([str(Path(sys.executable).parent / "limbo"), "proxy", "--help"],
                           capture_output=True, text=True, timeout=60)
     assert shown == set(re.findall(r"--[a-z-]+", done.stdout)) - {"--help"}
+    listed = done.stdout.split("fault modes", 1)[1]
+    assert re.findall(r"\b[a-z0-9_]+\b", listed.split("):", 1)[1]) == list(ACTS)
+
+
+def test_the_key_argument_named_is_the_one_the_proxy_reads() -> None:
+    assert f"The key argument is named `{KEY_FIELD}`" in TEXT

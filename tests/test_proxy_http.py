@@ -16,7 +16,8 @@ import pytest
 from aiohttp import web
 
 from limbo.proxy import http as proxy_http
-from limbo.proxy.http import AgentEndpoint, HttpLink, serving
+from limbo.proxy.http import AgentEndpoint, serving
+from limbo.proxy.httplink import HttpLink
 from limbo.proxy.wire import ChannelClosed, RpcError
 
 Post = Callable[..., Awaitable[tuple[int, dict[str, str], Any]]]
@@ -30,7 +31,15 @@ async def _echo(message: dict[str, Any]) -> Any:
 
 def _with_endpoint(body: Callable[[str, Post], Awaitable[None]]) -> None:
     async def go() -> None:
-        async with serving(AgentEndpoint(_echo), 0) as url, aiohttp.ClientSession() as http:
+        released = asyncio.Event()  # what a held request waits for: the agent's cancel
+
+        async def answer(message: dict[str, Any]) -> Any:
+            if message["method"] == "hold":
+                await released.wait()
+            return await _echo(message)
+
+        endpoint = AgentEndpoint(answer, on_cancel=lambda request: released.set())
+        async with serving(endpoint, 0) as url, aiohttp.ClientSession() as http:
             async def post(data: Any, headers: dict[str, str] | None = None,
                            method: str = "POST") -> tuple[int, dict[str, str], Any]:
                 raw = data if isinstance(data, bytes) else json.dumps(data).encode()
@@ -78,6 +87,29 @@ def test_the_endpoint_refuses_what_is_not_one_local_json_rpc_message(
         assert status == 400 and answer["error"]["code"] == -32600
         status, _, answer = await post({**ping, "params": {"pad": "x" * 2000}})
         assert status == 413 and answer["error"]["message"] == "message too long"
+
+    _with_endpoint(body)
+
+
+def test_a_request_needs_a_session_and_may_be_cancelled() -> None:
+    """Nothing but initialize, ping and the stateless probe is served without a session (a
+    tool call sent first never reaches the upstream); a ``notifications/cancelled`` ends the
+    request it names, which is answered as cancelled."""
+    async def body(url: str, post: Post) -> None:
+        call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "x"}}
+        status, _, answer = await post(call)
+        assert status == 400 and answer["error"]["code"] == -32600
+        assert (await post({"jsonrpc": "2.0", "id": 2, "method": "ping"}))[0] == 200
+        _, headers, _ = await post({"jsonrpc": "2.0", "id": 3, "method": "initialize"})
+        session = {"mcp-session-id": headers["mcp-session-id"]}
+        held = asyncio.ensure_future(post({"jsonrpc": "2.0", "id": "h", "method": "hold"},
+                                          session))
+        await asyncio.sleep(0.2)
+        cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled",
+                  "params": {"requestId": "h"}}
+        assert (await post(cancel, session))[0] == 202
+        status, _, answer = await asyncio.wait_for(held, 10)
+        assert answer["error"] == {"code": -32800, "message": "request cancelled"}
 
     _with_endpoint(body)
 
@@ -130,7 +162,7 @@ def test_the_link_reads_an_event_stream_and_answers_the_servers_request_on_it() 
 
     async def go() -> Any:
         async with _upstream(handler)() as url:
-            link = HttpLink(url, {"authorization": "Bearer t"}, asked, 30.0)
+            link = HttpLink(url, {"authorization": "Bearer t"}, asked)
             try:
                 await link.request("initialize", {"protocolVersion": "2025-06-18"})
                 answer = await link.request("tools/call", {"name": "x"})
@@ -165,7 +197,7 @@ def test_the_link_tells_a_refusal_from_a_lost_answer(reply: Callable[[Any], web.
 
     async def go() -> None:
         async with _upstream(handler)() as url:
-            link = HttpLink(url, {}, _echo, 30.0)
+            link = HttpLink(url, {}, _echo)
             try:
                 with pytest.raises(raised):
                     await link.request("tools/call", {"name": "x"})
@@ -179,7 +211,7 @@ def test_the_link_to_nothing_is_closed() -> None:
     async def go() -> None:
         async with _upstream(_refuse)() as url:
             pass  # the port is free again
-        link = HttpLink(url, {}, _echo, 30.0)
+        link = HttpLink(url, {}, _echo)
         try:
             with pytest.raises(ChannelClosed, match="ClientConnectorError"):
                 await link.request("initialize", {})
@@ -191,3 +223,41 @@ def test_the_link_to_nothing_is_closed() -> None:
 
 async def _refuse(request: web.Request) -> web.StreamResponse:
     return web.Response(status=500)
+
+
+def test_the_link_reads_an_event_of_any_size_and_reopens_a_forgotten_session() -> None:
+    """An event whose data is 3 MB (past aiohttp's line limit), then an upstream that forgot
+    the session (a restart): the link opens a new one and sends the request in it, once."""
+    inits: list[str] = []
+    forgotten = {"s-1"}
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        message = await request.json()
+        if request.headers.get("mcp-session-id") in forgotten:
+            return web.Response(status=404)
+        if message.get("method") == "initialize":
+            inits.append(f"s-{len(inits) + 1}")
+            return web.json_response({"jsonrpc": "2.0", "id": message["id"], "result": {
+                "protocolVersion": "2025-06-18"}}, headers={"mcp-session-id": inits[-1]})
+        if "id" not in message:
+            return web.Response(status=202)
+        stream = web.StreamResponse(headers={"content-type": "text/event-stream"})
+        await stream.prepare(request)
+        body = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": {
+            "pad": "p" * 3_000_000, "session": request.headers["mcp-session-id"]}})
+        await stream.write(b"event: message\r\ndata: " + body.encode() + b"\r\n\r\n")
+        await stream.write_eof()
+        return stream
+
+    async def go() -> Any:
+        async with _upstream(handler)() as url:
+            link = HttpLink(url, {}, _echo)
+            try:
+                await link.request("initialize", {"protocolVersion": "2025-06-18"})
+                return await link.request("tools/call", {"name": "x"})
+            finally:
+                await link.aclose()
+
+    answer = asyncio.run(go())
+    assert len(answer["pad"]) == 3_000_000 and answer["session"] == "s-2"
+    assert inits == ["s-1", "s-2"]

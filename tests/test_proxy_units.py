@@ -1,12 +1,11 @@
 """The proxy's parts on their own: the fault plan's seeded draws, the ledger's reading of the
 upstream's answers (replays, batches, duplicates by business key), the shapes of MCP results,
-the journal's tolerance of a torn last line, and redaction."""
+the journal's tolerance of a torn last line, and redaction. (The stdio channel's are in
+test_proxy_channel.py.)"""
 
 from __future__ import annotations
 
 import asyncio
-import json
-import socket
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,6 @@ from limbo.proxy.redact import redact, scrub_with
 from limbo.proxy.session import Session
 from limbo.proxy.shapes import items, object_id, payload, result_of
 from limbo.proxy.upstream import Upstream, UpstreamSpec
-from limbo.proxy.wire import Channel, RpcError
 
 CATALOG = load(WORLD)
 CATALOG.bind(["create_order", "refund_order", "add_lines", "list_orders", "list_lines"])
@@ -77,7 +75,8 @@ def test_the_ledger_tells_a_commit_from_a_replay_and_a_failure() -> None:
         (ORDER, "k1", _answer(order_id="ord_1"), COMMITTED),
         (ORDER, "k1", _answer(order_id="ord_1"), REPLAYED),  # the same id again
         (ORDER, None, _answer(order_id="ord_2"), COMMITTED),  # a second order: a duplicate
-        (ORDER, "k1", _answer(order_id="ord_9"), REPLAYED),  # an honoured key seen before
+        (ORDER, "k1", _answer(order_id="ord_9"), COMMITTED),  # a new id: the key misdeclared
+        (ORDER, "k1", {"ok": True, "text": "placed"}, UNCERTAIN),  # no id: reconciliation's
         (ORDER, None, _answer(order_id="ord_3", idempotent_replayed=True), REPLAYED),
         (ORDER, None, {"ok": False, "error": "boom"}, UNCERTAIN),
     ]
@@ -87,13 +86,15 @@ def test_the_ledger_tells_a_commit_from_a_replay_and_a_failure() -> None:
         ledger.apply(entry)
         assert entry["state"] == state, (n, entry)
     entries = ledger.entries()
-    assert [e["object_id"] for e in entries] == ["ord_1", "ord_2"]
-    assert [e["args"] for e in entries] == [ORDER, ORDER]
+    assert [e["object_id"] for e in entries] == ["ord_1", "ord_2", "ord_9"]
+    assert [e["args"] for e in entries] == [ORDER, ORDER, ORDER]
+    assert [(w["request_id"], w["declared"]) for w in ledger.contradicted()] == [
+        ("r4", 'key = "honoured"')]
     assert entries[0]["write_class"] == {"idempotency": "keyed", "read_path": "strong",
                                          "reversibility": "reversible"}
     assert ledger.duplicates() == {
-        'orders_create_order {"customer_id": "c1", "sku": "MUG-01", "quantity": 2}': 1}
-    assert [w.n for w in ledger.uncertain()] == [6]
+        'orders_create_order {"customer_id": "c1", "sku": "MUG-01", "quantity": 2}': 2}
+    assert [w.n for w in ledger.uncertain()] == [5, 7]
 
 
 def test_a_batch_commits_one_effect_per_unit_and_a_refund_reverses() -> None:
@@ -194,61 +195,3 @@ def test_credentials_are_masked_but_effect_fields_kept() -> None:
                                              "token": "kept-as-effect"}
     scrub = scrub_with(["Bearer abcdefgh12345678"])
     assert scrub("x Bearer abcdefgh12345678 y abcdefgh12345678") == "x *** y ***"
-
-
-async def _paired() -> tuple[Channel, asyncio.Future[None], asyncio.StreamReader, Any]:
-    """A channel (as the proxy's to a stdio upstream) over a socket pair, serving, and the
-    other end's reader and writer."""
-    near, far = socket.socketpair()
-    reader, writer = await asyncio.open_connection(sock=near)
-    peer_in, peer_out = await asyncio.open_connection(sock=far)
-
-    async def nothing(message: dict[str, Any]) -> Any:
-        return None
-
-    channel = Channel(reader, writer, nothing, answer_garbage=False)
-    return channel, asyncio.ensure_future(channel.serve()), peer_in, peer_out
-
-
-def test_an_unanswered_request_times_out_and_its_late_answer_is_dropped() -> None:
-    async def go() -> Any:
-        channel, serving, peer_in, peer_out = await _paired()
-        with pytest.raises(TimeoutError):
-            await channel.request("tools/call", {"name": "create_order"}, timeout=0.05)
-        first = json.loads(await peer_in.readline())  # it did go out: its outcome is unknown
-        second = asyncio.ensure_future(channel.request("ping", timeout=5.0))
-        ping = json.loads(await peer_in.readline())
-        for ident, result in ((first["id"], {"late": True}), (ping["id"], {"pong": True})):
-            peer_out.write(json.dumps({"jsonrpc": "2.0", "id": ident, "result": result}).encode()
-                           + b"\n")
-        answer = await second
-        peer_out.close()
-        await serving
-        return answer
-
-    assert asyncio.run(go()) == {"pong": True}
-
-
-def test_answers_of_any_shape_leave_the_channel_serving() -> None:
-    """An id that is no number, an error whose code is no integer: the request gets an error,
-    and the channel goes on serving."""
-    async def go() -> tuple[RpcError, Any]:
-        channel, serving, peer_in, peer_out = await _paired()
-        first = asyncio.ensure_future(channel.request("tools/call", timeout=5.0))
-        ident = json.loads(await peer_in.readline())["id"]
-        for answer in ({"id": [ident], "result": {}}, {"id": {"a": 1}, "result": {}},
-                       {"id": ident, "error": {"code": "abc", "message": ["not", "text"]}}):
-            peer_out.write(json.dumps({"jsonrpc": "2.0", **answer}).encode() + b"\n")
-        with pytest.raises(RpcError) as refused:
-            await first
-        second = asyncio.ensure_future(channel.request("ping", timeout=5.0))
-        ident = json.loads(await peer_in.readline())["id"]
-        peer_out.write(json.dumps({"jsonrpc": "2.0", "id": ident, "result": {"ok": 1}}).encode()
-                       + b"\n")
-        answer = await second
-        peer_out.close()
-        await serving
-        return refused.value, answer
-
-    error, answer = asyncio.run(go())
-    assert error.code == -32603 and error.message == "['not', 'text']" and answer == {"ok": 1}

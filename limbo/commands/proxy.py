@@ -24,9 +24,20 @@ from limbo.commands import command_parser
 from limbo.commands.renamed import add_old_name
 
 
+class _Help(argparse.HelpFormatter):
+    """``limbo proxy --help``, ending with the fault modes (read from the proxy's own table
+    only when help is shown: the CLI does not import the proxy to start)."""
+
+    def format_help(self) -> str:
+        from limbo.proxy.plan import ACTS
+
+        return (super().format_help() + "\nfault modes (--fault MODE[@TOOL], docs/proxy.md): "
+                + ", ".join(ACTS) + "\n")
+
+
 def add_parser(sub: Any) -> None:
     """Register ``limbo proxy`` on the CLI's subparsers."""
-    p = command_parser(sub, "proxy")
+    p = command_parser(sub, "proxy", formatter_class=_Help)
     up = p.add_argument_group("the upstream (your MCP server): exactly one of")
     up.add_argument("--upstream-cmd", metavar="\"CMD ARGS...\"",
                     help="start the server with this command and speak MCP over its stdio")
@@ -48,12 +59,13 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--instance", type=int, default=0, help="the task instance (default 0)")
     p.add_argument("--fault", default="none", metavar="MODE[@TOOL]",
                    help="the fault on the first call to TOOL (default: a write of the task, "
-                        "drawn from the seed); default none")
+                        "drawn from the seed); default none; the modes are listed below")
     p.add_argument("--seed", type=int, default=0, metavar="S",
                    help="seeds every draw of the fault plan (default 0)")
     p.add_argument("--time-scale", type=float, default=1.0, metavar="F",
                    help="every fault duration (the 30 s client timeout, the 90 s late commit, "
-                        "...) is the sandbox's times F, in wall seconds (default 1)")
+                        "...) and the wait for the upstream's answer (120 s) is the sandbox's "
+                        "times F, in wall seconds (default 1)")
     p.add_argument("--listen", type=int, metavar="PORT",
                    help="serve streamable HTTP on 127.0.0.1:PORT (0: any free port) instead of "
                         "stdio")
@@ -103,10 +115,12 @@ def run(args: argparse.Namespace) -> int:
     try:
         _refuse_other_kind(args.out)
         if args.recover:
-            for record in asyncio.run(episode.recover(opts)):
-                _said(record, args.out, "recovered and recorded")
+            for record, what in asyncio.run(episode.recover(opts)):
+                _said(record, args.out, what)
         else:
             _said(asyncio.run(episode.run(opts)), args.out, "recorded")
+    except UsageError as exc:  # its text may quote the upstream (an error it answered with)
+        raise UsageError(opts.scrub(str(exc))) from None
     finally:
         lock.release()
     return 0

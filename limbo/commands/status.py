@@ -74,7 +74,7 @@ def report(run_dir: Path) -> dict[str, Any]:
     for errored in result.errored.values():
         groups.add(errored.termination, errored.reason, errored.model)
     argv = _argv(found)
-    proxy = (proxy_status.report(run_dir, len(result.ids), bool(writers))
+    proxy = (proxy_status.report(run_dir, result.ids, bool(writers))
              if proxy_status.is_proxy_dir(found, run_dir) else None)
     if proxy is not None and not grids:  # limbo proxy: each episode is its own cell
         total = proxy["cells"]
@@ -138,13 +138,18 @@ def verdict(info: dict[str, Any]) -> tuple[bool, str]:
     if info["bad_lines"]:
         problems.append(f"{plural(len(info['bad_lines']), 'line')} in the records files are not valid "
                         f"records (the next run of their shard quarantines them)")
+    proxy = info.get("proxy") is not None
     if info["missing"]:
-        problems.append(f"{plural(info['missing'], 'cell')} missing (re-run the same command to resume)")
+        problems.append(f"{plural(info['missing'], 'cell')} missing " + (
+            "(record them: the same limbo proxy command with --recover)" if proxy else
+            "(re-run the same command to resume)"))
     if info["cells"] is None:
         problems.append("no manifest says how many cells the grid has")
     errored = sum(info["errored"].get(t, 0) for t in ERROR_TERMINATIONS)
     if errored:
-        problems.append(f"{plural(errored, 'cell')} ended in an error (retry them with --retry-errors)")
+        problems.append(f"{plural(errored, 'cell')} ended in an error " + (
+            "(the proxy failed or stopped: serve each again with limbo proxy into another "
+            "--out)" if proxy else "(retry them with --retry-errors)"))
     if problems:
         return False, "; ".join(problems)
     if info["unsampled"]:

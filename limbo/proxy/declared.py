@@ -5,7 +5,8 @@ file service gets (:func:`limbo.sim.worldfile.build.build_services`), so the wri
 rules, the batch units and the read that shows a write are derived once, by the code the
 sandbox uses; the proxy never plays them. A declared tool ``<service>_<op>`` is matched to the
 upstream tool of that name, or of the bare operation name ``<op>`` (a team's server rarely
-prefixes its tools); the ledger and the task's intents always use the declared name.
+prefixes its tools); an agent may call it by either name, and the ledger and the task's intents
+always use the declared name.
 """
 
 from __future__ import annotations
@@ -79,9 +80,12 @@ class Catalog:
                      for n in names if n not in self.upstream]
         return warnings
 
-    def of(self, upstream_name: str) -> DeclaredTool | None:
-        """The declared tool an upstream tool name stands for (``None``: undeclared)."""
-        declared = self.upstream.get(upstream_name)
+    def of(self, name: str) -> DeclaredTool | None:
+        """The declared tool a name the agent calls stands for — the upstream's name of it, or
+        its declared name ``<service>_<op>`` — (``None``: undeclared, or not offered)."""
+        declared = self.upstream.get(name)
+        if declared is None and name in self.tools and name in self.upstream.values():
+            declared = name
         return self.tools[declared] if declared is not None else None
 
     def wire_name(self, declared: str) -> str:

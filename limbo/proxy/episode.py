@@ -1,24 +1,26 @@
 """One proxied episode from start to record, and the recovery of one a crash left unrecorded.
 
 Start: connect to the upstream, match its tools to the world file, pick the task and the fault
-plan, open the journal (``start``), run the task's setup on the upstream (``task``), read the
-baseline (``baseline``). Serve the agent until the episode ends. Then wait for the writes still
-scheduled (a late commit, a redelivered copy) — a second SIGINT/SIGTERM stops waiting and they
-are never sent — reconcile the uncertain writes against the upstream, build the record from the
-journal, append it, mark the journal ``recorded``.
+plan, open the journal (``start``), run the task's setup on the upstream (``task``), snapshot
+what its reads list (``baseline``). Serve the agent until the episode ends (it finished, or
+went). Then, while the proxy still serves and before the upstream is asked to stop, wait for
+the writes still scheduled (a late commit, a redelivered copy) — a SIGINT/SIGTERM meanwhile
+stops waiting and they are never sent — reconcile the writes their answers did not settle
+against the upstream, build the record from the journal, append it, mark the journal
+``recorded``. The record is thus written as soon as the agent is done, whatever the agent's
+client does next (the ``mcp`` SDK's gives a stdio server two seconds, then SIGTERM).
 
 Recovery (``limbo proxy --recover``): for each journal in the run directory without a record,
 reconnect to the upstream, reconcile, and record the episode as ``infra_error`` (the proxy, not
-the agent, failed), its ledger complete.
+the agent, failed), its ledger complete. The record is what says an episode is recorded: a
+journal whose episode already has one (the proxy died between the two writes) is only marked,
+never recorded twice.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import signal
 import sys
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,12 +31,19 @@ from limbo.log.records import EpisodeRecord
 from limbo.proxy.declared import Catalog
 from limbo.proxy.journal import Journal, journal_path, read_journal, unrecorded
 from limbo.proxy.plan import FaultPlan, parse
-from limbo.proxy.reconcile import Reconciler, baseline
+from limbo.proxy.reconcile import Reconciler
 from limbo.proxy.record import append, build, first, ledger_of
 from limbo.proxy.serve import ProxyServer
 from limbo.proxy.session import Session
+from limbo.proxy.snapshot import Snapshot, take, task_reads
 from limbo.proxy.task import Task, prepare, template
-from limbo.proxy.upstream import Upstream, UpstreamSpec, connect
+from limbo.proxy.upstream import (
+    CALL_TIMEOUT_S,
+    START_TIMEOUT_S,
+    Upstream,
+    UpstreamSpec,
+    connect,
+)
 from limbo.sim.cell import Cell
 from limbo.sim.config import Timing, dumped
 from limbo.sim.tasks import plan_hash
@@ -57,26 +66,42 @@ class Options:
     port: int | None
     scrub: Any
 
+    @property
+    def call_timeout(self) -> float:
+        """How long the proxy waits for the upstream's answer to a call (wall seconds)."""
+        return CALL_TIMEOUT_S * self.scale
 
-def say(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
+    def say(self, line: str) -> None:
+        """One line on stderr, the upstream's secrets masked."""
+        print(self.scrub(line), file=sys.stderr, flush=True)
 
 
 async def run(opts: Options) -> EpisodeRecord:
     """Serve one episode and return its record (appended to ``opts.out``)."""
     started = stopwatch()
-    async with connect(opts.upstream) as upstream:
-        session, prompt, offered, prompts = await _open(opts, upstream)
+    records: list[EpisodeRecord] = []
+    async with connect(opts.upstream, opts.call_timeout) as upstream:
+        with upstream.waiting(START_TIMEOUT_S):
+            session, prompt, offered, prompts = await _open(opts, upstream)
+        server = ProxyServer(session, offered, prompts, prompt, opts.say)
+
+        async def after() -> None:  # the agent is done; the upstream still runs
+            extra = await _close(opts, session, upstream)
+            session.journal.close()
+            why = f"limbo proxy failed: {_why(server.failure)}" if server.failure else None
+            records.append(_finish(opts, session.journal.path, started,
+                                   ("infra_error" if why else "finished", why), extra))
+
         try:
-            server = ProxyServer(session, offered, prompts, prompt)
             session.started = stopwatch()  # t = 0: the agent may call from now on
-            await server.serve(opts.port)
-            with _stopping(session):
-                extra = await _close(opts, session, upstream)
+            await server.serve(opts.port, after)
         finally:
             session.journal.close()
-    with _stopping(session):
-        return _finish(opts, session.journal.path, started, ("finished", None), extra)
+    return records[0]
+
+
+def _why(exc: BaseException | None) -> str:
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
 
 
 async def _open(opts: Options, upstream: Upstream
@@ -85,9 +110,9 @@ async def _open(opts: Options, upstream: Upstream
     what the upstream offers: its tools, its prompts' names). A failure before the agent could
     call leaves no journal (nothing the ledger must keep)."""
     offered = await upstream.listed("tools")
-    prompts = await _prompt_names(upstream)
+    prompts = await _prompt_names(opts, upstream)
     for warning in opts.catalog.bind(str(t.get("name")) for t in offered):
-        say(f"limbo proxy: warning: {warning}")
+        opts.say(f"limbo proxy: warning: {warning}")
     t = template(opts.catalog, opts.task)
     plan = parse(opts.fault, opts.catalog, t.focal_writes, opts.seed, opts.scale)
     cell = _cell(opts, t.service, t.id, plan)
@@ -98,8 +123,8 @@ async def _open(opts: Options, upstream: Upstream
         _start_entry(opts, session, cell, plan)
         task = await prepare(t, opts.instance, opts.catalog, upstream)
         _task_entry(session, task, opts.catalog, plan)
-        journal.write({"type": "baseline", "t": 0.0,
-                       "items": await baseline(upstream, opts.catalog)})
+        before = await take(upstream, opts.catalog, task_reads(t, task.env, opts.catalog))
+        journal.write({"type": "baseline", "t": 0.0, "reads": before.entry()})
     except BaseException:
         journal.close()
         journal.path.unlink(missing_ok=True)
@@ -107,12 +132,12 @@ async def _open(opts: Options, upstream: Upstream
     from limbo.proxy.status import write_manifest
 
     write_manifest(opts.out, cell, opts, "serving")
-    say(f"limbo proxy: episode {cell.episode_id}, fault {plan.mode} on {plan.focal}; task: "
-        f"{task.prompt()}")
+    opts.say(f"limbo proxy: episode {cell.episode_id}, fault {plan.mode} on {plan.focal}; "
+             f"task: {task.prompt()}")
     return session, task.prompt(), offered, prompts
 
 
-async def _prompt_names(upstream: Upstream) -> list[str]:
+async def _prompt_names(opts: Options, upstream: Upstream) -> list[str]:
     """The names of the upstream's prompts; none, with a warning, when it fails to list them
     (its tools are what the episode needs)."""
     if "prompts" not in upstream.capabilities:
@@ -120,16 +145,16 @@ async def _prompt_names(upstream: Upstream) -> list[str]:
     try:
         return [str(p.get("name")) for p in await upstream.listed("prompts")]
     except UsageError as exc:
-        say(f"limbo proxy: warning: {exc}; the agent sees the task prompt only")
+        opts.say(f"limbo proxy: warning: {exc}; the agent sees the task prompt only")
         return []
 
 
 async def _close(opts: Options, session: Session, upstream: Upstream) -> dict[str, Any]:
     """After serving: the scheduled writes land, the writes in doubt are reconciled."""
-    await _settle(session)
+    await _settle(opts, session)
     journal = session.journal
     reconciler = Reconciler(upstream, opts.catalog, session.ledger,
-                            first(read_journal(journal.path), "baseline")["items"])
+                            Snapshot.of(first(read_journal(journal.path), "baseline")))
     for entry in await reconciler.settle(session.now()):
         journal.write(entry, sync=True)
     _refuse_unreachable(reconciler, journal.path)
@@ -171,30 +196,12 @@ def _task_entry(session: Session, task: Task, catalog: Catalog, plan: FaultPlan)
         "focal_write_class": task.write_class(catalog, plan.focal), "env": task.env})
 
 
-async def _settle(session: Session) -> None:
+async def _settle(opts: Options, session: Session) -> None:
     """Wait for the scheduled writes (a stop signal meanwhile abandons them)."""
     if session.pending:
-        say(f"limbo proxy: the episode ended; waiting for {session.pending} scheduled write(s) "
-            f"to be delivered (SIGINT/SIGTERM again abandons them)")
+        opts.say(f"limbo proxy: the episode ended; waiting for {session.pending} scheduled "
+                 f"write(s) to be delivered (SIGINT/SIGTERM abandons them)")
     await session.settle()
-
-
-@contextlib.contextmanager
-def _stopping(session: Session) -> Iterator[None]:
-    """From the end of serving to the record: a stop signal abandons the writes still
-    scheduled, and the episode is still reconciled and recorded (a stdio client that leaves
-    sends SIGTERM soon after closing the pipe). A signal during the synchronous writing of the
-    record waits for the event loop, that is, until the record is written."""
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, session.abandon)
-    try:
-        yield
-    finally:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.remove_signal_handler(sig)
 
 
 def _finish(opts: Options, path: Path, started: float, termination: tuple[str, str | None],
@@ -203,11 +210,18 @@ def _finish(opts: Options, path: Path, started: float, termination: tuple[str, s
 
     record = build(read_journal(path), opts.catalog, stopwatch() - started, termination, extra)
     append(opts.out, record, opts.scrub)
-    with contextlib.suppress(OSError):
-        Journal(path, opts.scrub, new=False).write({"type": "recorded", "at": now_iso()},
-                                                   sync=True)
+    _mark(opts, path)
     record_written(opts.out, record)
     return record
+
+
+def _mark(opts: Options, path: Path) -> None:
+    """Journal that the episode is recorded (a hint for readers of the journal: what says so
+    is the record, which ``--recover`` and ``limbo status`` look for first)."""
+    with contextlib.suppress(OSError, UsageError):
+        journal = Journal(path, opts.scrub, new=False)
+        journal.write({"type": "recorded", "at": now_iso()}, sync=True)
+        journal.close()
 
 
 def _refuse_unreachable(reconciler: Reconciler, path: Path) -> None:
@@ -215,43 +229,58 @@ def _refuse_unreachable(reconciler: Reconciler, path: Path) -> None:
     grade a ledger that may lack effects, so it stays unrecorded for ``--recover``."""
     if reconciler.unreachable:
         raise UsageError(f"the upstream did not answer the reads that settle "
-                         f"{len(reconciler.unreachable)} write(s) in doubt "
+                         f"{len(reconciler.ledger.uncertain())} write(s) in doubt "
                          f"({reconciler.unreachable[0]}); the episode is left unrecorded in "
                          f"{path}: once the upstream answers again, run the same command with "
                          f"--recover")
 
 
-async def recover(opts: Options) -> list[EpisodeRecord]:
-    """Record every episode of ``opts.out`` that a stopped proxy left unrecorded."""
+async def recover(opts: Options) -> list[tuple[EpisodeRecord, str]]:
+    """Record every episode of ``opts.out`` that a stopped proxy left unrecorded: each record,
+    with what was done (``recovered``, or ``already recorded`` for a journal that only lacked
+    its mark)."""
+    from limbo.log.store import find_record, scan
+
     found = unrecorded(opts.out)
     if not found:
         raise UsageError(f"{opts.out} holds no unrecorded proxy episode: nothing to recover")
-    records = []
+    recorded = scan(opts.out).ids
+    out = []
     for path in found:
-        started = stopwatch()
         entries = read_journal(path)
-        start = first(entries, "start")
-        if start["proxy"]["world"] != opts.catalog.identity:
-            raise UsageError(f"{path} was written with world {start['proxy']['world']}; give "
-                             f"that world file (this one is {opts.catalog.identity})")
-        async with connect(opts.upstream) as upstream:
-            opts.catalog.bind(str(t.get("name")) for t in await upstream.listed("tools"))
-            ledger = ledger_of(entries, opts.catalog)
-            before: dict[str, Any] = next((e["items"] for e in entries
-                                           if e["type"] == "baseline"), {})
-            reconciler = Reconciler(upstream, opts.catalog, ledger, before)
-            t = max((e.get("t", 0.0) for e in entries), default=0.0)
-            journal = Journal(path, opts.scrub, new=False)
-            try:
-                for entry in await reconciler.settle(t):
-                    journal.write(entry, sync=True)
-                _refuse_unreachable(reconciler, path)
-                extra = {"unattributed": await reconciler.unattributed()}
-            finally:
-                journal.close()
-        counts = ledger.counts()
-        why = (f"the proxy stopped at t={t:g} s before recording the episode; recovered from "
-               f"its journal by limbo proxy --recover (writes: "
-               f"{', '.join(f'{k} {v}' for k, v in sorted(counts.items())) or 'none'})")
-        records.append(_finish(opts, path, started, ("infra_error", why), extra))
-    return records
+        episode = first(entries, "start")["episode_id"]
+        if episode in recorded:  # the proxy died between the record and its mark
+            _mark(opts, path)
+            out.append((find_record(opts.out, episode), "already recorded; its journal now "
+                                                        "says so"))
+            continue
+        out.append((await _recover_one(opts, path, entries), "recovered and recorded"))
+    return out
+
+
+async def _recover_one(opts: Options, path: Path, entries: list[dict[str, Any]]
+                       ) -> EpisodeRecord:
+    started = stopwatch()
+    start = first(entries, "start")
+    if start["proxy"]["world"] != opts.catalog.identity:
+        raise UsageError(f"{path} was written with world {start['proxy']['world']}; give "
+                         f"that world file (this one is {opts.catalog.identity})")
+    async with connect(opts.upstream, START_TIMEOUT_S) as upstream:  # no agent waits on it
+        opts.catalog.bind(str(t.get("name")) for t in await upstream.listed("tools"))
+        ledger = ledger_of(entries, opts.catalog)
+        before = Snapshot.of(next((e for e in entries if e["type"] == "baseline"), None))
+        reconciler = Reconciler(upstream, opts.catalog, ledger, before, final=True)
+        t = max((e.get("t", 0.0) for e in entries), default=0.0)
+        journal = Journal(path, opts.scrub, new=False)
+        try:
+            for entry in await reconciler.settle(t):
+                journal.write(entry, sync=True)
+            _refuse_unreachable(reconciler, path)
+            extra = {"unattributed": await reconciler.unattributed()}
+        finally:
+            journal.close()
+    counts = ledger.counts()
+    why = (f"the proxy stopped at t={t:g} s before recording the episode; recovered from "
+           f"its journal by limbo proxy --recover (writes: "
+           f"{', '.join(f'{k} {v}' for k, v in sorted(counts.items())) or 'none'})")
+    return _finish(opts, path, started, ("infra_error", why), extra)

@@ -1,7 +1,6 @@
-"""MCP's streamable HTTP, lean, both ways: the proxy's face to an agent (``--listen``:
-:class:`AgentEndpoint`) and its link to an upstream (``--upstream-url``: :class:`HttpLink`).
-One JSON-RPC message per POST; a request is answered with one JSON body (or, from an upstream,
-possibly an event stream).
+"""MCP's streamable HTTP, lean: the proxy's face to an agent (``--listen``:
+:class:`AgentEndpoint`; its link to an upstream is :mod:`limbo.proxy.httplink`'s). One JSON-RPC
+message per POST; a request is answered with one JSON body.
 
 Why not the ``mcp`` SDK's server, as ``limbo mcp`` serves: it runs each request through its
 session manager's memory streams and task groups and validates every message into pydantic
@@ -13,9 +12,12 @@ harnesses).
 
 What it keeps of the transport's rules: a session id is issued with the ``initialize`` answer
 and a request naming another is refused with 404 (the client starts afresh), ``DELETE`` ends
-a session; notifications and responses are accepted with 202; ``GET`` is refused with 405 (the
-proxy pushes nothing); a request whose ``Host`` or ``Origin`` is not this machine is refused
-(a web page cannot reach the proxy through DNS rebinding).
+a session; a request that needs a session (anything but ``initialize``, ``ping`` and the
+stateless era's probe) and names none is refused with 400 — it never reaches the upstream;
+notifications and responses are accepted with 202, and a ``notifications/cancelled`` is told to
+``on_cancel`` (the request is then answered as cancelled); ``GET`` is refused with 405 (the proxy pushes nothing); a request
+whose ``Host`` or ``Origin`` is not this machine is refused (a web page cannot reach the proxy
+through DNS rebinding).
 """
 
 from __future__ import annotations
@@ -23,30 +25,47 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ipaddress
-import json
-from collections.abc import AsyncIterable, AsyncIterator, Coroutine, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
 from limbo.base.sockets import listening
-from limbo.proxy.wire import LINE_LIMIT, PARSE_ERROR, ChannelClosed, Handler, RpcError, loads
+from limbo.proxy.httplink import SESSION
+from limbo.proxy.wire import (
+    ENCODE,
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    LINE_LIMIT,
+    OPEN_METHODS,
+    PARSE_ERROR,
+    Handler,
+    RpcError,
+    cancelled_id,
+    loads,
+    refusal,
+)
 
-SESSION = "mcp-session-id"
-VERSION = "mcp-protocol-version"
-INVALID_REQUEST = -32600
-_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 LOOPBACK_NAMES = ("localhost", "localhost.localdomain")
+CANCELLED = -32800
+"""The error answering a request the agent cancelled (HTTP must answer every POST)."""
 
 
 class AgentEndpoint:
     """Answers each JSON-RPC request posted to it with ``answer(message)``."""
 
-    def __init__(self, answer: Handler) -> None:
-        self.answer = answer
+    def __init__(self, answer: Handler,
+                 on_failure: Callable[[BaseException], None] | None = None,
+                 on_cancel: Callable[[dict[str, Any]], None] | None = None) -> None:
+        self.answer, self.on_failure, self.on_cancel = answer, on_failure, on_cancel
         self.sessions: set[str] = set()
         """The open sessions' ids (numbered, not secret: the proxy serves one episode on
         loopback, where any process may connect anyway)."""
         self._issued = 0
+        self._answering: dict[tuple[str, bool, Any], dict[str, Any]] = {}
+        """The requests being answered, by session and id (their messages)."""
+        self._cancelled: set[tuple[str, bool, Any]] = set()
+        self._idle = asyncio.Event()
+        self._idle.set()
 
     async def handle(self, request: Any) -> Any:
         """One HTTP request (aiohttp's), answered."""
@@ -67,20 +86,54 @@ class AgentEndpoint:
             return _json(413, _error(None, INVALID_REQUEST, "message too long"))
         try:
             message = loads(body)
-        except ValueError:
-            return _json(400, _error(None, PARSE_ERROR, "not JSON"))
-        if not isinstance(message, dict):
-            return _json(400, _error(None, INVALID_REQUEST, "one JSON-RPC message per request"))
+        except ValueError as exc:
+            return _json(400, _error(None, PARSE_ERROR, str(exc) or "not JSON"))
+        refused = refusal(message)
+        if refused is not None:
+            return _json(400, _error(None, refused.code, refused.message))
         if "method" not in message or "id" not in message:  # a notification, or a response
-            return web.Response(status=202)  # nothing the proxy acts on
-        return await self._request(message)
+            self._cancel(session, cancelled_id(message))
+            return web.Response(status=202)
+        if session is None and message["method"] not in OPEN_METHODS:
+            return _json(400, _error(message["id"], INVALID_REQUEST, "no session: send "
+                                     "initialize first (its answer names the session)"))
+        return await self._request(message, session or "")
 
-    async def _request(self, message: dict[str, Any]) -> Any:
+    def _cancel(self, session: str | None, ident: Any) -> None:
+        key = (session or "", isinstance(ident, str), ident)
+        request = self._answering.get(key)
+        if request is not None:
+            self._cancelled.add(key)
+            if self.on_cancel is not None:
+                self.on_cancel(request)
+
+    async def _request(self, message: dict[str, Any], session: str) -> Any:
+        ident = message["id"]
+        key = (session, isinstance(ident, str), ident)
+        self._answering[key] = message
+        self._idle.clear()
+        try:
+            response = await self._answered(message)
+        finally:
+            del self._answering[key]
+            if not self._answering:
+                self._idle.set()
+        if key in self._cancelled:
+            self._cancelled.discard(key)
+            return _json(200, _error(ident, CANCELLED, "request cancelled"))
+        return response
+
+    async def _answered(self, message: dict[str, Any]) -> Any:
         ident = message["id"]
         try:
             result = await self.answer(message)
         except RpcError as exc:
             return _json(200, _error(ident, exc.code, exc.message))
+        except Exception as exc:  # noqa: BLE001 - a bug: answered, then told to on_failure
+            if self.on_failure is not None:
+                self.on_failure(exc)
+            return _json(200, _error(ident, INTERNAL_ERROR,
+                                     f"limbo proxy failed: {type(exc).__name__}"))
         headers = {}
         if message["method"] == "initialize":
             self._issued += 1
@@ -88,6 +141,10 @@ class AgentEndpoint:
             self.sessions.add(headers[SESSION])
         return _json(200, {"jsonrpc": "2.0", "id": ident,
                            "result": result if result is not None else {}}, headers)
+
+    async def drain(self) -> None:
+        """Wait for the answers still being computed."""
+        await self._idle.wait()
 
 
 @contextlib.asynccontextmanager
@@ -120,7 +177,7 @@ async def _body(stream: Any) -> bytes | None:
 def _json(status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> Any:
     from aiohttp import web
 
-    return web.Response(status=status, body=_ENCODE.encode(body).encode(),
+    return web.Response(status=status, body=ENCODE.encode(body).encode("utf-8", "backslashreplace"),
                         content_type="application/json", headers=headers)
 
 
@@ -145,122 +202,3 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
-
-
-class HttpLink:
-    """A JSON-RPC connection to a streamable-HTTP MCP server: each message one POST (with the
-    session id and protocol version the ``initialize`` answer set), a request's answer the JSON
-    body or the event stream the server opens for it. A request the server sends on such a
-    stream (a ``ping``) goes to ``on_message`` and is answered with a POST of its own. An HTTP
-    failure, or an answer that is no JSON-RPC response, is :class:`ChannelClosed`: whether the
-    server acted on the request is unknown.
-
-    Why aiohttp and not httpx (the ``mcp`` SDK's): its C parser costs a third of the CPU per
-    request (measured on loopback: 0.29–0.33 ms against 0.86–0.93 ms), and every millisecond
-    of the proxy's is added to each call the agent makes."""
-
-    def __init__(self, url: str, headers: dict[str, str], on_message: Handler,
-                 read_timeout: float) -> None:
-        import aiohttp
-
-        self.url, self.on_message = url, on_message
-        self.http = aiohttp.ClientSession(
-            headers={**headers, "accept": "application/json, text/event-stream",
-                     "content-type": "application/json"},
-            timeout=aiohttp.ClientTimeout(total=None, sock_connect=30.0, sock_read=read_timeout))
-        self._failed: tuple[type[BaseException], ...] = (aiohttp.ClientError, OSError)
-        self.session: dict[str, str] = {}
-        """The headers the ``initialize`` answer set (session id, protocol version)."""
-        self._next = 0
-        self._tasks: set[asyncio.Task[Any]] = set()
-
-    async def request(self, method: str, params: dict[str, Any] | None = None,
-                      timeout: float | None = None) -> Any:
-        self._next += 1
-        message = {"jsonrpc": "2.0", "id": self._next, "method": method,
-                   **({"params": params} if params else {})}
-        try:
-            async with asyncio.timeout(timeout):
-                return await self._post(message)
-        except self._failed as exc:
-            raise ChannelClosed(f"{type(exc).__name__}: {exc}") from None
-
-    async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
-        with contextlib.suppress(*self._failed):
-            await self._post({"jsonrpc": "2.0", "method": method,
-                              **({"params": params} if params else {})})
-
-    async def _post(self, message: dict[str, Any]) -> Any:
-        async with self.http.post(self.url, data=_ENCODE.encode(message).encode(),
-                                  headers=self.session) as response:
-            if message.get("method") == "initialize" and response.headers.get(SESSION):
-                self.session[SESSION] = response.headers[SESSION]
-            if "id" not in message:
-                return None  # a notification or a response: nothing comes back
-            if response.content_type == "text/event-stream":
-                async for event in _events(response.content):
-                    if "method" in event:
-                        self._later(self._serve(event))
-                    elif event.get("id") == message["id"]:
-                        return self._outcome(message, event)
-                raise ChannelClosed(f"HTTP {response.status}: the event stream ended without "
-                                    f"an answer")
-            body = await response.read()
-        try:
-            answer = loads(body)
-        except ValueError:
-            answer = None
-        if not isinstance(answer, dict) or not ("result" in answer or "error" in answer):
-            raise ChannelClosed(f"HTTP {response.status} with no JSON-RPC answer")
-        return self._outcome(message, answer)
-
-    def _outcome(self, message: dict[str, Any], answer: dict[str, Any]) -> Any:
-        if "error" in answer:
-            raise RpcError.answered(answer["error"])
-        result = answer.get("result")
-        if message["method"] == "initialize" and isinstance(result, dict) and \
-                isinstance(result.get("protocolVersion"), str):
-            self.session[VERSION] = result["protocolVersion"]
-        return result
-
-    async def _serve(self, event: dict[str, Any]) -> None:
-        """Answer a request the server sent on an event stream (a notification: nothing)."""
-        try:
-            reply: dict[str, Any] = {"result": await self.on_message(event) or {}}
-        except RpcError as exc:
-            reply = {"error": {"code": exc.code, "message": exc.message}}
-        if "id" in event:
-            with contextlib.suppress(*self._failed):
-                await self._post({"jsonrpc": "2.0", "id": event["id"], **reply})
-
-    def _later(self, work: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.ensure_future(work)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def aclose(self) -> None:
-        """End the session (the server may keep none) and the connection."""
-        if SESSION in self.session:
-            with contextlib.suppress(*self._failed, TimeoutError):
-                async with asyncio.timeout(2.0):
-                    await (await self.http.delete(self.url, headers=self.session)).release()
-        for task in list(self._tasks):
-            task.cancel()
-        await self.http.close()
-
-
-async def _events(stream: AsyncIterable[bytes]) -> AsyncIterator[dict[str, Any]]:
-    """The JSON-RPC messages of an event stream (each event's ``data`` lines, joined)."""
-    data: list[str] = []
-    async for raw in stream:
-        line = raw.decode("utf-8", "replace").rstrip("\r\n")
-        if line.startswith("data:"):
-            data.append(line[5:].removeprefix(" "))
-        elif not line and data:
-            try:
-                message = loads("\n".join(data))
-            except ValueError:
-                message = None
-            data = []
-            if isinstance(message, dict):
-                yield message

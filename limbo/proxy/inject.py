@@ -4,7 +4,8 @@ Each mode does what it does in the sandbox (docs/faults.md), with the upstream i
 simulated service: a ``timeout`` is answered the client timeout after the call arrived, whether
 the write was never sent (``timeout_pre``), committed at once (``timeout_post``,
 ``stale_readback``) or is still to be sent (``timeout_late``, ``timeout_late_tail``: forwarded
-δ after the timeout, even after the agent has finished — the episode waits for it). A 500 or a
+δ after the timeout, even after the agent has finished — the episode waits for it). A held
+call is answered early when the agent finishes or goes: nobody is left to wait for it. A 500 or a
 reset comes after the upstream answered (``*_post``), or at once when the write is dropped
 (``*_pre``, ``throttle_pre``). ``partial_batch`` forwards only the first k units;
 ``redelivery`` answers the upstream's answer, then forwards the same call again (attempt
@@ -51,6 +52,8 @@ class FaultHost(Protocol):
 
     def later(self, work: Coroutine[Any, Any, Any]) -> None: ...
 
+    async def hold(self, until: float, stop: asyncio.Event | None = None) -> None: ...
+
     def arrival(self, n: int, request_id: str, attempt: str, tool: str) -> None: ...
 
 
@@ -62,8 +65,9 @@ def _failure(session: FaultHost, kind: str) -> Result:
 
 
 async def inject(session: FaultHost, tool: DeclaredTool, wire: str, args: dict[str, Any],
-                 request_id: str) -> dict[str, Any]:
-    """The agent's answer to the focal write under the plan's fault."""
+                 request_id: str, stop: asyncio.Event | None = None) -> dict[str, Any]:
+    """The agent's answer to the focal write under the plan's fault (``stop``: the agent
+    cancelled the call; a held answer is then given at once)."""
     plan, act = session.plan, session.plan.act
     t0 = session.now()
     hold = act.answer == "timeout"
@@ -103,7 +107,7 @@ async def inject(session: FaultHost, tool: DeclaredTool, wire: str, args: dict[s
     else:  # cut: the first k units of a batch
         await _cut(session, tool, wire, args, request_id, fault)
     if hold:
-        await asyncio.sleep(max(0.0, t0 + plan.client_timeout_s - session.now()))
+        await session.hold(t0 + plan.client_timeout_s, stop)  # sooner if the agent finishes
     return result_of(_failure(session, act.answer), error=True)
 
 

@@ -4,11 +4,16 @@ follow — in the sandbox ledger's shape, so :func:`limbo.log.grading.grade` gra
 A write is in one of four states. ``committed``: the upstream answered with success (its effect
 is the write's effect fields, or one effect per unit of a batch). ``replayed``: a success that
 is the answer to an earlier write — the upstream said so (``idempotent_replayed``), or it
-returned the id an earlier write of the same tool created, or it carried the key of an earlier
-committed write where the world says keys are honoured — no new effect. ``uncertain``: the
-upstream answered with an error, or not at all, or the proxy died before hearing; reconciliation
-(:mod:`limbo.proxy.reconcile`) decides, from the upstream's state, whether it took effect:
-``recovered`` or ``absent`` (or ``unverifiable`` when no declared read shows it).
+returned the id an earlier write of the same tool created — no new effect. ``uncertain``: the
+upstream answered with an error, or not at all, or the proxy died before hearing;
+reconciliation (:mod:`limbo.proxy.reconcile`) decides, from the upstream's state, whether it
+took effect: ``recovered`` or ``absent`` (or ``unverifiable`` when nothing can decide).
+
+The world file's declarations never decide alone. A write that repeats the key of an earlier
+committed write where the world says keys are honoured is a replay only if the upstream's
+answer says so (the flag, the earlier id): answered with a new id, it is a new effect, and the
+key is *misdeclared* — the record says so, and the grade counts what happened; answered with no
+id at all, it is left to reconciliation, which counts the items its arguments show.
 
 The same :meth:`Ledger.apply` reads a journal entry live and when a journal is read back, so a
 record built after a crash is built by the code every normal episode uses.
@@ -29,6 +34,8 @@ from limbo.sim.readback import resolve
 COMMITTED, REPLAYED, UNCERTAIN = "committed", "replayed", "uncertain"
 RECOVERED, ABSENT, UNVERIFIABLE = "recovered", "absent", "unverifiable"
 REPLAY_FLAG = "idempotent_replayed"
+HONOURED = 'key = "honoured"'
+"""The declaration a misdeclared key contradicts."""
 
 
 @dataclass
@@ -51,6 +58,8 @@ class LedgerWrite:
     all of them)."""
     why: str | None = None
     """Why it is uncertain (the upstream's error, the lost call) or what reconciliation saw."""
+    misdeclared: str | None = None
+    """The declaration its outcome contradicts (a key declared honoured that was not)."""
 
     @property
     def in_ledger(self) -> bool:
@@ -82,6 +91,7 @@ class Ledger:
             write.acked_at = entry["t"] if kind == "ack" else write.acked_at
             write.object_ids = list(entry.get("object_ids") or [])
             write.units = entry.get("units")
+            write.misdeclared = entry.get("misdeclared") or write.misdeclared
             if write.in_ledger:
                 ids, keys = self._held.setdefault(write.tool, (set(), set()))
                 ids.update(i for i in write.object_ids if i is not None)
@@ -91,25 +101,39 @@ class Ledger:
         """The ``ack`` journal entry for write ``n`` answered with ``answer`` (a payload)."""
         write = self.writes[n]
         tool = self.catalog.tools[write.tool]
-        ids: list[str | None] = []
-        why: str | None = None
+        entry: dict[str, Any] = {"type": "ack", "n": n, "t": t, "object_ids": [], "why": None}
         if not answer.get("ok"):
-            state, why = UNCERTAIN, _short(answer)
-        elif self._replay(write, tool, answer):
-            state = REPLAYED
-        else:
-            state, ids = COMMITTED, self._ids(tool, write.args, answer)
-        return {"type": "ack", "n": n, "t": t, "state": state, "object_ids": ids, "why": why}
+            return {**entry, "state": UNCERTAIN, "why": _short(answer)}
+        if self._replay(write, tool, answer):
+            return {**entry, "state": REPLAYED}
+        ids = self._ids(tool, write.args, answer)
+        if not self.misdeclared(write):
+            return {**entry, "state": COMMITTED, "object_ids": ids}
+        if any(i is not None for i in ids) and tool.write is not None and \
+                tool.write.target is None:  # a new id: the key was not honoured
+            return {**entry, "state": COMMITTED, "object_ids": ids,
+                    **self.misdeclared(write)}
+        return {**entry, "state": UNCERTAIN,
+                "why": f"a success repeating key {write.key!r}, which the world says is "
+                       f"honoured, with no id of its own to tell a replay from a new effect"}
 
     def _replay(self, write: LedgerWrite, tool: DeclaredTool, answer: dict[str, Any]) -> bool:
+        """The upstream's answer says this success is an earlier write's: its flag, or the id
+        an earlier write of the tool created."""
         if answer.get(REPLAY_FLAG) is True:
             return True
-        ids, keys = self._held.get(write.tool, (set(), set()))
+        ids, _ = self._held.get(write.tool, (set(), set()))
         w = tool.write
         assert w is not None
-        if w.action in ("create", "upsert") and object_id(answer, w.id_field) in ids:
-            return True
-        return write.key in keys and tool.op.honours_key(Contract.NATIVE, write.args)
+        return w.action in ("create", "upsert") and object_id(answer, w.id_field) in ids
+
+    def misdeclared(self, write: LedgerWrite) -> dict[str, str]:
+        """``{"misdeclared": ...}`` when ``write`` repeats the key of a committed write where
+        the world says keys are honoured, so a new effect of it contradicts the world file."""
+        _, keys = self._held.get(write.tool, (set(), set()))
+        tool = self.catalog.tools[write.tool]
+        repeat = write.key in keys and tool.op.honours_key(Contract.NATIVE, write.args)
+        return {"misdeclared": HONOURED} if repeat else {}
 
     def _ids(self, tool: DeclaredTool, args: Args, answer: dict[str, Any]) -> list[str | None]:
         w = tool.write
@@ -169,6 +193,12 @@ class Ledger:
                 key = f"{entry['tool']} {_plain(entry['args'])}"
                 counts[key] = counts.get(key, 0) + 1
         return {k: n - 1 for k, n in counts.items() if n > 1}
+
+    def contradicted(self) -> list[dict[str, Any]]:
+        """The writes whose outcome contradicts the world file's declarations."""
+        return [{"tool": w.tool, "declared": w.misdeclared, "request_id": w.request_id,
+                 "key": w.key, "state": w.state, "object_ids": w.object_ids}
+                for w in self.writes.values() if w.misdeclared]
 
     def counts(self) -> dict[str, int]:
         """Writes per state."""

@@ -95,6 +95,7 @@ def _outcome(events: list[dict[str, Any]], task: dict[str, Any], effects: list[d
 
 def _summary(ledger: Ledger) -> dict[str, Any]:
     return {"writes": ledger.counts(), "duplicates": ledger.duplicates(),
+            "misdeclared": ledger.contradicted(),
             "reconciled": [{"request_id": w.request_id, "tool": w.tool, "state": w.state,
                             "why": w.why} for w in ledger.writes.values()
                            if w.state not in ("committed", "replayed")]}

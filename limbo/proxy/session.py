@@ -13,6 +13,14 @@ report and ends the episode.
 The proxy never retries a write on its own: each call of the agent reaches the upstream at most
 once, and the only extra deliveries are the fault's own (``redelivery``'s copy; a late commit's
 one delivery after the timeout).
+
+The episode *ends* when the agent finishes or goes (:meth:`Session.end`): a call held for its
+timeout is answered at once, and a call after the end is refused, never forwarded (it could not
+be in the record). A call the agent cancels (``stop``) stops being held; a write already on its
+way to the upstream is seen through — its answer is journaled whatever the agent does.
+
+The event log (the agent's calls and results, the fault) is journaled once the answer is on its
+way (:meth:`limbo.proxy.journal.Journal.defer`); the ledger entries at once.
 """
 
 from __future__ import annotations
@@ -60,6 +68,8 @@ class Session:
         self._writes = 0
         self._seen: dict[str, int] = {}
         self._background: set[asyncio.Task[Any]] = set()
+        self.ended = asyncio.Event()
+        """The agent finished or went: held calls are answered, later ones refused."""
 
     # -- the clock and the journal ------------------------------------------------------------
 
@@ -68,8 +78,16 @@ class Session:
         return round(stopwatch() - self.started, 6)
 
     def emit(self, type_: str, **fields: Any) -> None:
-        """One event of the record's event log (journaled without a sync)."""
-        self.journal.write({"t": self.now(), "type": type_, **fields})
+        """One event of the record's event log, stamped now, journaled (without a sync) once
+        the answer in hand is on its way — a call's with its result's; a field given as a
+        function is computed then."""
+        t = self.now()
+
+        def entry() -> dict[str, Any]:
+            return {"t": t, "type": type_,
+                    **{k: v() if callable(v) else v for k, v in fields.items()}}
+
+        self.journal.defer(entry, soon=type_ != "call")
 
     def ledger_entry(self, entry: dict[str, Any], forwarding: bool = False) -> None:
         """One ledger entry: an ``intent`` (``forwarding``) on disk before the write is
@@ -80,26 +98,48 @@ class Session:
 
     # -- calls --------------------------------------------------------------------------------
 
-    async def call(self, name: str, args: dict[str, Any], call_id: str) -> dict[str, Any]:
-        """The answer (an MCP tool result's JSON) to one call of the agent."""
+    async def call(self, name: str, args: dict[str, Any], call_id: str,
+                   stop: asyncio.Event | None = None) -> dict[str, Any]:
+        """The answer (an MCP tool result's JSON) to one call of the agent (``stop``: set when
+        the agent cancels it)."""
+        if self.ended.is_set():
+            return failure(error("not_available", "the episode is over (the agent finished): "
+                                                  "limbo proxy forwards nothing more"))
         if name == "finish":
             return self._finish(args, call_id)
         self.tool_calls += 1
         tool = self.catalog.of(name)
+        wire = self.catalog.wire_name(tool.name) if tool is not None else name
         keep = tool.write.effect if tool is not None and tool.write is not None else ()
         logged = tool.name if tool is not None else loggable_name(name)  # the ledger's names
-        self.emit("call", id=call_id, tool=logged, args=loggable(redact(args, keep)))
+        self.emit("call", id=call_id, tool=logged, args=lambda: loggable(redact(args, keep)))
         if tool is not None and tool.write is not None:
             request_id, attempt = self._label(tool, args)
             if not self.fired and tool.name == self.plan.focal:
                 self.fired = True
-                result = await inject(self, tool, name, args, request_id)
+                result = await inject(self, tool, wire, args, request_id, stop)
             else:
-                result = await self.forward(tool, name, args, request_id, attempt)
+                result = await self.forward(tool, wire, args, request_id, attempt)
         else:
-            result = await self._read(tool, name, args)
+            result = await self._read(tool, wire, args)
         self._log_result(call_id, logged, result)
         return result
+
+    async def hold(self, until: float, stop: asyncio.Event | None = None) -> None:
+        """Wait until ``until`` (the record's ``t``), the end of the episode, or ``stop``."""
+        remaining = until - self.now()
+        if remaining <= 0 or self.ended.is_set() or (stop is not None and stop.is_set()):
+            return
+        waits = [asyncio.ensure_future(e.wait()) for e in (self.ended, stop) if e is not None]
+        try:
+            await asyncio.wait(waits, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for wait in waits:
+                wait.cancel()
+
+    def end(self) -> None:
+        """The agent finished or went: answer the held calls now, refuse later ones."""
+        self.ended.set()
 
     def _label(self, tool: DeclaredTool, args: dict[str, Any]) -> tuple[str, str]:
         """The request id and attempt of a write (as the sandbox boundary labels them)."""
@@ -159,14 +199,11 @@ class Session:
             return failure(error("invalid_argument", f"finish: {where}: {first['msg']}"))
         self.report = report
         self.emit("finish", id=call_id, report=report)
+        self.end()
         return answer({"ok": True, "finished": True})
 
     def _log_result(self, call_id: str, name: str, result: dict[str, Any]) -> None:
-        body = payload(result)
-        text = plain_json(body)
-        if len(text) > MAX_LOGGED_RESULT:
-            body = {"ok": body.get("ok", False), "_truncated": text[:200], "_chars": len(text)}
-        self.emit("result", id=call_id, tool=name, result=body)
+        self.emit("result", id=call_id, tool=name, result=lambda: _logged(result))
 
     # -- background deliveries ----------------------------------------------------------------
 
@@ -196,6 +233,20 @@ class Session:
         forwarded, which the fault event's plan shows."""
         for task in list(self._background):
             task.cancel()
+
+
+def _logged(result: dict[str, Any]) -> dict[str, Any]:
+    """A result as the event log holds it (summarised past :data:`MAX_LOGGED_RESULT`, as its
+    text blocks measure it: a JSON answer's text is its JSON)."""
+    body = payload(result)
+    content = result.get("content")
+    size = sum(len(t) for c in (content if isinstance(content, list) else ())
+               if isinstance(c, dict) and isinstance(t := c.get("text"), str))
+    if size > MAX_LOGGED_RESULT or (not size and len(text := plain_json(body)) >
+                                    MAX_LOGGED_RESULT):
+        text = plain_json(body)
+        body = {"ok": body.get("ok", False), "_truncated": text[:200], "_chars": len(text)}
+    return body
 
 
 def answer(body: Result) -> dict[str, Any]:

@@ -11,7 +11,7 @@ the upstream.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -63,11 +63,23 @@ def is_proxy_dir(manifests: dict[str, dict[str, Any]], run_dir: Path) -> bool:
     return any(m.get("kind") == KIND for m in manifests.values()) or (run_dir / FOLDER).is_dir()
 
 
-def report(run_dir: Path, recorded: int, live: bool) -> dict[str, Any]:
-    """The proxy part of ``limbo status``: cells (recorded + unrecorded), and per unrecorded
-    episode its journal's counts (``serving`` while a proxy holds the directory)."""
-    episodes = [_journal(p, live) for p in unrecorded(run_dir)]
-    return {"cells": recorded + len(episodes), "unrecorded": episodes}
+def report(run_dir: Path, recorded: Collection[str], live: bool) -> dict[str, Any]:
+    """The proxy part of ``limbo status``: cells (recorded + unrecorded), per unrecorded
+    episode its journal's counts (``serving`` while a proxy holds the directory), and the
+    declarations the recorded episodes' upstream contradicted."""
+    from limbo.log.store import iter_records
+
+    episodes = [_journal(p, live) for p in unrecorded(run_dir, recorded)]
+    wrong = [{"episode": r["episode_id"], **w} for r in iter_records(run_dir)
+             for w in _proxy_of(r).get("misdeclared", [])]
+    return {"cells": len(recorded) + len(episodes), "unrecorded": episodes,
+            "misdeclared": wrong}
+
+
+def _proxy_of(record: Mapping[str, Any]) -> dict[str, Any]:
+    found = dict(record).get("runtime")
+    proxy = found.get("proxy") if isinstance(found, dict) else None
+    return proxy if isinstance(proxy, dict) else {}
 
 
 def _journal(path: Path, live: bool) -> dict[str, Any]:
@@ -96,4 +108,9 @@ def lines(info: dict[str, Any]) -> list[str]:
     if any(e["state"] == "interrupted" for e in info["unrecorded"]):
         out.append("  record them: run the same limbo proxy command with --recover (it "
                    "reconciles the writes in doubt against the upstream)")
+    for w in info.get("misdeclared", []):
+        out.append(f"proxy episode {w['episode']}: the world file declares {w['declared']} for "
+                   f"{w['tool']}, but the upstream committed a repeat of key {w['key']!r} as a "
+                   f"new effect (request {w['request_id']}): the ledger counts what happened; "
+                   f"fix the declaration (or the server)")
     return out

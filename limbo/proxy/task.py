@@ -58,7 +58,7 @@ def template(catalog: Catalog, name: str | None) -> WorldTemplate:
     if name is None and len(found) == 1:
         name = next(iter(found))
     if name is None or name not in found:
-        what = f"--task {name!r} is not a template of" if name else "name the task (--task) of"
+        what = f"--template {name!r} is not a template of" if name else "name the task (--template) of"
         raise UsageError(f"{what} world {catalog.identity}; its templates: "
                          f"{', '.join(found) or '(none: add [[templates]] to the world file)'}")
     t = found[name]

@@ -9,12 +9,21 @@ server of this time serves, the SDKs' included). A URL whose host is not this ma
 ``localhost``) is refused unless ``--allow-remote`` says the user means it: a fault proxy aimed
 at a production server by a typo would duplicate real payments.
 
+A stdio upstream runs in a session of its own: the signals a terminal or an agent's MCP
+client sends the proxy's process group (the ``mcp`` SDK's client sends SIGTERM to the whole
+group two seconds after it closes the pipe) do not stop it while the proxy still reconciles
+and records; the proxy closes its stdin when done, and a server whose stdin closes exits.
+
 Either way a result is MCP's JSON, as the upstream sent it. Besides tool calls the proxy
 relays the upstream's prompts and resources (:meth:`Upstream.relay`), unlogged: they are not
-writes. A call that the upstream does not answer within :data:`CALL_TIMEOUT_S`, or whose
-transport fails, raises :class:`UpstreamLost`:
-whether a write took effect is then unknown, which is what reconciliation is for. A JSON-RPC
-error answering a call is an answer (the call was refused), shown to the agent as a tool error.
+writes. A call that the upstream does not answer within :data:`CALL_TIMEOUT_S` times the time
+scale, or whose transport fails, raises :class:`UpstreamLost`: whether a write took effect is
+then unknown, which is what reconciliation is for. A JSON-RPC error answering a call is an
+answer (the call was refused), shown to the agent as a tool error; answering a read that
+reconciliation sends (:meth:`Upstream.read`) it is no answer at all.
+
+The URL's query values and the headers may carry credentials: :meth:`UpstreamSpec.describe`
+masks them, and :meth:`UpstreamSpec.secrets` lists them for every written line's scrubber.
 """
 
 from __future__ import annotations
@@ -23,28 +32,28 @@ import asyncio
 import contextlib
 import os
 import shlex
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
 
 from limbo import __version__
 from limbo.base.errors import UsageError
-from limbo.proxy.http import HttpLink, is_loopback
-from limbo.proxy.wire import (
-    INTERNAL_ERROR,
-    LINE_LIMIT,
-    METHOD_NOT_FOUND,
-    Channel,
-    ChannelClosed,
-    RpcError,
-)
+from limbo.base.secrets import MASK, MIN_LEN, variants
+from limbo.proxy.channel import Channel
+from limbo.proxy.http import is_loopback
+from limbo.proxy.httplink import ANSWER_LIMIT, HttpLink
+from limbo.proxy.redact import is_credential
+from limbo.proxy.wire import INTERNAL_ERROR, METHOD_NOT_FOUND, ChannelClosed, RpcError
 
 CALL_TIMEOUT_S = 120.0
-"""How long the proxy waits for the upstream's answer to one call (wall seconds)."""
+"""How long the proxy waits for the upstream's answer to one call, in the sandbox's seconds:
+the wall wait is this times ``--time-scale`` (four client timeouts)."""
 START_TIMEOUT_S = 60.0
-"""How long a stdio upstream may take to answer the handshake."""
+"""How long the upstream may take to answer the handshake, and each request before the agent
+may call (the listings, the task's setup, the snapshot), whatever the time scale."""
 STOP_TIMEOUT_S = 5.0
 """How long a stdio upstream may take to exit once its stdin is closed."""
 
@@ -63,15 +72,49 @@ class UpstreamSpec:
     headers: dict[str, str] = field(default_factory=dict)
 
     def describe(self) -> str:
-        """How the record and the manifest name the upstream (header values left out)."""
+        """How the record and the manifest name the upstream (header values, credentials in
+        the query string or the command line masked)."""
         if self.url is not None:
             names = ", ".join(sorted(self.headers))
-            return f"http {self.url}" + (f" (headers: {names})" if names else "")
-        return "stdio " + shlex.join(self.command)
+            return f"http {_masked_url(self.url)}" + (f" (headers: {names})" if names else "")
+        return "stdio " + shlex.join(_masked_argv(self.command))
 
     def secrets(self) -> list[str]:
-        """Values never to write anywhere: every header value."""
-        return [v for v in self.headers.values() if v]
+        """Values never to write anywhere: every header value, every credential-named value of
+        the URL's query string or of the command line."""
+        found = [v for v in self.headers.values() if v]
+        if self.url is not None:
+            found += [v for k, v in parse_qsl(urlsplit(self.url).query) if is_credential(k)]
+        return found + [v for a, b in zip(self.command, self.command[1:], strict=False)
+                        if (v := _flag_value(a, b)) is not None]
+
+
+def _masked_url(url: str) -> str:
+    parts = urlsplit(url)
+    query = "&".join(f"{k}={MASK if is_credential(k) else v}"
+                     for k, v in parse_qsl(parts.query, keep_blank_values=True))
+    return urlunsplit(parts._replace(query=query))
+
+
+def _flag_value(flag: str, after: str) -> str | None:
+    """The credential ``--api-key VALUE`` (or ``--api-key=VALUE``, given as ``flag``) gives."""
+    name, eq, value = flag.partition("=")
+    if name.startswith("-") and is_credential(name.lstrip("-")):
+        return value if eq else after
+    return None
+
+
+def _masked_argv(argv: tuple[str, ...]) -> list[str]:
+    out = list(argv)
+    for i, arg in enumerate(argv):
+        name, eq, value = arg.partition("=")
+        if not (name.startswith("-") and is_credential(name.lstrip("-"))):
+            continue
+        if eq:
+            out[i] = f"{name}={MASK}"
+        elif i + 1 < len(out):
+            out[i + 1] = MASK
+    return out
 
 
 def spec_of(command: str | None, url: str | None, headers: list[str],
@@ -109,10 +152,16 @@ def _header(text: str) -> tuple[str, str]:
 def _check_url(url: str, allow_remote: bool) -> None:
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise UsageError(f"--upstream-url {url[:200]!r} is not an http(s) URL with a host")
+        raise UsageError(f"--upstream-url {_masked_url(url)[:200]!r} is not an http(s) URL "
+                         f"with a host")
     if parts.username or parts.password:
         raise UsageError("--upstream-url must not carry credentials; send them with "
                          "--upstream-header 'Authorization: ...'")
+    short = [k for k, v in parse_qsl(parts.query) if is_credential(k) and len(v) < MIN_LEN]
+    if short:
+        raise UsageError(f"--upstream-url carries {short[0]} in its query string, too short to "
+                         f"be masked wherever it could be written; send it with "
+                         f"--upstream-header instead")
     if not allow_remote and not is_loopback(parts.hostname):
         raise UsageError(f"--upstream-url points at {parts.hostname!r}, not this machine: the "
                          f"proxy injects faults into every call it forwards, so a remote "
@@ -144,12 +193,23 @@ class Upstream:
 
     instructions: str | None = None
     name: str | None = None
+    version: str | None = None
     capabilities: dict[str, Any]
     """What the upstream said it serves (``tools``, ``prompts``, ``resources``, ...)."""
     link: Link
 
-    def __init__(self, spec: UpstreamSpec) -> None:
-        self.spec = spec
+    def __init__(self, spec: UpstreamSpec, call_timeout: float = CALL_TIMEOUT_S) -> None:
+        self.spec, self.call_timeout = spec, call_timeout
+
+    @contextlib.contextmanager
+    def waiting(self, seconds: float) -> Iterator[None]:
+        """Wait up to ``seconds`` for each answer meanwhile (before the agent may call: a
+        server's start-up is no fault's time, and the time scale is not its to shorten)."""
+        before, self.call_timeout = self.call_timeout, max(self.call_timeout, seconds)
+        try:
+            yield
+        finally:
+            self.call_timeout = before
 
     async def __aenter__(self) -> Upstream:
         raise NotImplementedError
@@ -168,14 +228,16 @@ class Upstream:
         except (RpcError, ChannelClosed, TimeoutError) as exc:
             await self.__aexit__()
             raise UsageError(f"cannot reach the upstream MCP server ({self.spec.describe()}): "
-                             f"{_why(exc)}") from None
+                             f"{self._why(exc)}") from None
         if not isinstance(init, dict) or init.get("protocolVersion") not in \
                 HANDSHAKE_PROTOCOL_VERSIONS:
             await self.__aexit__()
             raise UsageError(f"the upstream MCP server ({self.spec.describe()}) answered the "
                              f"initialize handshake with no protocol version the proxy speaks")
         self.instructions = init.get("instructions")
-        self.name = (init.get("serverInfo") or {}).get("name")
+        info = init.get("serverInfo")
+        info = info if isinstance(info, dict) else {}
+        self.name, self.version = _text(info.get("name")), _text(info.get("version"))
         found = init.get("capabilities")
         self.capabilities = found if isinstance(found, dict) else {}
         await self.link.notify("notifications/initialized")
@@ -196,21 +258,41 @@ class Upstream:
         """The upstream's result; :class:`UpstreamLost` when it gave none."""
         try:
             result = await self.link.request("tools/call", {"name": name, "arguments": args},
-                                             timeout=CALL_TIMEOUT_S)
+                                             timeout=self.call_timeout)
         except RpcError as exc:  # an answer: the call was refused
             return rpc_refusal(exc)
         except (ChannelClosed, TimeoutError) as exc:
-            raise UpstreamLost(_why(exc)) from None
+            raise UpstreamLost(self._why(exc)) from None
         return result if isinstance(result, dict) else {"content": [], "isError": True}
+
+    async def read(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
+        """A read the proxy sends on its own (the snapshot, reconciliation): as :meth:`call`,
+        but a JSON-RPC error is no answer either (a restarted server's refusal of a session it
+        forgot says nothing of its state)."""
+        try:
+            result = await self.link.request("tools/call", {"name": name, "arguments": args},
+                                             timeout=self.call_timeout)
+        except (RpcError, ChannelClosed, TimeoutError) as exc:
+            raise UpstreamLost(self._why(exc)) from None
+        return result if isinstance(result, dict) else {"content": [], "isError": True}
+
+    def _why(self, exc: BaseException) -> str:
+        """One line for an exception, the upstream's secrets masked."""
+        text = _why(exc)
+        for secret in self.spec.secrets():
+            for form in sorted(variants(secret) | {secret}, key=len, reverse=True):
+                text = text.replace(form, MASK)
+        return text
 
     async def relay(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """The upstream's answer to one of :data:`RELAYED` (MCP's JSON); :class:`RpcError` as
         the upstream refused it, or ``INTERNAL_ERROR`` when it gave no answer."""
         try:
-            result = await self.link.request(method, params or None, timeout=CALL_TIMEOUT_S)
+            result = await self.link.request(method, params or None,
+                                             timeout=self.call_timeout)
         except (ChannelClosed, TimeoutError) as exc:
             raise RpcError(INTERNAL_ERROR, f"the upstream MCP server did not answer: "
-                                           f"{_why(exc)}") from None
+                                           f"{self._why(exc)}") from None
         return result if isinstance(result, dict) else {}
 
     async def listed(self, kind: str) -> list[dict[str, Any]]:
@@ -230,16 +312,18 @@ class Upstream:
                 return found
 
 
-def connect(spec: UpstreamSpec) -> Upstream:
-    """The connection ``spec`` asks for (not yet open)."""
-    return HttpUpstream(spec) if spec.url is not None else StdioUpstream(spec)
+def connect(spec: UpstreamSpec, call_timeout: float = CALL_TIMEOUT_S) -> Upstream:
+    """The connection ``spec`` asks for (not yet open), waiting ``call_timeout`` wall seconds
+    at most for an answer to one call."""
+    return (HttpUpstream(spec, call_timeout) if spec.url is not None
+            else StdioUpstream(spec, call_timeout))
 
 
 class StdioUpstream(Upstream):
     """A server started by the proxy, spoken to over its stdin and stdout."""
 
-    def __init__(self, spec: UpstreamSpec) -> None:
-        super().__init__(spec)
+    def __init__(self, spec: UpstreamSpec, call_timeout: float = CALL_TIMEOUT_S) -> None:
+        super().__init__(spec, call_timeout)
         self.proc: asyncio.subprocess.Process | None = None
         self.channel: Channel | None = None
         self._reading: asyncio.Task[None] | None = None
@@ -249,13 +333,13 @@ class StdioUpstream(Upstream):
         try:
             self.proc = await asyncio.create_subprocess_exec(
                 *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                env=dict(os.environ), limit=LINE_LIMIT)
+                env=dict(os.environ), limit=ANSWER_LIMIT, start_new_session=True)
         except OSError as exc:
             raise UsageError(f"--upstream-cmd: cannot start {argv[0]!r}: "
                              f"{exc.strerror or exc}") from None
         assert self.proc.stdout is not None
         self.link = self.channel = Channel(self.proc.stdout, self.proc.stdin, self.asked,
-                                           answer_garbage=False)
+                                           server=False, limit=ANSWER_LIMIT)
         self._reading = asyncio.ensure_future(self.channel.serve())
         await self._handshake()
         return self
@@ -280,8 +364,7 @@ class HttpUpstream(Upstream):
 
     async def __aenter__(self) -> HttpUpstream:
         assert self.spec.url is not None
-        self.link = self.http = HttpLink(self.spec.url, self.spec.headers, self.asked,
-                                         CALL_TIMEOUT_S)
+        self.link = self.http = HttpLink(self.spec.url, self.spec.headers, self.asked)
         await self._handshake()
         return self
 
@@ -293,6 +376,10 @@ def rpc_refusal(exc: RpcError) -> dict[str, Any]:
     """A JSON-RPC error answering a call, as the tool error an agent is shown."""
     return {"content": [{"type": "text", "text": f"MCP error {exc.code}: {exc.message}"}],
             "isError": True}
+
+
+def _text(value: Any) -> str | None:
+    return value[:200] if isinstance(value, str) else None
 
 
 def _why(exc: BaseException) -> str:

@@ -1,47 +1,120 @@
-"""JSON-RPC 2.0 over newline-delimited stdio: the proxy's lean path to a stdio upstream and from
-a stdio agent.
+"""JSON-RPC 2.0 as the proxy speaks it, both ways: what a message may be (:func:`loads`), the
+errors, and the rules an agent's request meets before it is read further.
 
-Why not the ``mcp`` SDK's session here: the SDK validates every message into pydantic models,
-routes it through memory streams and task groups, and (its stdio server) reads and writes in
-worker threads. That is right for an application, and costs 2 to 5 ms per hop on a busy machine
-(measured: a proxy that only forwarded through the SDK's server and client added that much to
-each call). The proxy is a relay: it parses each line once with ``json``, answers or forwards
-it, and writes one line: under 0.2 ms added to a forwarded read (``benchmarks/
-bench_proxy.py``; a request waits on its own future and timer, not ``asyncio.wait_for``'s extra
-task hop). The messages are still MCP's: what the proxy says is checked by the SDK's
-own client in the tests. HTTP, both ways, is :mod:`limbo.proxy.http`'s, on the same messages.
+Why the proxy relays JSON-RPC itself rather than through the ``mcp`` SDK's session: the SDK
+validates every message into pydantic models, routes it through memory streams and task groups,
+and (its stdio server) reads and writes in worker threads. That is right for an application,
+and costs 2 to 5 ms per hop on a busy machine (measured: a proxy that only forwarded through the
+SDK's server and client added that much to each call). The proxy is a relay: it parses each
+message once with ``json``, answers or forwards it, and writes one line (stdio:
+:mod:`limbo.proxy.channel`) or one body (HTTP: :mod:`limbo.proxy.http` and
+:mod:`limbo.proxy.httplink`). The messages are still MCP's: what the proxy says is checked by
+the SDK's own client in the tests.
 
-A :class:`Channel` sends requests and notifications and matches responses to requests by id;
-requests and notifications from the other side go to ``on_message``, which answers a request
-by returning its result (or raising :class:`RpcError`).
+What no well-behaved peer sends is answered, never fatal: a message nested deeper than
+:data:`MAX_DEPTH`, longer than :data:`LINE_LIMIT` or holding a lone surrogate (which no UTF-8
+text can carry on) is refused like one that is not JSON, and the proxy reads on.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 Handler = Callable[[dict[str, Any]], Awaitable[Any]]
+INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
-INTERNAL_ERROR = -32603
 INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
 PARSE_ERROR = -32700
 LINE_LIMIT = 64 * 1024 * 1024
 """Longest message read (a read listing thousands of records is far shorter)."""
-_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+OPEN_METHODS = frozenset({"initialize", "ping", "server/discover"})
+"""What an agent may ask before ``initialize`` (nothing of these reaches the upstream)."""
+MAX_DEPTH = 100
+"""Deepest nesting of arrays and objects a message may have (MCP's deepest, a tool's JSON
+schema, is a dozen levels): every part of the proxy that walks a message stays far from
+Python's recursion limit."""
+ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]")
+"""Where a lone surrogate may hide: a JSON escape of one, or one already decoded (in a text
+read back from a message's string, encoded with ``surrogatepass``)."""
+_ID = re.compile(rb'"id"\s*:\s*(-?\d{1,18})\s*[,}]')
+
+
+class BadMessage(ValueError):
+    """A line that is no message the proxy takes; ``ident``: the request id it names, when it
+    can be told (the answer to it is then an error, not silence)."""
+
+    def __init__(self, why: str, ident: int | str | None = None) -> None:
+        super().__init__(why)
+        self.ident = ident
 
 
 def loads(text: str | bytes) -> Any:
     """JSON as the proxy reads it from either side: ``NaN`` and the infinities, which JSON does
     not have (Python's ``json.dumps`` writes them), read as the strings that name them — so an
-    answer carrying one still reaches the agent, and the journal, which writes strict JSON."""
-    return json.loads(text, parse_constant=str)
+    answer carrying one still reaches the agent, and the journal, which writes strict JSON.
+    :class:`BadMessage` (a ``ValueError``) for what is not JSON, nests deeper than
+    :data:`MAX_DEPTH`, or holds a lone surrogate (which no UTF-8 text can carry on)."""
+    raw = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    try:
+        value = json.loads(text, parse_constant=str)
+    except RecursionError:
+        raise BadMessage(f"nested deeper than {MAX_DEPTH} levels", peek_id(raw)) from None
+    except UnicodeDecodeError:
+        raise BadMessage("not UTF-8", peek_id(raw)) from None
+    if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH and _depth(value) > MAX_DEPTH:
+        raise BadMessage(f"nested deeper than {MAX_DEPTH} levels", _ident(value))
+    if _SURROGATE.search(raw) and not _encodable(value):
+        raise BadMessage("a string holds a lone UTF-16 surrogate", _ident(value))
+    return value
 
 
-def _expire(future: asyncio.Future[Any], timeout: float) -> None:
+def peek_id(raw: bytes) -> int | None:
+    """The numeric request id near the start of a line that could not be read whole."""
+    found = _ID.search(raw[:512])
+    return int(found.group(1)) if found else None
+
+
+def _ident(value: Any) -> int | str | None:
+    ident = value.get("id") if isinstance(value, dict) else None
+    return ident if valid_id(ident) else None
+
+
+def valid_id(ident: Any) -> bool:
+    """Whether ``ident`` may be a JSON-RPC request id (a string or an integer)."""
+    return isinstance(ident, str) or (isinstance(ident, int) and not isinstance(ident, bool))
+
+
+def _depth(value: Any) -> int:
+    """How deep ``value`` nests (iteratively: the value may be deeper than the stack)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        node, level = stack.pop()
+        if isinstance(node, dict):
+            node = node.values()
+        elif not isinstance(node, list):
+            continue
+        deepest = max(deepest, level)
+        if deepest > MAX_DEPTH:
+            return deepest
+        stack += [(child, level + 1) for child in node if isinstance(child, dict | list)]
+    return deepest
+
+
+def _encodable(value: Any) -> bool:
+    try:
+        ENCODE.encode(value).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def expire(future: asyncio.Future[Any], timeout: float) -> None:
     if not future.done():
         future.set_exception(TimeoutError(f"no answer in {timeout:g} s"))
 
@@ -68,103 +141,25 @@ class ChannelClosed(Exception):
     """The other side went away before answering."""
 
 
-class Channel:
-    """One JSON-RPC connection over a reader and a writer (run :meth:`serve` to read)."""
+def refusal(message: Any) -> RpcError | None:
+    """Why a request from the agent is refused before it is read further (``None``: it is
+    not): a batch, or a request whose id is neither a string nor an integer."""
+    if isinstance(message, list):
+        return RpcError(INVALID_REQUEST, "batched messages are not served: send one message "
+                                         "at a time")
+    if not isinstance(message, dict) or ("id" in message and not valid_id(message["id"])):
+        return RpcError(INVALID_REQUEST, "not a JSON-RPC request (an object whose id is a "
+                                         "string or an integer)")
+    return None
 
-    def __init__(self, reader: asyncio.StreamReader, writer: Any, on_message: Handler,
-                 answer_garbage: bool = True) -> None:
-        self.reader, self.writer, self.on_message = reader, writer, on_message
-        self.answer_garbage = answer_garbage
-        """Answer a line that is not JSON with a parse error (a server does); a client ignores
-        it (a stdio server that also prints its logs to stdout is common)."""
-        self._pending: dict[int, asyncio.Future[Any]] = {}
-        self._next = 0
-        self._tasks: set[asyncio.Task[Any]] = set()
-        self.closed = asyncio.Event()
 
-    def send(self, message: dict[str, Any]) -> None:
-        self.writer.write((_ENCODE.encode({"jsonrpc": "2.0", **message}) + "\n").encode())
+def cancelled_id(message: dict[str, Any]) -> Any:
+    """The request a ``notifications/cancelled`` cancels (``None``: it is not one)."""
+    if message.get("method") != "notifications/cancelled":
+        return None
+    params = message.get("params")
+    return params.get("requestId") if isinstance(params, dict) else None
 
-    async def request(self, method: str, params: dict[str, Any] | None = None,
-                      timeout: float | None = None) -> Any:
-        """The result of one request; :class:`RpcError` for an error answer,
-        :class:`ChannelClosed` when the other side is gone, ``TimeoutError`` past ``timeout``."""
-        if self.closed.is_set():
-            raise ChannelClosed("the connection is closed")
-        self._next += 1
-        ident = self._next
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[Any] = loop.create_future()
-        self._pending[ident] = future
-        self.send({"id": ident, "method": method, **({"params": params} if params else {})})
-        timer = None if timeout is None else loop.call_later(timeout, _expire, future, timeout)
-        try:
-            return await future
-        finally:
-            self._pending.pop(ident, None)
-            if timer is not None:
-                timer.cancel()
 
-    async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
-        self.send({"method": method, **({"params": params} if params else {})})
-
-    async def serve(self) -> None:
-        """Read until the other side closes; then fail every request still waiting."""
-        try:
-            while True:
-                try:
-                    line = await self.reader.readuntil(b"\n")
-                except asyncio.IncompleteReadError:
-                    return
-                except asyncio.LimitOverrunError:
-                    self.send({"id": None, "error": {"code": PARSE_ERROR,
-                                                     "message": "message too long"}})
-                    return
-                self._dispatch(line)
-        finally:
-            self.closed.set()
-            for future in self._pending.values():
-                if not future.done():
-                    future.set_exception(ChannelClosed("the other side closed the connection"))
-
-    def _dispatch(self, line: bytes) -> None:
-        try:
-            message = loads(line)
-        except ValueError:
-            if line.strip() and self.answer_garbage:
-                self.send({"id": None, "error": {"code": PARSE_ERROR, "message": "not JSON"}})
-            return
-        if not isinstance(message, dict):
-            return
-        if "method" not in message:  # a response
-            ident = message.get("id")
-            future = self._pending.get(ident) if isinstance(ident, int) else None
-            if future is not None and not future.done():
-                if "error" in message:
-                    future.set_exception(RpcError.answered(message["error"]))
-                else:
-                    future.set_result(message.get("result"))
-            return
-        task = asyncio.ensure_future(self._answer(message))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def _answer(self, message: dict[str, Any]) -> None:
-        ident = message.get("id")
-        try:
-            result = await self.on_message(message)
-        except RpcError as exc:
-            if ident is not None:
-                self.send({"id": ident, "error": {"code": exc.code, "message": exc.message}})
-            return
-        if ident is not None:
-            self.send({"id": ident, "result": result if result is not None else {}})
-
-    async def drain(self) -> None:
-        """Wait for the answers still being computed."""
-        while self._tasks:
-            await asyncio.gather(*list(self._tasks), return_exceptions=True)
-
-    def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self.writer.close()
+def error_line(ident: Any, exc: RpcError) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": ident, "error": {"code": exc.code, "message": exc.message}}

@@ -12,10 +12,22 @@ front of it must pass through. Every write commits
 before it answers. The tools are coroutines: they run one at a time on the server's event loop,
 which owns the connection.
 
-Two knobs for the tests, from the environment: a ``create_order`` for sku ``ORDERS_SLOW_SKU``
-commits, then waits ``ORDERS_SLOW_S`` seconds before answering (an upstream that is slow after
-committing, for killing the proxy in between); one for sku ``ORDERS_CRASH_SKU`` commits, then
-the server exits without answering.
+Knobs for the tests, from the environment, each a way real servers differ from the example:
+
+- ``ORDERS_SLOW_SKU`` / ``ORDERS_SLOW_S``: a ``create_order`` for that sku commits, then waits
+  that many seconds before answering (slow after committing; a large value: it hangs);
+- ``ORDERS_CRASH_SKU``: a ``create_order`` for that sku commits, then the server exits without
+  answering;
+- ``ORDERS_REFUSE_FIRST``: the server's first ``create_order`` is refused (a tool error, no
+  row), as a busy server refuses a request;
+- ``ORDERS_IGNORE_KEYS``: ``idempotency_key`` is accepted and ignored (every call a new order);
+- ``ORDERS_PROSE``: ``create_order`` answers in prose, with no order id;
+- ``ORDERS_PAD_BYTES``: every tool answer carries that many bytes more (a ``receipt`` field);
+- ``ORDERS_EXIT_S``: once its stdin closes the server takes that many seconds to exit, and
+  ignores SIGTERM meanwhile (a server flushing its state on the way out).
+
+``--http PORT`` serves streamable HTTP answering with JSON bodies; ``--sse`` with event streams,
+the SDK's default.
 """
 
 from __future__ import annotations
@@ -24,7 +36,9 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -53,9 +67,17 @@ def rows(db: Path, table: str) -> list[dict[str, Any]]:
         return [dict(r) for r in conn.execute(f"select * from {table} order by rowid")]
 
 
+def padded(answer: dict[str, Any]) -> dict[str, Any]:
+    """``answer``, with ``ORDERS_PAD_BYTES`` more bytes when that is set."""
+    pad = int(os.environ.get("ORDERS_PAD_BYTES") or 0)
+    return {**answer, "receipt": "r" * pad} if pad else answer
+
+
 def build(db: Path) -> MCPServer:
-    server = MCPServer("orders", instructions="Orders of a small web shop.", log_level="ERROR")
+    server = MCPServer("orders", instructions="Orders of a small web shop.", log_level="ERROR",
+                       version="3.1.4")
     conn = connect(db)
+    refused: list[bool] = []
 
     def next_id(prefix: str, table: str) -> str:
         (n,) = conn.execute(f"select count(*) from {table}").fetchone()
@@ -67,13 +89,13 @@ def build(db: Path) -> MCPServer:
             raise ToolError(json.dumps({"error": "not_found", "order_id": order_id}))
         return {k: row[k] for k in ("order_id", "customer_id", "sku", "quantity", "status")}
 
-    @server.tool()
-    async def create_order(customer_id: str, sku: str, quantity: int,
-                           idempotency_key: str | None = None,
-                           api_token: str | None = None) -> dict[str, Any]:
-        """Place an order. Returns the order with its order_id. An idempotency_key makes a
-        repeat return the first order instead of placing another. (api_token: a credential
-        the shop's API takes; this test server ignores it.)"""
+    async def place(customer_id: str, sku: str, quantity: int, idempotency_key: str | None
+                    ) -> dict[str, Any]:
+        if os.environ.get("ORDERS_REFUSE_FIRST") and not refused:
+            refused.append(True)
+            raise ToolError("the shop is busy: try again")
+        if os.environ.get("ORDERS_IGNORE_KEYS"):
+            idempotency_key = None
         if idempotency_key is not None:
             seen = conn.execute("select * from orders where idempotency_key = ?",
                                 (idempotency_key,)).fetchone()
@@ -91,13 +113,31 @@ def build(db: Path) -> MCPServer:
             await asyncio.sleep(float(os.environ.get("ORDERS_SLOW_S", "5")))  # committed
         return order(order_id)
 
+    if os.environ.get("ORDERS_PROSE"):
+        @server.tool()
+        async def create_order(customer_id: str, sku: str, quantity: int,
+                               idempotency_key: str | None = None) -> str:
+            """Place an order."""
+            await place(customer_id, sku, quantity, idempotency_key)
+            return f"Order placed: {quantity} x {sku} for {customer_id}." + padded({}).get(
+                "receipt", "")
+    else:
+        @server.tool()
+        async def create_order(customer_id: str, sku: str, quantity: int,
+                               idempotency_key: str | None = None,
+                               api_token: str | None = None) -> dict[str, Any]:
+            """Place an order. Returns the order with its order_id. An idempotency_key makes a
+            repeat return the first order instead of placing another. (api_token: a credential
+            the shop's API takes; this test server ignores it.)"""
+            return padded(await place(customer_id, sku, quantity, idempotency_key))
+
     @server.tool()
     async def refund_order(order_id: str) -> dict[str, Any]:
         """Refund an order in full. A refunded order cannot be refunded again."""
         if order(order_id)["status"] != "placed":
             raise ToolError(f"order {order_id} is already refunded")
         conn.execute("update orders set status = 'refunded' where order_id = ?", (order_id,))
-        return order(order_id)
+        return padded(order(order_id))
 
     @server.tool()
     async def add_lines(order_id: str, lines: list[dict[str, str]]) -> dict[str, Any]:
@@ -109,7 +149,7 @@ def build(db: Path) -> MCPServer:
             conn.execute("insert into lines values (?, ?, ?, ?)",
                          (line_id, order_id, line["sku"], line.get("note")))
             added.append(line_id)
-        return {"order_id": order_id, "line_ids": added}
+        return padded({"order_id": order_id, "line_ids": added})
 
     @server.tool()
     async def list_orders(customer_id: str | None = None) -> dict[str, Any]:
@@ -117,14 +157,15 @@ def build(db: Path) -> MCPServer:
         query, args = "select order_id from orders", ()
         if customer_id is not None:
             query, args = query + " where customer_id = ?", (customer_id,)
-        return {"orders": [order(r[0]) for r in conn.execute(query + " order by rowid", args)]}
+        return padded({"orders": [order(r[0]) for r in conn.execute(query + " order by rowid",
+                                                                     args)]})
 
     @server.tool()
     async def list_lines(order_id: str) -> dict[str, Any]:
         """List the lines of an order."""
         found = conn.execute("select * from lines where order_id = ? order by rowid",
                              (order_id,))
-        return {"lines": [dict(r) for r in found]}
+        return padded({"lines": [dict(r) for r in found]})
 
     @server.resource("orders://policy/refunds", mime_type="text/plain")
     def refund_policy() -> str:
@@ -148,12 +189,18 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("db", type=Path)
     parser.add_argument("--http", type=int, metavar="PORT")
+    parser.add_argument("--sse", action="store_true", help="answer over HTTP with event streams")
     args = parser.parse_args()
     server = build(args.db)
+    exit_s = float(os.environ.get("ORDERS_EXIT_S") or 0)
+    if exit_s:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if args.http is None:
         server.run("stdio")
+        time.sleep(exit_s)
     else:
-        server.run("streamable-http", host="127.0.0.1", port=args.http, json_response=True)
+        server.run("streamable-http", host="127.0.0.1", port=args.http,
+                   json_response=not args.sse)
 
 
 if __name__ == "__main__":

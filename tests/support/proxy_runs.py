@@ -8,6 +8,7 @@ import asyncio
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import time
@@ -89,15 +90,18 @@ class Run:
     @property
     def journal(self) -> list[dict[str, Any]]:
         path = self.out / "proxy" / f"{self.record['episode_id']}.jsonl"
-        return [json.loads(line) for line in path.read_text().splitlines()]
+        return [json.loads(line) for line in path.read_bytes().split(b"\n")[:-1]]
 
 
 def run_stdio(tmp: Path, fault: str, script: Script, task: str = "orders_place",
-              *extra: str) -> Run:
-    """One episode: the proxy started by the client over stdio, ``script`` driving it."""
+              *extra: str, env: dict[str, str] | None = None,
+              args: list[str] | None = None) -> Run:
+    """One episode: the proxy started by the client over stdio, ``script`` driving it (``env``:
+    the upstream's knobs, :mod:`support.orders_server`; ``args``: the proxy's whole command
+    line instead of the stdio orders server's)."""
     db, out = tmp / "orders.db", tmp / "run"
-    params = StdioServerParameters(command=LIMBO, args=proxy_args(db, out, fault, task, *extra),
-                                   env=dict(os.environ))  # as a user's shell would start it
+    params = StdioServerParameters(command=LIMBO, env={**os.environ, **(env or {})},
+                                   args=args or proxy_args(db, out, fault, task, *extra))
     errlog = (tmp / "stderr.txt").open("w")
 
     async def go() -> Agent:
@@ -120,8 +124,8 @@ def wait_for_record(out: Path, timeout_s: float = 60.0) -> dict[str, Any]:
     path = out / "episodes.jsonl"
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        if path.exists() and path.read_text().endswith("\n"):
-            (line,) = path.read_text().splitlines()
+        if path.exists() and path.read_bytes().endswith(b"\n"):
+            (line,) = path.read_bytes().split(b"\n")[:-1]  # not splitlines: U+2028 is no end
             return json.loads(line)
         time.sleep(0.05)
     raise AssertionError(f"no record in {out} after {timeout_s} s")
@@ -147,7 +151,61 @@ def listen(args: list[str], env: dict[str, str] | None = None) -> tuple[subproce
 def before_ids(journal: list[dict[str, Any]]) -> set[str]:
     """The orders that existed before the agent's first call (the task's setup made them)."""
     (baseline,) = [e for e in journal if e["type"] == "baseline"]
-    return {o["order_id"] for o in baseline["items"].get("orders_list_orders", [])}
+    reads = baseline.get("reads") or [{"tool": k, "items": v} for k, v in
+                                      baseline.get("items", {}).items()]
+    return {o["order_id"] for r in reads if r["tool"] == "orders_list_orders"
+            for o in r["items"]}
+
+
+def task_order(instance: int = 0) -> dict[str, Any]:
+    """The order the task ``orders_place`` of ``instance`` asks for (the proxy draws the same
+    variables), known before any proxy starts."""
+    from limbo.sim.tasks import Template, instantiate
+    from limbo.sim.worldfile.check import checked
+
+    world, _ = checked(WORLD)
+    (t,) = [t for t in world.templates if t.id == "orders_place"]
+    env = instantiate(Template(id=t.id, service="orders", prompt=t.prompt, vars=t.vars,
+                               steps=t.steps), instance).vars
+    return {"customer_id": env["customer"], "sku": env["sku"], "quantity": env["quantity"]}
+
+
+class HttpOrders:
+    """The orders server over streamable HTTP on a free loopback port, which a test may kill
+    and start again on the same port and database (an upstream restart)."""
+
+    def __init__(self, db: Path, env: dict[str, str] | None = None, sse: bool = False) -> None:
+        self.db, self.env, self.sse = db, {**os.environ, **(env or {})}, sse
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+
+    def start(self) -> HttpOrders:
+        self.proc = subprocess.Popen(
+            [sys.executable, str(SERVER), str(self.db), "--http", str(self.port),
+             *(["--sse"] if self.sse else [])], env=self.env, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", self.port)) == 0:
+                    return self
+            time.sleep(0.05)
+        raise AssertionError("the orders server did not start")
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+        if self.proc is not None:
+            self.proc.wait()
+
+    def __enter__(self) -> HttpOrders:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.kill()
 
 
 def database(db: Path, existing: set[str]) -> dict[str, list[tuple[Any, ...]]]:
