@@ -26,7 +26,7 @@ from limbo.analysis.cluster import ClusteredRate
 from limbo.analysis.loader import Loaded
 from limbo.analysis.population import left_out, population
 from limbo.analysis.recovery import Recovery, classify
-from limbo.analysis.runs import tool_kinds
+from limbo.analysis.runs import BUILT_IN, tool_kinds
 from limbo.analysis.seeds import Seeds
 from limbo.analysis.stats import equal_weights
 from limbo.analysis.table import Behind
@@ -94,6 +94,7 @@ class Data:
     loaded: Loaded
     weighting: str = "template"
     uncertainty: Uncertainty = field(default_factory=Uncertainty)
+    world: str = BUILT_IN
     _recoveries: dict[Any, Recovery | None] = field(default_factory=dict)
     _delays: dict[Any, float] = field(default_factory=dict)
     _memo: dict[Any, Any] = field(default_factory=dict)
@@ -125,7 +126,7 @@ class Data:
 
     def member(self, name: str) -> np.ndarray:
         """Which rows of the frame are experiment ``name``'s (a boolean mask)."""
-        return self.cached(("member", name), lambda: population(self.frame, name))
+        return self.cached(("member", name), lambda: population(self.frame, name, self.world))
 
     @property
     def seeds(self) -> Seeds:
@@ -192,7 +193,10 @@ class Data:
         experiments = experiments or paper.TABLE_EXPERIMENTS[table.number]
         table.sources = self.sources(*experiments)
         table.left_out = self.cached(("left out", experiments),
-                                     lambda: left_out(self.frame, experiments))
+                                     lambda: left_out(self.frame, experiments, self.world))
+        if self.world != BUILT_IN:
+            table.notes.append(f"World: world file {self.world} (--world), in place of the "
+                               f"built-in services the paper ran on.")
         models = set().union(*(set(map(str, self.experiment(e)["model"].unique()))
                                for e in experiments))
         if any(m.startswith("policy/") for m in models):

@@ -198,6 +198,29 @@ def test_a_world_file_run_of_e1_joins_no_paper_table(runs: dict[str, Path]) -> N
             assert int(summary[(row, "episodes")]["shown"]) == len(rows)
 
 
+def test_world_chooses_the_world_file_and_leaves_the_built_in_out(runs: dict[str, Path]) -> None:
+    """``--world shop``: the paper's tables hold the world file's episodes, the same whether
+    the built-in run is loaded beside or not; the built-in episodes are left out, said in one
+    line; a world no loaded run holds is one usage line."""
+    def table3(*paths: Path) -> str:
+        done = limbo("tables", *map(str, paths), "--world", "shop", "--table", "3",
+                     "--format", "csv")
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    alone, beside = table3(runs["e1-world"]), table3(runs["e1"], runs["e1-world"])
+    assert numbers(alone) == numbers(beside)
+    assert "No data" not in alone and "World: world file shop@" in alone
+    built_in = records(runs["e1"])
+    assert f"Left out: {len(built_in):,} episodes of grid e1 that ran on the built-in services" \
+           in beside and "--world built-in tabulates it" in beside
+    wrong = limbo("tables", str(runs["e1"]), "--world", "nosuch", "--table", "3")
+    assert wrong.returncode == 2 and wrong.stdout == ""
+    assert wrong.stderr.strip().splitlines()[-1] == (
+        "limbo: error: --world 'nosuch' is no world of the loaded runs; choose from built-in")
+    assert "Traceback" not in wrong.stderr
+
+
 # -- two seeds of one grid -----------------------------------------------------------------------
 
 def test_two_seeds_are_replicates_and_table13_pairs_within_each(runs: dict[str, Path]) -> None:

@@ -47,7 +47,8 @@ def test_inspect_page_runs_end_to_end(tmp_path: Path, capsys, monkeypatch) -> No
     assert capsys.readouterr().out.strip() == "success 4 0.5 0.5"
     printed = {command: out for command, _, out in shell(then, tmp_path)}
     table3 = printed["limbo tables logs --table 3"]
-    assert re.search(r"^\| inspect/mockllm/model \| 0\.0 \[0, \d+\] 0/2 \|", table3, re.M)
+    # two episodes of one world: no interval (stats.md §8), the count still shown
+    assert re.search(r"^\| inspect/mockllm/model \| 0\.0 \[—\] 0/2 \|", table3, re.M)
     compare = printed["limbo compare runs/verify logs"]
     deltas = [line.split("|")[6].split(" [")[0].strip() for line in compare.splitlines()
               if line.startswith("| ") and line.split("|")[2].strip() in ("dup", "TS", "EOS")]

@@ -115,9 +115,10 @@ def test_the_guard_leaves_no_duplicate_where_the_keys_allow(runs: dict[str, Path
 
 def test_tables_3_5_and_13_come_from_the_world_runs(
         runs: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["tables", *(str(p) for p in runs.values()), "--table", "3", "--table", "5",
-                 "--table", "13"]) == 0
+    assert main(["tables", *(str(p) for p in runs.values()), "--world", "shop", "--table", "3",
+                 "--table", "5", "--table", "13"]) == 0
     out = capsys.readouterr().out
+    assert out.count("World: world file shop@") == 3
     table3 = out.split("### Table 3")[1].split("###")[0]
     assert "| policy/blind |" in table3 and "| all models |" in table3
     assert "1095 episodes, all rated" in table3

@@ -12,6 +12,7 @@ from limbo.commands.tables import (
     add_common,
     add_regrade,
     add_uncertainty,
+    add_world,
     load_data,
     uncertainty,
     writing,
@@ -25,6 +26,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--out", type=Path, default=Path("figures"),
                    help="where figure<N>.png/.svg go (default: ./figures)")
     add_common(p)
+    add_world(p)
     add_uncertainty(p, "figures")
     add_regrade(p)
 

@@ -20,6 +20,7 @@ from limbo.commands.common import add_plugin_flag, builtin_design
 
 if TYPE_CHECKING:
     from limbo.analysis.data import Data
+    from limbo.analysis.loader import Loaded
     from limbo.analysis.uncertainty import Uncertainty
 
 FORMATS = ("md", "csv", "tex")
@@ -35,6 +36,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                    help="only table N (repeatable; default: all)")
     p.add_argument("--format", default="md", help="comma-separated: md, csv, tex (default md)")
     add_common(p)
+    add_world(p)
     add_uncertainty(p, "tables")
     add_regrade(p)
 
@@ -129,7 +131,24 @@ def load_data(args: argparse.Namespace, command: str, u: Uncertainty) -> Data:
 
         for line in regrade(loaded).lines():
             print(f"limbo: {line}", file=sys.stderr)
-    return Data(loaded, args.weights, u)
+    return Data(loaded, args.weights, u, _world(loaded, args.world))
+
+
+def add_world(p: argparse.ArgumentParser) -> None:
+    """``--world``: which world's episodes the paper's tables and figures hold."""
+    p.add_argument("--world", default="built-in", metavar="WORLD",
+                   help="the world the paper's tables and figures hold: built-in (default) or "
+                        "a loaded world file, by its name or name@digest (Table 0 and Figure 0 "
+                        "show every world)")
+
+
+def _world(loaded: Loaded, wanted: str) -> str:
+    from limbo.analysis.population import choose_world
+
+    try:
+        return choose_world(loaded.frame, wanted)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
 
 
 def _formats(text: str) -> list[str]:
