@@ -381,7 +381,8 @@ def load_grid(ref: str) -> Grid:
         raise UsageError(f"no grid {ref!r}: not a file, and not a built-in grid "
                          f"({', '.join(grids)})")
     try:
-        raw = tomllib.loads(path.read_bytes().decode("utf-8"))
+        # utf-8-sig: a BOM, as some editors start a UTF-8 file with, is no part of the TOML
+        raw = tomllib.loads(path.read_bytes().decode("utf-8-sig"))
     except OSError as exc:
         raise UsageError(f"cannot read grid file {path}: {exc.strerror}") from None
     except UnicodeDecodeError as exc:

@@ -97,6 +97,18 @@ def test_episode_id_is_the_same_from_grid_and_from_record(tmp_path: Path) -> Non
         assert cell.episode_id == record["episode_id"] in expected
 
 
+def test_a_limit_pass_leaves_the_run_stopped_until_the_rest_is_run(tmp_path: Path) -> None:
+    """``--limit`` does what it was asked, but the grid is not complete: the manifest and
+    ``limbo status`` say so; the pass that runs the rest marks it complete."""
+    assert limbo("run", "e1s", "--out", str(tmp_path), "--quiet", "--limit", "30").returncode == 0
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert (manifest["status"], manifest["stop_reason"]) == ("stopped", "--limit 30")
+    assert "last pass stopped (--limit 30)" in limbo("status", str(tmp_path)).stdout
+    assert limbo("run", "e1s", "--out", str(tmp_path), "--quiet").returncode == 0
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert (manifest["status"], manifest["stop_reason"]) == ("complete", None)
+
+
 def test_adding_a_level_never_changes_existing_cells() -> None:
     grid = load_grid("default")
     small = {c.episode_id: c.seed for c in expand(grid.model_copy(update={

@@ -231,6 +231,18 @@ def test_bad_grid_files(capsys, tmp_path: Path, monkeypatch, body: bytes, needle
     untouched(out)
 
 
+def test_a_grid_file_starting_with_a_bom_is_the_same_grid(tmp_path: Path) -> None:
+    """Some editors start a UTF-8 file with a byte-order mark; the grid is the one without."""
+    from limbo.experiments.grid import load_grid
+
+    body = 'name = "g"\nmodels = ["policy/verify"]\ntemplates = ["charge_invoice"]\n'
+    (tmp_path / "plain.toml").write_text(body, encoding="utf-8")
+    (tmp_path / "bom.toml").write_text(body, encoding="utf-8-sig")
+    assert (tmp_path / "bom.toml").read_bytes().startswith(b"\xef\xbb\xbf")
+    plain, bom = load_grid(str(tmp_path / "plain.toml")), load_grid(str(tmp_path / "bom.toml"))
+    assert bom == plain and bom.models == ["policy/verify"]
+
+
 def test_a_grid_name_that_is_a_path_never_leaves_runs(capsys, tmp_path: Path, monkeypatch) -> None:
     """Without --out the run goes to runs/<name>: a name like ../../x would escape it."""
     monkeypatch.chdir(tmp_path)

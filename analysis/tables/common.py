@@ -65,8 +65,9 @@ def spread(table: t.Table, clusters: str) -> str:
         low, high = min(values), max(values)
         return f"{low:.{digits}f}" if low == high else f"{low:.{digits}f}–{high:.{digits}f}"
 
-    return (f" Cells: n {span([e.denominator for e in cells], 0)} in "
-            f"{span([e.clusters for e in cells], 0)} {clusters}, effective n "
+    units = span([e.clusters for e in cells], 0)
+    unit = clusters.removesuffix("s") if units == "1" else clusters  # "in 1 world"
+    return (f" Cells: n {span([e.denominator for e in cells], 0)} in {units} {unit}, effective n "
             f"{span([e.n_eff for e in cells], 1)}; each cell's n, n_eff, clusters and design "
             f"effect are in the CSV.")
 

@@ -260,6 +260,9 @@ def _run(cells: Iterable[Cell], ctx: RunContext, executor: Executor, manifest: d
     elif short and ctx.max_cost is not None:
         status, reason, by = ("stopped", f"--max-cost {ctx.max_cost} would be exceeded by the "
                                          f"next episode", "budget")
+    told = reason  # the run's summary says why a pass stopped early; --limit was asked for
+    if status == "complete" and len(todo) < len(pending):
+        status, reason = "stopped", f"--limit {ctx.limit}"
     limits = executor.limits()
     actual = {**tally.summary.total.actual(), "wall_s": round(stopwatch() - started, 3)}
     write_manifest(run.manifest, {**base, "status": status, "stop_reason": reason,
@@ -271,7 +274,7 @@ def _run(cells: Iterable[Cell], ctx: RunContext, executor: Executor, manifest: d
     if skipped:  # a resumed run: summarise everything recorded, not this pass
         summary = Summary.of(iter_records(ctx.out))
     left = len(pending) - tally.ran if schedule is None else schedule.unfinished()
-    return RunResult(summary, tally.ran, skipped, left, reason,
+    return RunResult(summary, tally.ran, skipped, left, told,
                      stopwatch() - started, retried, _errored_before(run, the_plan)
                      + tally.summary.errors.count(), by,
                      (tally.summary.total.responses, tally.summary.total.cached))
