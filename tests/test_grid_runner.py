@@ -109,6 +109,16 @@ def test_a_limit_pass_leaves_the_run_stopped_until_the_rest_is_run(tmp_path: Pat
     assert (manifest["status"], manifest["stop_reason"]) == ("complete", None)
 
 
+def test_a_copied_cell_has_the_id_of_what_it_now_is() -> None:
+    """The id is cached on the cell; a copy with another seed is another episode."""
+    cell = expand(load_grid("e1s")).cells[0]
+    assert cell.episode_id  # computed, so cached
+    moved = cell.model_copy(update={"seed": cell.seed + 1})
+    assert cell.episode_id != moved.episode_id
+    assert moved.episode_id == Cell(**moved.model_dump()).episode_id
+    assert cell.model_copy().episode_id == cell.episode_id
+
+
 def test_adding_a_level_never_changes_existing_cells() -> None:
     grid = load_grid("default")
     small = {c.episode_id: c.seed for c in expand(grid.model_copy(update={

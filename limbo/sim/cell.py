@@ -10,6 +10,7 @@ fields.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cached_property
 from typing import Any
 
@@ -94,6 +95,14 @@ class Cell(CellFields):
         if not self.replicate:
             return self.seed
         return derive_seed(self.seed, f"replicate.{self.replicate}") % SEED_RANGE
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None,
+                   deep: bool = False) -> Cell:
+        """A copy with ``update`` applied, its episode id computed afresh: pydantic copies
+        the instance's ``__dict__``, which holds the cached id of the cell it was copied from."""
+        copied = super().model_copy(update=update, deep=deep)
+        copied.__dict__.pop("episode_id", None)
+        return copied
 
     @cached_property
     def episode_id(self) -> str:
