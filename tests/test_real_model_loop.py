@@ -230,6 +230,27 @@ def test_a_budget_stop_has_its_own_exit_status_and_the_docs_agree(capsys, tmp_pa
         assert claim in " ".join(runs.split()), claim
 
 
+def test_turns_replayed_from_the_cache_spend_no_budget(capsys, tmp_path) -> None:
+    """``--max-cost`` counts what the provider bills: a second run answered wholly from the
+    response cache bills nothing, so a budget smaller than the first run's cost stops it not,
+    while the records still carry the turns' prices."""
+    prices = tmp_path / "prices.toml"
+    prices.write_text('["openai/m"]\ninput = 100000.0\noutput = 100000.0\n')  # $1 a call
+    cache = ["--cache-dir", str(tmp_path / "cache"), "--prices", str(prices)]
+    with BadServer() as server:
+        server.respond = acting()
+        args = ["run", *GRID, "--fault", "none", *cache, "--model", _model(server)]
+        assert cli(capsys, *args, "--out", str(tmp_path / "one")).code == 0
+        asked = len(server.requests)
+        again = cli(capsys, *args, "--out", str(tmp_path / "two"), "--max-cost", "1.5")
+        assert again.code == 0, again.out + again.err
+        assert len(server.requests) == asked  # every turn from the cache
+    two = records(tmp_path / "two")
+    assert two == records(tmp_path / "one") and all(r["outcome"]["cost_usd"] >= 1 for r in two)
+    manifest = json.loads((tmp_path / "two" / "manifest.json").read_text())
+    assert manifest["status"] == "complete"
+
+
 def test_the_plan_line_counts_the_cells_left_after_retry_errors(capsys, tmp_path) -> None:
     out = tmp_path / "run"
     with BadServer() as server:

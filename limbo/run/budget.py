@@ -66,8 +66,14 @@ class Spend:
 
 
 def cost_of(record: Mapping[str, Any]) -> float:
-    """What an ended episode counts against the budget: its known cost, else nothing."""
-    cost = record.get("outcome", {}).get("cost_usd")
+    """What an ended episode counts against the budget: what its provider turns were billed
+    (``runtime.model_calls.billed_usd``: a turn replayed from the response cache is billed
+    nothing, though the record's ``outcome.cost_usd`` keeps the price it had when first
+    answered), else its recorded cost, else nothing."""
+    calls = (record.get("runtime") or {}).get("model_calls") or {}
+    billed = calls.get("billed_usd") if isinstance(calls, Mapping) else None
+    cost = billed if isinstance(billed, int | float) else \
+        record.get("outcome", {}).get("cost_usd")
     return float(cost) if isinstance(cost, int | float) else 0.0
 
 
