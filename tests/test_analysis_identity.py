@@ -254,6 +254,6 @@ def test_a_partial_run_says_how_much_of_its_grid_it_holds(runs: dict[str, Path])
     assert "E1 and the E1s supplement" not in text
     check(table3[("all models", "EOS: all faults")], [r for r in rows if r["fault"] != "none"],
           "exactly_once")
-    assert f"(200 of {planned:,} episodes, grid digest" in text
+    assert f"(200 of {planned:,} episodes; stopped: --limit 200, grid digest" in text
     done = limbo("tables", str(runs["e1-partial"]), "--table", "3")
     assert f"e1 run holds 200 of {planned:,} episodes" in done.stderr
