@@ -3,7 +3,6 @@ a real SQLite file, built with the ``mcp`` SDK, in flavours that each break one 
 promise the way real servers do.
 
     python tests/support/conform_gallery.py FLAVOUR DB [--http PORT] [--lease S]
-    python tests/support/conform_gallery.py dump DB      # the probe: every effect, a JSON line
 
 Tools: ``create_charge`` and ``send_email`` (writes with an optional ``idempotency_key``,
 ``destructiveHint: false``), ``list_charges`` and ``list_emails`` (reads), ``get_balance``
@@ -29,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import sqlite3
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -163,23 +161,13 @@ def build(flavour: str, db: Path, lease: float | None) -> MCPServer:
     return server
 
 
-def dump(db: Path) -> None:
-    """Every charge and email, one JSON object a line (the probe)."""
-    conn = connect(db)
-    for table in ("charges", "emails"):
-        for row in conn.execute(f"select * from {table} order by rowid"):
-            sys.stdout.write(json.dumps({"table": table, **dict(row)}) + "\n")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("flavour", choices=[*FLAVOURS, "dump"])
+    parser.add_argument("flavour", choices=FLAVOURS)
     parser.add_argument("db", type=Path)
     parser.add_argument("--http", type=int, metavar="PORT")
     parser.add_argument("--lease", type=float, help="restart_forgets: keys expire after S s")
     args = parser.parse_args()
-    if args.flavour == "dump":
-        return dump(args.db)
     server = build(args.flavour, args.db, args.lease)
     if args.http is None:
         server.run("stdio")

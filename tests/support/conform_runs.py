@@ -16,6 +16,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 LIMBO = str(Path(sys.executable).parent / "limbo")
 GALLERY = ROOT / "tests" / "support" / "conform_gallery.py"
+PROBE = ROOT / "tests" / "support" / "conform_probe.py"
 WORLD = ROOT / "tests" / "fixtures" / "conform" / "gallery.toml"
 SCALE = "0.01"
 """Property 3 holds its timeout 30 s × 0.01 = 0.3 s."""
@@ -26,7 +27,7 @@ def stdio(flavour: str, db: Path) -> list[str]:
 
 
 def probe(db: Path) -> list[str]:
-    return ["--probe", f"{sys.executable} {GALLERY} dump {db}"]
+    return ["--probe", f"{sys.executable} -S {PROBE} {db}"]
 
 
 @dataclass

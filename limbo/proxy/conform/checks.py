@@ -13,15 +13,15 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from limbo.proxy.conform.observe import Call, Unobservable, change
+from limbo.proxy.conform.report import Verdict
 from limbo.proxy.conform.subjects import Subject
 from limbo.proxy.conform.trial import Answer, Trial, shown
 from limbo.proxy.conform.values import Unmakeable, make, vary
 from limbo.sim.tools import KEY_FIELD
 
-Verdict = Literal["pass", "fail", "not_applicable", "unknown"]
 CONCURRENT = 3
 """How many calls property 4 sends at once with one key."""
 
@@ -231,13 +231,8 @@ async def blind(case: Case) -> Outcome:
 async def hints_honest(case: Case) -> Outcome:
     """7: the hints are honest (readOnlyHint: no effect; idempotentHint: one effect for two
     calls without a key; destructiveHint false: nothing removed or changed)."""
-    hints, s = case.subject.hints, case.subject
-    read_only = hints.get("readOnlyHint") is True
-    idem = hints.get("idempotentHint") is True and not read_only
-    additive = hints.get("destructiveHint") is False and not read_only
-    if not (read_only or idem or additive):
-        return Outcome("not_applicable", "it declares no hint to check (readOnlyHint, "
-                                         "idempotentHint true, destructiveHint false)")
+    s = case.subject
+    read_only, idem, additive = _hinted(s)
     args = case.args()
 
     async def act() -> list[Answer]:
@@ -304,6 +299,14 @@ def _scope(case: Case, other: Subject, first: Answer, second: Answer,
     return Outcome("pass", found, found, _added(seen))
 
 
+def _hinted(s: Subject) -> tuple[bool, bool, bool]:
+    """Which hints property 7 checks: readOnlyHint true; idempotentHint true and
+    destructiveHint false on a tool that is not read-only."""
+    read_only = s.hints.get("readOnlyHint") is True
+    return (read_only, s.hints.get("idempotentHint") is True and not read_only,
+            s.hints.get("destructiveHint") is False and not read_only)
+
+
 @dataclass(frozen=True)
 class Property:
     number: int
@@ -337,7 +340,9 @@ PROPERTIES = {p.number: p for p in [
 def not_applicable(prop: Property, subject: Subject) -> str | None:
     """Why ``prop`` does not apply to ``subject`` (``None``: it does)."""
     if prop.number == 7:
-        return None
+        return None if any(_hinted(subject)) else (
+            "it declares no hint to check (readOnlyHint, idempotentHint true, destructiveHint "
+            "false)")
     if not subject.writes:
         return f"read-only ({'the world file' if subject.source == 'world' else 'readOnlyHint'})"
     if prop.keyed and not subject.keyed:

@@ -23,7 +23,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from limbo.base.errors import UsageError
 
 SCHEMA = "limbo.conform/1"
-Verdict = Literal["pass", "fail", "not_applicable", "unknown"]
+Verdict = Literal["pass", "fail", "not_applicable", "unknown", "planned"]
+"""``planned``: a ``--dry-run``'s check, not made."""
 
 
 class CheckVerdict(BaseModel):
@@ -75,21 +76,24 @@ class Report(BaseModel):
         return self.model_dump_json(by_alias=True, indent=2) + "\n"
 
 
-MARK = {"pass": "pass", "fail": "FAIL", "not_applicable": "n/a", "unknown": "unknown"}
+MARK = {"pass": "pass", "fail": "FAIL", "not_applicable": "n/a", "unknown": "unknown",
+        "planned": "planned"}
 
 
 def table(report: Report) -> str:
-    """The verdicts as a plain table, one line per tool × property, then the reproducers of
-    what failed."""
+    """The verdicts as a plain table, one line per tool × property that applies (the JSON
+    lists the others, with why), then the reproducers of what failed."""
     rows = [("tool", "property", "verdict", "effects", "why")]
     for v in report.verdicts:
+        if v.verdict == "not_applicable":
+            continue
         effects = "" if v.effects is None else str(v.effects)
         rows.append((v.tool, f"{v.property} {v.name}", MARK[v.verdict], effects, v.why))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r[:4], widths, strict=True)) + "  " + r[4]
              for r in rows]
     counts = {k: sum(v.verdict == k for v in report.verdicts) for k in MARK}
-    lines.append(", ".join(f"{n} {MARK[k]}" for k, n in counts.items()) +
+    lines.append(", ".join(f"{n} {MARK[k]}" for k, n in counts.items() if n) +
                  f" (effects seen by {report.observer})")
     for v in report.verdicts:
         if v.verdict == "fail":

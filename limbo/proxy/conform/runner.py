@@ -56,9 +56,11 @@ class Options:
 
 def reproducer(opts: Options, tool: str, number: int) -> str:
     """The ``limbo conform`` command that checks one tool and property again."""
+    scale = ["--time-scale", f"{opts.scale:g}"] if number == 3 and opts.scale != 1 else []
     return shlex.join(["limbo", "conform", *opts.again, "--tool", tool, "--property",
-                       str(number), "--time-scale", f"{opts.scale:g}",
-                       *(["--key-delay", f"{opts.key_delay:g}"] if opts.key_delay else []),
+                       str(number), *scale,
+                       *(["--key-delay", f"{opts.key_delay:g}"] if number == 5 and
+                         opts.key_delay else []),
                        "--out", f"{opts.out}-{tool}-{number}"])
 
 
@@ -175,8 +177,8 @@ def _planned(opts: Options, report: Report, s: Subject, p: Property) -> CheckVer
     except Unmakeable as exc:
         return _verdict(opts, report, s, p, Outcome("unknown", f"cannot make arguments: {exc}"))
     keyed = " with an idempotency_key" if p.keyed else ""
-    return _verdict(opts, report, s, p, Outcome("unknown", f"planned: up to {p.calls} call(s)"
-                                                 f"{keyed}, the first with {first}"))
+    return _verdict(opts, report, s, p, Outcome("planned", f"up to {p.calls} call(s){keyed}, "
+                                                            f"the first with {first}"))
 
 
 async def _check(opts: Options, report: Report, run: Run, s: Subject, p: Property,

@@ -19,12 +19,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from pydantic import ValidationError
+
 from limbo.base.errors import UsageError
 from limbo.base.hashing import canonical_json, digest
 from limbo.proxy.conform.values import Schema, world_schema
 from limbo.proxy.declared import Catalog, DeclaredTool
 from limbo.sim.tools import KEY_FIELD
-from limbo.sim.worldfile.format import FIELD_NAME, OP_NAME, ServiceDef, WorldFile, WorldInfo
+from limbo.sim.worldfile.format import (
+    FIELD_NAME,
+    OP_NAME,
+    ServiceDef,
+    WorldFile,
+    WorldInfo,
+    Write,
+)
 
 HINTS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
 OWN_SERVICE = "conform"
@@ -105,8 +114,20 @@ def _declared_write(tool: dict[str, Any]) -> dict[str, Any] | None:
             not all(re.match(FIELD_NAME, n) for n in effect):
         return None
     description = str(tool.get("description") or name)[:2000] or name
-    return {"description": description, "effect": effect,
-            "args": {n: {"type": t} for n, t in types.items()}}
+    args = {n: {"type": t, **_items(props[n], t)} for n, t in types.items()}
+    try:  # a declaration the world file's rules refuse: the tool is called untracked
+        Write.model_validate({"description": description, "effect": effect, "args": args})
+    except ValidationError:
+        return None
+    return {"description": description, "effect": effect, "args": args}
+
+
+def _items(spec: Any, kind: str | None) -> dict[str, Any]:
+    """What a list argument holds, as a world file says it (``{}``: not a list)."""
+    if kind != "list" or not isinstance(spec, dict):
+        return {}
+    inner = _type(spec.get("items")) or "object"
+    return {"items": inner if inner in ("string", "integer", "number", "boolean") else "object"}
 
 
 def _type(spec: Any) -> str | None:
