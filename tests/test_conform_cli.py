@@ -6,6 +6,7 @@ said, not guessed around; ``limbo show`` draws a check."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -56,8 +57,13 @@ def test_a_dry_run_calls_nothing_and_says_how_many_calls_it_would_make(tmp_path:
     db = tmp_path / "g.db"
     done = conform(tmp_path / "run", *stdio("correct", db), "--world", str(WORLD), "--dry-run")
     assert done.code == 0, done.stderr
-    assert "at most 40 call(s)" in done.stderr and "dry run: none is made" in done.stderr
+    assert "at most 40 call(s), 34 of them to tools that may write" in done.stderr
+    assert "dry run: none is made" in done.stderr
     assert "create_charge  1 replay" in done.stdout and "planned" in done.stdout
+    listed = conform(tmp_path / "run", *stdio("correct", db), "--dry-run", "--json")
+    report = json.loads(listed.stdout)
+    assert report["schema"] == "limbo.conform/1" and report["planned_calls"] == 40
+    assert {v["verdict"] for v in report["verdicts"]} == {"planned", "not_applicable"}
     assert rows(db) == {"charges": 0, "emails": 0}
     assert not (tmp_path / "run").exists()
 
@@ -121,3 +127,17 @@ def test_show_draws_a_check_with_its_fault(tmp_path: Path) -> None:
                            text=True, timeout=120)
     assert shown.returncode == 0, shown.stderr
     assert "timeout_post" in shown.stdout and "COMMIT" in shown.stdout
+
+
+def test_a_server_that_dies_mid_call_gets_unknown_never_pass(tmp_path: Path) -> None:
+    db = tmp_path / "g.db"
+    done = conform(tmp_path / "run", *stdio("correct", db), *probe(db), "--tool", "send_email",
+                   "--tool", "list_emails", "--time-scale", SCALE,
+                   env={"GALLERY_CRASH_TOOL": "send_email"})
+    assert done.code == 0, done.stderr
+    found = done.verdicts()
+    assert {v["verdict"] for v in found.values()} <= {"unknown", "not_applicable"}, found
+    assert "did not answer" in found[("send_email", 1)]["why"]
+    checked = [v for v in found.values() if v["verdict"] != "not_applicable"]
+    assert sorted(v["episode"] for v in checked) == sorted(done.records())  # all recorded
+    assert "Traceback" not in done.stderr

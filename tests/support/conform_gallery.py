@@ -21,12 +21,16 @@ Flavours (:data:`FLAVOURS`):
 - ``lying_idempotent``: ``create_charge`` says ``idempotentHint: true``, yet each call without
   a key charges again;
 - ``readonly_writes``: ``get_balance`` says ``readOnlyHint: true``, yet emails a statement.
+
+With ``GALLERY_CRASH_TOOL=send_email`` in its environment, any flavour exits the moment that
+tool has committed, before it answers (a server that dies mid-call).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sqlite3
 import time
 from pathlib import Path
@@ -134,8 +138,11 @@ def build(flavour: str, db: Path, lease: float | None) -> MCPServer:
     async def send_email(to: str, subject: str,
                          idempotency_key: str | None = None) -> dict[str, Any]:
         """Send an email. A repeat with the same idempotency_key does not send it again."""
-        return keyed(keys, "send_email", idempotency_key, {"to": to, "subject": subject},
-                     lambda: email(to, subject))
+        answer = keyed(keys, "send_email", idempotency_key, {"to": to, "subject": subject},
+                       lambda: email(to, subject))
+        if os.environ.get("GALLERY_CRASH_TOOL") == "send_email":
+            os._exit(3)  # committed, and gone before answering
+        return answer
 
     @server.tool(annotations=read)
     async def list_charges(customer: str) -> dict[str, Any]:

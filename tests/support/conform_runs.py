@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 import sqlite3
 import subprocess
@@ -50,10 +51,13 @@ class Done:
         return {r["episode_id"]: r for r in map(json.loads, lines)}
 
 
-def conform(out: Path, *args: str, timeout: float = 300) -> Done:
-    """``limbo conform ARGS --out OUT`` run to its end."""
+def conform(out: Path, *args: str, timeout: float = 300, env: dict[str, str] | None = None
+            ) -> Done:
+    """``limbo conform ARGS --out OUT`` run to its end (``env``: added to the environment the
+    command, and so a stdio server, gets)."""
     done = subprocess.run([LIMBO, "conform", *args, "--out", str(out)], capture_output=True,
-                          text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+                          text=True, timeout=timeout, stdin=subprocess.DEVNULL,
+                          env={**os.environ, **(env or {})})
     return Done(done.returncode, done.stdout, done.stderr, out)
 
 

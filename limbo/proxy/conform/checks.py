@@ -258,10 +258,8 @@ async def hints_honest(case: Case) -> Outcome:
 
 async def key_scope(case: Case) -> Outcome:
     """8: the same key on two tools: shared scope (refused) or per-tool (two effects)."""
-    other = next((o for o in case.others if o.writes and o.keyed and o.wire != case.subject.wire),
-                 None)
-    if other is None:
-        return Outcome("not_applicable", "no other keyed write under test to share a key with")
+    other = partner(case.subject, case.others)
+    assert other is not None  # else not applicable
     args, key = case.args(), case.trial.key("p8")
     try:
         args2 = case.args(other)
@@ -275,6 +273,12 @@ async def key_scope(case: Case) -> Outcome:
     if (early := _refused_first(first)) is not None:
         return early
     return _scope(case, other, first, second, seen)
+
+
+def partner(subject: Subject, others: list[Subject]) -> Subject | None:
+    """The tool property 8 shares ``subject``'s key with: the first other keyed write under
+    test."""
+    return next((o for o in others if o.writes and o.keyed and o.wire != subject.wire), None)
 
 
 def _scope(case: Case, other: Subject, first: Answer, second: Answer,
@@ -337,8 +341,9 @@ PROPERTIES = {p.number: p for p in [
 ]}
 
 
-def not_applicable(prop: Property, subject: Subject) -> str | None:
-    """Why ``prop`` does not apply to ``subject`` (``None``: it does)."""
+def not_applicable(prop: Property, subject: Subject, others: list[Subject]) -> str | None:
+    """Why ``prop`` does not apply to ``subject``, among the tools under test ``others``
+    (``None``: it does)."""
     if prop.number == 7:
         return None if any(_hinted(subject)) else (
             "it declares no hint to check (readOnlyHint, idempotentHint true, destructiveHint "
@@ -347,6 +352,11 @@ def not_applicable(prop: Property, subject: Subject) -> str | None:
         return f"read-only ({'the world file' if subject.source == 'world' else 'readOnlyHint'})"
     if prop.keyed and not subject.keyed:
         return "it takes no idempotency_key"
+    if prop.number == 3 and (subject.tool is None or subject.tool.write is None):
+        return "the proxy's timeout_post acts on a declared write, and no declaration of it " \
+               "could be made (its name or arguments)"
+    if prop.number == 8 and partner(subject, others) is None:
+        return "no other keyed write under test to share a key with"
     if prop.number == 6 and subject.key_required:
         return "its idempotency_key is required: no call goes without one"
     return None

@@ -74,19 +74,20 @@ async def conform(opts: Options) -> Report:
         catalog, own = _catalog(opts, listed)
         subs = subjects(listed, catalog, own, opts.tools)
         plan = [(s, PROPERTIES[n]) for s in subs for n in opts.properties]
-        calls = sum(p.calls for s, p in plan if not_applicable(p, s) is None)
+        made = [(s, p) for s, p in plan if not_applicable(p, s, subs) is None]
+        calls, writes = sum(p.calls for _, p in made), sum(p.calls for s, p in made if s.writes)
         server = {"name": upstream.name, "version": upstream.version}
         observer = _observer(opts, catalog, holder)
         opts.say(f"limbo conform: {len(subs)} tool(s) of {opts.upstream.describe()}, "
-                 f"{len(plan)} check(s): at most {calls} call(s), to real tools that write "
-                 f"for real" + (" (dry run: none is made)" if opts.dry_run else ""))
+                 f"{len(plan)} check(s): at most {calls} call(s), {writes} of them to tools that "
+                 f"may write, for real" + (" (dry run: none is made)" if opts.dry_run else ""))
         report = Report(upstream=opts.upstream.describe(), server=server,
                         world=catalog.identity if opts.world else None,
                         observer=_said(opts, observer), properties={
                             n: p.summary for n, p in PROPERTIES.items()},
                         required=opts.required, planned_calls=calls, verdicts=[])
         if opts.dry_run:
-            report.verdicts = [_planned(opts, report, s, p) for s, p in plan]
+            report.verdicts = [_planned(opts, report, s, p, subs) for s, p in plan]
             return report
         run = Run(catalog, opts.upstream, opts.out, opts.scale, opts.scrub, _nonce(opts),
                   observer, upstream, holder.restart, opts.key_delay)
@@ -168,8 +169,9 @@ def _verdict(opts: Options, report: Report, s: Subject, p: Property, outcome: Ou
         reproduce=reproducer(opts, s.wire, p.number), **extra)
 
 
-def _planned(opts: Options, report: Report, s: Subject, p: Property) -> CheckVerdict:
-    why = not_applicable(p, s)
+def _planned(opts: Options, report: Report, s: Subject, p: Property, subs: list[Subject]
+             ) -> CheckVerdict:
+    why = not_applicable(p, s, subs)
     if why is not None:
         return _verdict(opts, report, s, p, Outcome("not_applicable", why))
     try:
@@ -183,7 +185,7 @@ def _planned(opts: Options, report: Report, s: Subject, p: Property) -> CheckVer
 
 async def _check(opts: Options, report: Report, run: Run, s: Subject, p: Property,
                  subs: list[Subject]) -> CheckVerdict:
-    why = not_applicable(p, s)
+    why = not_applicable(p, s, subs)
     if why is not None:
         return _verdict(opts, report, s, p, Outcome("not_applicable", why))
     trial = Trial(run, s, p.number, p.name, "timeout_post" if p.number == 3 else "none")
