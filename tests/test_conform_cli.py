@@ -141,3 +141,17 @@ def test_a_server_that_dies_mid_call_gets_unknown_never_pass(tmp_path: Path) -> 
     checked = [v for v in found.values() if v["verdict"] != "not_applicable"]
     assert sorted(v["episode"] for v in checked) == sorted(done.records())  # all recorded
     assert "Traceback" not in done.stderr
+
+
+def test_a_credential_on_the_server_s_command_line_is_written_nowhere(tmp_path: Path) -> None:
+    secret = "sk-conform-secret-0123456789abcdef"
+    db, out, xml = tmp_path / "g.db", tmp_path / "run", tmp_path / "j.xml"
+    cmd = [*stdio("ignores_keys", db)]
+    cmd[1] += f" --api-key {secret}"
+    done = conform(out, *cmd, *probe(db), "--tool", "create_charge", "--property", "1",
+                   "--junit", str(xml))
+    assert done.verdicts()[("create_charge", 1)]["verdict"] == "fail"  # it ran, and said so
+    written = [done.stdout, done.stderr, xml.read_text()]
+    written += [p.read_text() for p in out.rglob("*") if p.is_file()]
+    assert len(written) >= 7 and not any(secret in text for text in written)
+    assert "--api-key" in xml.read_text()  # the reproducer, its value masked

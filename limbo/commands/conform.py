@@ -115,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(opts.scrub(str(exc))) from None
     print(opts.scrub(report.dumps() if args.json else table(report)), end="")
     if args.junit is not None:
-        junit(report, args.junit)
+        junit(report, args.junit, opts.scrub)
     return 1 if report.failing() and not opts.dry_run else 0
 
 

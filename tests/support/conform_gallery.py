@@ -174,6 +174,7 @@ def main() -> None:
     parser.add_argument("db", type=Path)
     parser.add_argument("--http", type=int, metavar="PORT")
     parser.add_argument("--lease", type=float, help="restart_forgets: keys expire after S s")
+    parser.add_argument("--api-key", help="a credential, as real servers take one (ignored)")
     args = parser.parse_args()
     server = build(args.flavour, args.db, args.lease)
     if args.http is None:

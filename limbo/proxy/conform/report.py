@@ -15,6 +15,7 @@ and ``not_applicable`` are skipped, with why — except that an ``unknown`` of a
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -101,8 +102,9 @@ def table(report: Report) -> str:
     return "\n".join(lines) + "\n"
 
 
-def junit(report: Report, path: Path) -> None:
-    """Write ``report`` as JUnit XML to ``path``."""
+def junit(report: Report, path: Path, scrub: Callable[[str], str] = str) -> None:
+    """Write ``report`` as JUnit XML to ``path`` (``scrub``: masks the secrets of the
+    upstream's command line or URL, which the reproducers quote)."""
     root = ET.Element("testsuites", name="limbo conform")
     suite = ET.SubElement(root, "testsuite", name=f"limbo conform {report.upstream}",
                           tests=str(len(report.verdicts)))
@@ -119,8 +121,9 @@ def junit(report: Report, path: Path) -> None:
     suite.set("failures", str(sum(1 for c in suite.iter("failure"))))
     suite.set("skipped", str(sum(1 for c in suite.iter("skipped"))))
     ET.indent(root)
+    text = ET.tostring(root, encoding="unicode", xml_declaration=True)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
+        path.write_text(scrub(text) + "\n", encoding="utf-8")
     except OSError as exc:
         raise UsageError(f"cannot write --junit {path}: {exc.strerror}") from None

@@ -26,6 +26,7 @@ from limbo.proxy.conform.observe import Call, Observer
 from limbo.proxy.conform.subjects import OWN_SERVICE, Subject
 from limbo.proxy.declared import Catalog
 from limbo.proxy.journal import Journal, journal_path, read_journal
+from limbo.proxy.ledger import REPLAY_FLAG
 from limbo.proxy.plan import ACTS, FaultPlan
 from limbo.proxy.record import append, build
 from limbo.proxy.session import Session
@@ -70,7 +71,7 @@ class Answer:
 
     def same(self, other: Answer) -> bool:
         """The same answer, apart from a replay flag the server adds to a repeat."""
-        strip = ("idempotent_replayed", "replayed")
+        strip = (REPLAY_FLAG, "replayed")
         return ({k: v for k, v in self.body.items() if k not in strip}
                 == {k: v for k, v in other.body.items() if k not in strip})
 
@@ -114,6 +115,8 @@ class Trial:
         self.path = journal_path(run.out, self.cell.episode_id)
         self.journal = Journal(self.path, run.scrub)
         self.wire = Wire(run)
+        # the session reaches its upstream through call() alone (and the faults through the
+        # session): a Wire stands in for the Upstream without the proxy's code changing
         self.session = Session(run.catalog, cast(Upstream, self.wire), self.plan, self.journal)
         self.started = stopwatch()
         self.calls: list[dict[str, Any]] = []
