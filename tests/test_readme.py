@@ -144,6 +144,7 @@ def test_every_limbo_command_in_the_readme_runs(tmp_path: Path) -> None:
         "status": "failed", "summary": "checked nothing", "uncertain_actions": []})])
     with OllamaServer(lambda m, t: finish) as ollama:
         env = {**os.environ, "OPENAI_API_KEY": "sk-readme-test", "ANTHROPIC_API_KEY": "sk-readme",
+               "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}",  # limbo conform's `limbo mcp`
                "LIMBO_CACHE_DIR": str(tmp_path / "cache"), "OLLAMA_HOST": ollama.url}
         _run_all(commands, tmp_path, env, bindir)
     assert ollama.requests, "the README's ollama command reached no server"

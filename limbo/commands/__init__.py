@@ -34,6 +34,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "mcp": ("mcp", "serve one episode as an MCP server for any MCP client"),
     "proxy": ("proxy", "put the faults and the effect ledger in front of your own MCP server, for"
                        " any MCP client"),
+    "conform": ("conform", "check an MCP server's exactly-once promises (keys, replays, "
+                           "annotations): a verdict per tool and property, no agent"),
     "schema": ("schema", "print the JSON Schema of the episode record"),
     "world": ("world", "check a world file (your own API as a LIMBO world)"),
 }

@@ -36,8 +36,9 @@ def check(path: Path) -> tuple[WorldFile | None, Source]:
     return check_source(read(path))
 
 
-def check_source(source: Source) -> tuple[WorldFile | None, Source]:
-    """:func:`check` of a world already read."""
+def check_source(source: Source, tasks: bool = True) -> tuple[WorldFile | None, Source]:
+    """:func:`check` of a world already read (``tasks``: it must declare a template — not
+    for ``limbo conform``, which reads only its tools)."""
     if source.problems:
         return None, source
     try:
@@ -52,16 +53,16 @@ def check_source(source: Source) -> tuple[WorldFile | None, Source]:
         check_fields(svc, name, source.problem)
     tools = {**registered[1], **world_tools(world)}
     check_templates(world, tools, registered[2], source.problem,
-                    values=not source.problems)  # a step's values, once its tools' types hold
+                    values=not source.problems, needed=tasks)  # a step's values, once its tools' types hold
     source.problems.sort(key=lambda p: (p.file, p.line))
     del source.problems[MAX_PROBLEMS:]
     return (None if source.problems else world), source
 
 
-def checked(path: Path | Source) -> tuple[WorldFile, Source]:
+def checked(path: Path | Source, tasks: bool = True) -> tuple[WorldFile, Source]:
     """The world at ``path`` (or already read), or a :class:`WorldFileError` listing its
-    problems."""
-    world, source = check_source(path if isinstance(path, Source) else read(path))
+    problems (``tasks``: as for :func:`check_source`)."""
+    world, source = check_source(path if isinstance(path, Source) else read(path), tasks)
     if world is None:
         raise WorldFileError(source.problems)
     return world, source

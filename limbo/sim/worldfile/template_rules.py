@@ -17,10 +17,11 @@ from limbo.sim.worldfile.rules import Report, ToolFacts, hint, placeholders
 
 
 def check_templates(world: WorldFile, tools: Mapping[str, ToolFacts], taken: set[str],
-                    report: Report, values: bool = True) -> None:
+                    report: Report, values: bool = True, needed: bool = True) -> None:
     """Every template of ``world``; ``taken``: template ids LIMBO already has; ``values``:
-    whether to check the values steps pass (not when the tools themselves have problems)."""
-    if not world.templates:
+    whether to check the values steps pass (not when the tools themselves have problems);
+    ``needed``: whether the world must have one (``limbo conform`` reads only its tools)."""
+    if not world.templates and needed:
         report(("world",), "the world declares no template, so `limbo run` would run no "
                                "episode and `limbo proxy` has no task to give: add a "
                                "[[templates]] with the request and the plan (docs/worlds.md)")
