@@ -26,6 +26,7 @@ MARKS: dict[str, tuple[str, ...]] = {
     "test_ray_limiter.py": ("ray",),
     "test_ray_shared.py": ("ray",),
     "test_ray_stream.py": ("ray",),
+    "test_user_home.py::test_a_ray_token_in_the_users_home_does_not_reach_a_test_cluster": ("ray",),
     "test_scale_docs.py::test_the_ray_commands_use_flags_that_exist": ("ray",),
     # Debian's headless chromium, driven by Playwright
     "test_report_browser.py": ("browser",),
