@@ -7,8 +7,8 @@ one observation-equivalence group: the same response at the same time.
 
 from __future__ import annotations
 
-from limbo.faults.base import Fault, fault
 from limbo.sim.boundary import Process
+from limbo.sim.fault import Fault, fault
 from limbo.sim.request import Request
 
 COPY_AFTER_S = 2.0

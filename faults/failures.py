@@ -8,9 +8,9 @@ first k rows committed. ``conn_reset_post`` and ``throttle_pre`` look like nothi
 from __future__ import annotations
 
 from limbo.base.errors import InfraError
-from limbo.faults import responses
-from limbo.faults.base import Fault, fault
+from limbo.sim import responses
 from limbo.sim.boundary import Process
+from limbo.sim.fault import Fault, fault
 from limbo.sim.request import Request
 from limbo.sim.results import Result
 

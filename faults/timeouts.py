@@ -8,9 +8,10 @@ byte-identical in all five, which is the point: nothing it can see tells them ap
 
 from __future__ import annotations
 
-from limbo.faults import responses, tail
-from limbo.faults.base import Fault, FaultContext, fault
+from limbo.faults import tail
+from limbo.sim import responses
 from limbo.sim.boundary import Process, Transport
+from limbo.sim.fault import Fault, FaultContext, fault
 from limbo.sim.request import Request
 
 LATE_AFTER_TIMEOUT_S = 90.0

@@ -10,8 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from limbo.faults.catalog import catalog
 from limbo.proxy.plan import ACTS
+from limbo.sim.catalog import catalog
 from limbo.sim.tools import KEY_FIELD
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "proxy.md"

@@ -11,7 +11,7 @@ reset comes after the upstream answered (``*_post``), or at once when the write 
 ``redelivery`` answers the upstream's answer, then forwards the same call again (attempt
 ``redelivered``) after the copy delay; ``phantom_success`` answers the world file's success
 shape and forwards nothing. The failures are the sandbox's own bytes
-(:mod:`limbo.faults.responses`); the fault event carries the same details as the sandbox's.
+(:mod:`limbo.sim.responses`); the fault event carries the same details as the sandbox's.
 """
 
 from __future__ import annotations
@@ -20,14 +20,14 @@ import asyncio
 from collections.abc import Coroutine
 from typing import Any, Protocol
 
-from limbo.faults import responses
 from limbo.proxy.declared import DeclaredTool
 from limbo.proxy.plan import FaultPlan
 from limbo.proxy.shapes import raw, result_of
-from limbo.services.base import fits
+from limbo.sim import responses
 from limbo.sim.config import Timing
 from limbo.sim.readback import resolve
 from limbo.sim.results import Result
+from limbo.sim.service import fits
 from limbo.sim.tasks import fill
 from limbo.sim.tools import KEY_FIELD
 

@@ -3,7 +3,7 @@ the sandbox's twelve modes (docs/faults.md) with their commit-aware meanings, on
 
 A mode is one :class:`Act`: whether the focal write is forwarded (now, never, later, a copy
 after it, only its first k units) and what the agent hears (the upstream's answer, or the
-sandbox's own failure result from :mod:`limbo.faults.responses`, byte for byte). Durations are
+sandbox's own failure result from :mod:`limbo.sim.responses`, byte for byte). Durations are
 the sandbox's times the ``--time-scale``: the client timeout (30 s), the late commit (90 s
 after the timeout), the heavy tail δ, the redelivered copy (2 s after the original lands).
 

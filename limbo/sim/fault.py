@@ -23,12 +23,12 @@ import simpy
 from limbo.base.errors import UsageError
 from limbo.base.registry import registrar
 from limbo.base.rng import Rng
-from limbo.services import OpSpec
 from limbo.sim.boundary import Process, Transport
 from limbo.sim.config import Timing
 from limbo.sim.events import EventLog
 from limbo.sim.request import Request
 from limbo.sim.results import Result
+from limbo.sim.service import OpSpec
 
 Deliver = Callable[[Request], Result]
 
