@@ -78,6 +78,8 @@ SLOW: dict[str, float] = {
     "test_precision.py::test_the_simulation_computes_the_shipped_sequence": 1.1,
     "test_precision.py::test_forked_workers_stop_each_arm_where_one_process_does": 5.4,
     "test_fault_cost.py::test_limbo_proxy_runs_are_priced_too": 10.5,
+    "test_fault_act.py::test_the_same_act_runs_in_limbo_proxy": 7.3,
+    "test_fault_act.py::test_limbo_run_and_limbo_mcp_load_the_mode": 5.1,
     "test_repeats.py::test_replicate_zero_is_the_run_without_repeats_byte_for_byte": 4.2,
     "test_repeats.py::test_records_of_both_versions_validate_against_the_published_schema": 2.1,
     "test_repeats.py::test_pass_k_matches_the_closed_form_within_its_interval": 0.1,
