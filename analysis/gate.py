@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,6 @@ import pandas as pd
 
 from limbo.analysis.loader import Loaded
 from limbo.base.errors import UsageError
-from limbo.log.vocabulary import fault_info
 
 ARM = ("model", "harness", "condition", "contract")
 METRICS = {"duplicate": "duplicate rate", "exactly_once": "EOS rate"}
@@ -40,10 +40,11 @@ def _norm(name: str) -> str:
     return re.sub(r"[\s_-]+", "-", name.strip().lower())
 
 
-def families(names: list[str]) -> list[str]:
-    """Family names as the fault registry spells them (``read-back-resolves`` and
-    ``"read-back resolves"`` are the same family); a :class:`UsageError` for an unknown one."""
-    known = sorted({f for _, _, fams in fault_info().values() for f in fams} - {"none"})
+def families(names: list[str], closed: Iterable[str]) -> list[str]:
+    """Family names as ``closed`` (the command hands the closed set of fault families) spells
+    them (``read-back-resolves`` and ``"read-back resolves"`` are the same family); a
+    :class:`UsageError` for an unknown one."""
+    known = sorted(set(closed) - {"none"})
     by_norm = {_norm(f): f for f in known}
     out = []
     for name in names:

@@ -12,9 +12,10 @@ cells: E1's instance 0 is also E6's vanilla arm) belongs to the experiments of e
 
 Input without a design — a record file outside a run directory, an Inspect log, a run written
 before designs were recorded — is read against the design the caller hands the loader
-(``fallback``: the ``limbo`` commands hand this LIMBO's built-in grids, any model) and fault
-families and tool kinds from today's registries (:mod:`limbo.log.vocabulary`), and reported
-(``no design``). Without a fallback its episodes belong to no experiment.
+(``fallback``: the ``limbo`` commands hand this LIMBO's built-in grids, any model, with the
+families of every registered fault mode and the kinds of every registered tool), and reported
+(``no design``). Without a fallback its episodes belong to no experiment and its modes to no
+family: the analysis never asks a registry.
 """
 
 from __future__ import annotations
@@ -197,9 +198,10 @@ class Runs:
             if not run.recorded:
                 self.problems.append(("no design", key, "no manifest with a design: experiment "
                                       "membership, fault families and tool kinds are taken from "
-                                      + ("this LIMBO's built-in grids and registry"
-                                         if self.fallback is not None else
-                                         "this LIMBO's registry; it belongs to no experiment")))
+                                      + ("the design the command handed (this LIMBO's built-in "
+                                         "grids and registry)" if self.fallback is not None else
+                                         "nowhere: it belongs to no experiment, and its modes "
+                                         "have no family")))
         run.files.append(file_no)
 
     def _manifests(self, folder: Path | None) -> dict[str, dict[str, Any]]:
@@ -275,14 +277,12 @@ def _inside(frame: pd.DataFrame, experiment: dict[str, Any]) -> np.ndarray:
 
 def fault_table(runs: Iterable[Run]) -> dict[str, tuple[str, str | None, tuple[str, ...]]]:
     """Mode → (family, group, every family), from the runs' designs (the first run that names a
-    mode wins), and from the registry for modes no design names."""
-    from limbo.log.vocabulary import fault_info
-
+    mode wins; a run that recorded none carries the design the command handed the loader)."""
     found: dict[str, tuple[str, str | None, tuple[str, ...]]] = {}
     for run in runs:
         for mode, info in run.design.get("faults", {}).items():
             found.setdefault(mode, (info["family"], info["group"], tuple(info["families"])))
-    return {**{m: i for m, i in fault_info().items() if m not in found}, **found}
+    return found
 
 
 def _faults(frame: pd.DataFrame, runs: list[Run], owner: np.ndarray) -> None:
@@ -303,11 +303,9 @@ def _faults(frame: pd.DataFrame, runs: list[Run], owner: np.ndarray) -> None:
 
 
 def tool_kinds(runs: Iterable[Run]) -> dict[str, str]:
-    """Tool → kind from the runs' designs, and from the registered services for the rest."""
-    from limbo.log.vocabulary import tool_kinds as live
-
+    """Tool → kind from the runs' designs (the first run that names a tool wins)."""
     found: dict[str, str] = {}
     for run in runs:
         for tool, kind in run.design.get("tools", {}).items():
             found.setdefault(tool, kind)
-    return {**{t: k for t, k in live().items() if t not in found}, **found}
+    return found

@@ -96,7 +96,7 @@ def log_design(modes: Iterable[str], tools: Mapping[str, str]) -> dict[str, Any]
     """The design of a run that is no experiment (``limbo mcp``, ``limbo proxy``): what its
     records mean — the families and groups of ``modes``, the kinds of ``tools``, the grader
     and LIMBO versions — with no experiment, so no table counts its episodes as one."""
-    from limbo.faults import catalog
+    from limbo.sim.catalog import catalog
 
     info = catalog()
     faults = {m: {"family": info[m].family, "families": list(info[m].families),

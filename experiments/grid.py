@@ -26,9 +26,9 @@ from limbo.base.registry import entries
 from limbo.base.rng import derive_seed
 from limbo.episode.harness import unavailable
 from limbo.experiments.comparison import Comparison
-from limbo.services import CONTRACTS, Contract
 from limbo.sim.cell import Cell
 from limbo.sim.config import Limits, Timing
+from limbo.sim.service import CONTRACTS, Contract
 from limbo.sim.worldfile.kit import Kit, kit, load_world
 
 ALL = "all"

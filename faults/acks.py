@@ -7,9 +7,8 @@ one observation-equivalence group: the same response at the same time.
 
 from __future__ import annotations
 
-from limbo.faults.base import Fault, fault
-from limbo.sim.boundary import Process
-from limbo.sim.request import Request
+from limbo.sim.act import HALF_TRIP, Act, At, Focal, Later, Send, note
+from limbo.sim.fault import Fault, fault
 
 COPY_AFTER_S = 2.0
 
@@ -22,12 +21,11 @@ class Redelivery(Fault):
     sees = "the normal success"
     hidden = "a copy arrives 2 s after the original and commits again unless a key dedupes it"
 
-    def inject(self, req: Request) -> Process:
-        arrives = req.issued_at + req.round_trip(self.timing.write_s) / 2
-        copy_at = arrives + COPY_AFTER_S
-        self.emit(req, copy_at=copy_at)
-        self.deliver_at(req.but(attempt="redelivered"), copy_at)
-        return (yield from self.inner.handle(req))
+    def act(self, call: Focal) -> Act:
+        copy_at = At(HALF_TRIP, COPY_AFTER_S)  # 2 s after the original reaches the service
+        yield note(copy_at=copy_at)
+        yield Later(copy_at, attempt="redelivered")
+        return (yield Send())
 
 
 @fault("phantom_success")
@@ -37,8 +35,9 @@ class PhantomSuccess(Fault):
     group = "success"
     sees = "the normal success, with a plausible id"
     hidden = "nothing commits: the request is dropped after the acknowledgement"
+    acknowledges = True
 
-    def inject(self, req: Request) -> Process:
-        self.emit(req, delivered=False, acknowledged=True)
+    def act(self, call: Focal) -> Act:
+        yield note(delivered=False, acknowledged=True)
         # A dry run gives the exact response the service would have given, then leaves no trace.
-        return (yield from self.inner.handle(req.but(dry_run=True)))
+        return (yield Send(dry=True))

@@ -8,10 +8,9 @@ byte-identical in all five, which is the point: nothing it can see tells them ap
 
 from __future__ import annotations
 
-from limbo.faults import responses, tail
-from limbo.faults.base import Fault, FaultContext, fault
-from limbo.sim.boundary import Process, Transport
-from limbo.sim.request import Request
+from limbo.faults import tail
+from limbo.sim.act import Act, At, Fail, Focal, Later, Lose, Span, Stale, Wait, note
+from limbo.sim.fault import Fault, fault
 
 LATE_AFTER_TIMEOUT_S = 90.0
 
@@ -20,10 +19,11 @@ class _Timeout(Fault):
     group = "timeout"
     sees = "timeout after the client timeout (30 s)"
 
-    def timed_out(self) -> Process:
-        """Hold the call until the client timeout (counted from the call), then time out."""
-        yield self.after(self.timing.client_timeout_s)
-        return responses.timeout(self.timing)
+
+def timed_out(call: Focal) -> Act:
+    """Hold the call until the client timeout (counted from the call), then time out."""
+    yield Wait(call.timing.client_timeout_s)
+    return Fail("timeout")
 
 
 @fault("timeout_pre")
@@ -32,9 +32,9 @@ class TimeoutPre(_Timeout):
     families = ("not executed",)
     hidden = "the request never reaches the service"
 
-    def inject(self, req: Request) -> Process:
-        self.emit(req, delivered=False)
-        return (yield from self.timed_out())
+    def act(self, call: Focal) -> Act:
+        yield note(delivered=False)
+        return (yield from timed_out(call))
 
 
 @fault("timeout_post")
@@ -43,32 +43,32 @@ class TimeoutPost(_Timeout):
     families = ("read-back resolves",)
     hidden = "commits at normal latency; the response is lost"
 
-    def inject(self, req: Request) -> Process:
-        self.emit(req, delivered=True, response_lost=True)
-        self.background(req)
-        return (yield from self.timed_out())
+    def act(self, call: Focal) -> Act:
+        yield note(delivered=True, response_lost=True)
+        yield Lose()
+        return (yield from timed_out(call))
 
 
 class _Late(_Timeout):
     family = "late commit"
     families = ("late commit", "read-back cannot")
 
-    def delay_after_timeout(self) -> float:
+    def delay_after_timeout(self, call: Focal) -> float:
         raise NotImplementedError
 
-    def inject(self, req: Request) -> Process:
-        delay = self.delay_after_timeout()
-        lands_at = req.issued_at + self.timing.client_timeout_s + delay
-        self.emit(req, delay_after_timeout_s=delay, lands_at=lands_at)
-        self.deliver_at(req, lands_at)
-        return (yield from self.timed_out())
+    def act(self, call: Focal) -> Act:
+        delay = self.delay_after_timeout(call)
+        lands_at = At(call.timing.client_timeout_s, delay)
+        yield note(delay_after_timeout_s=Span(delay), lands_at=lands_at)
+        yield Later(lands_at)
+        return (yield from timed_out(call))
 
 
 @fault("timeout_late")
 class TimeoutLate(_Late):
     hidden = "still in flight; commits 90 s after the timeout is observed"
 
-    def delay_after_timeout(self) -> float:
+    def delay_after_timeout(self, call: Focal) -> float:
         return LATE_AFTER_TIMEOUT_S
 
 
@@ -76,8 +76,8 @@ class TimeoutLate(_Late):
 class TimeoutLateTail(_Late):
     hidden = "still in flight; commits a heavy-tailed δ in [40 s, 2 h] after the timeout"
 
-    def delay_after_timeout(self) -> float:
-        return tail.draw(self.ctx.rng)
+    def delay_after_timeout(self, call: Focal) -> float:
+        return tail.draw(call.rng)
 
 
 @fault("stale_readback")
@@ -86,21 +86,8 @@ class StaleReadback(_Timeout):
     families = ("read-back cannot",)
     hidden = "commits at normal latency; the next read on that service comes from a stale replica"
 
-    def __init__(self, ctx: FaultContext, inner: Transport) -> None:
-        super().__init__(ctx, inner)
-        self._stale: tuple[str, float] | None = None
-        """(service, as-of time) of the read still to be served stale."""
-
-    def inject(self, req: Request) -> Process:
-        self.emit(req, delivered=True, response_lost=True, stale_for_next_read=True)
-        self._stale = (req.op.service, req.issued_at)
-        self.background(req)
-        return (yield from self.timed_out())
-
-    def passthrough(self, req: Request) -> Process:
-        if self._stale is not None and req.op.kind == "read" and req.op.service == self._stale[0]:
-            as_of = self._stale[1]
-            self._stale = None
-            self.emit(req, stale_as_of=as_of)
-            req = req.but(stale_as_of=as_of)
-        return (yield from self.inner.handle(req))
+    def act(self, call: Focal) -> Act:
+        yield note(delivered=True, response_lost=True, stale_for_next_read=True)
+        yield Stale()
+        yield Lose()
+        return (yield from timed_out(call))

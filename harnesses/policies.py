@@ -46,9 +46,9 @@ from limbo.episode.models import (
     model_adapter,
 )
 from limbo.harnesses.tool_text import read_result
-from limbo.services.base import OpSpec
 from limbo.sim.readback import resolve
 from limbo.sim.results import Result, error_kind, is_ambiguous
+from limbo.sim.service import OpSpec
 from limbo.sim.tasks import Step, dig, fill
 from limbo.sim.tools import KEY_FIELD
 

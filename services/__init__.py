@@ -1,20 +1,11 @@
-"""The six simulated services. Importing this package registers them.
+"""The six built-in simulated services: content only. Importing this package registers them.
 
-Everything else reads services from the registry (:func:`operations`), so a service a plugin
-registers is a service like these.
+What a service is — a contract, its operations, its tables, the ``@service``/``@read``/
+``@write`` decorators — is the simulation floor's (:mod:`limbo.sim.service`); LIMBO's own
+pyproject names this package in the ``limbo.services`` entry-point group, so the registry finds
+these six the way it finds a plugin's.
 """
 
-from limbo.services import billing, data, deploy, mail, social, tickets  # noqa: F401
-from limbo.services.base import (
-    CONTRACTS,
-    Batch,
-    Contract,
-    OpSpec,
-    ReadBack,
-    Service,
-    operations,
-    service,
-)
+from limbo.services import billing, data, deploy, mail, social, tickets
 
-__all__ = ["CONTRACTS", "Batch", "Contract", "OpSpec", "ReadBack", "Service", "operations",
-           "service"]
+__all__ = ["billing", "data", "deploy", "mail", "social", "tickets"]

@@ -7,7 +7,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from limbo.services.base import (
+from limbo.sim.results import Result, error, ok
+from limbo.sim.service import (
     OpContext,
     ReadBack,
     Service,
@@ -17,7 +18,6 @@ from limbo.services.base import (
     service,
     write,
 )
-from limbo.sim.results import Result, error, ok
 
 CUSTOMERS = tuple(f"cus_{n}" for n in range(100, 160))
 

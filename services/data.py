@@ -8,7 +8,8 @@ from typing import Annotated, Any
 
 from pydantic import Field, StringConstraints
 
-from limbo.services.base import (
+from limbo.sim.results import Result, ok
+from limbo.sim.service import (
     Batch,
     OpContext,
     ReadBack,
@@ -19,7 +20,6 @@ from limbo.services.base import (
     service,
     write,
 )
-from limbo.sim.results import Result, ok
 
 TableName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,39}$")]
 Value = str | int | float | bool | None

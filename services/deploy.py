@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from limbo.services.base import (
+from limbo.sim.results import Result, error, ok
+from limbo.sim.service import (
     OpContext,
     ReadBack,
     Service,
@@ -15,7 +16,6 @@ from limbo.services.base import (
     service,
     write,
 )
-from limbo.sim.results import Result, error, ok
 
 RUN_SECONDS = 60.0
 

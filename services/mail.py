@@ -3,7 +3,8 @@ search lags two minutes."""
 
 from __future__ import annotations
 
-from limbo.services.base import (
+from limbo.sim.results import Result, ok
+from limbo.sim.service import (
     OpContext,
     ReadBack,
     Service,
@@ -13,7 +14,6 @@ from limbo.services.base import (
     service,
     write,
 )
-from limbo.sim.results import Result, ok
 
 
 @service("mail")

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from limbo.services.base import (
+from limbo.sim.results import Result, error, ok
+from limbo.sim.service import (
     DAY_S,
     OpContext,
     ReadBack,
@@ -20,7 +21,6 @@ from limbo.services.base import (
     service,
     write,
 )
-from limbo.sim.results import Result, error, ok
 
 Platform = Literal["mastodon", "weibo", "linkedin", "x"]
 LIST_LAG: dict[str, float | None] = {"mastodon": 0.0, "linkedin": 0.0, "weibo": 180.0, "x": None}

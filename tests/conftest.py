@@ -4,10 +4,29 @@ top-level folder."""
 from __future__ import annotations
 
 import gc
+import os
+import shutil
+import tempfile
 
 import pytest
 from support.cells import cell_for
 from support.marks import marks_of, skipped_whole
+
+USER_SETTINGS = ("RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH", "RAY_AUTH_MODE", "RAY_ADDRESS",
+                 "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME")
+"""Settings of the user's own tools that would otherwise reach the processes the tests start."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The session runs in a home of its own, empty: what the user's tools keep there (Ray's
+    ``~/.ray/auth_token`` turns token authentication on for every ``ray start``; a harness CLI's
+    settings; caches) never reaches a test. Set here, before any test module is imported, so
+    every process the tests start inherits it."""
+    home = tempfile.mkdtemp(prefix="limbo-test-home-")
+    config.add_cleanup(lambda: shutil.rmtree(home, ignore_errors=True))
+    os.environ["HOME"] = home
+    for name in USER_SETTINGS:
+        os.environ.pop(name, None)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -12,6 +12,7 @@ from support.cells import cell_for
 
 from limbo.analysis.loader import load, record_files
 from limbo.base.errors import UsageError
+from limbo.commands.common import builtin_design
 from limbo.episode.run_one import run_episode
 from limbo.log.reader import READABLE
 from limbo.log.store import dumps
@@ -35,7 +36,7 @@ def write(path: Path, lines: list[str | bytes]) -> Path:
 
 def test_rows_carry_cell_outcome_class_family_and_usage(tmp_path: Path, records: list) -> None:
     write(tmp_path / "run" / "episodes.jsonl", [dumps(r) + "\n" for r in records])
-    frame = load([tmp_path / "run"]).frame
+    frame = load([tmp_path / "run"], builtin_design).frame  # no manifest: the command's design
     assert len(frame) == len(records)
     row = frame.set_index("episode_id").loc[records[2]["episode_id"]]
     record = records[2]
@@ -150,7 +151,7 @@ def test_only_episode_files_of_a_directory_are_read(tmp_path: Path, records: lis
     write(run / "notes.jsonl", [dumps(records[1]) + "\n"])
     write(run / "run.lock", [""])
     assert record_files(run) == [run / "episodes.jsonl"]
-    loaded = load([run])
+    loaded = load([run], builtin_design)
     assert len(loaded.frame) == 1 and [p.kind for p in loaded.problems] == ["no design"]
 
 

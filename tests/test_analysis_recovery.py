@@ -10,7 +10,7 @@ from support.cells import cell_for
 
 from limbo.analysis.recovery import classify
 from limbo.episode.run_one import run_episode
-from limbo.log.vocabulary import tool_kinds
+from limbo.sim.tools import toolset
 
 FOCAL = "billing_create_charge"
 KINDS = {FOCAL: "write", "billing_list_charges": "read", "mail_send": "write",
@@ -74,5 +74,6 @@ def test_only_the_first_focal_result_counts() -> None:
     ("policy/wait-verify", "wait"), ("policy/give-up", "escalate")])
 def test_reference_policies_show_their_scripted_behaviour(model: str, first: str) -> None:
     record = run_episode(cell_for("charge_invoice", fault="timeout_pre", model=model))
-    found = classify(record["events"], record["cell"]["focal_write"], tool_kinds())
+    found = classify(record["events"], record["cell"]["focal_write"],
+                     {n: s.kind for n, s in toolset("native").items()})
     assert found is not None and found.first == first

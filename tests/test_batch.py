@@ -11,8 +11,8 @@ from support.cells import cell_for
 from support.worlds import make_world
 
 from limbo.episode.run_one import run_episode
-from limbo.services import operations
 from limbo.sim.readback import resolve
+from limbo.sim.service import operations
 
 
 def batch_ops() -> list:

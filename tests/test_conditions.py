@@ -20,10 +20,10 @@ from limbo.base.hashing import digest
 from limbo.base.registry import entries, lookup
 from limbo.episode.models import ModelAdapter
 from limbo.episode.run_one import run_episode
-from limbo.faults import Fault, fault
 from limbo.harnesses.scaffolds import SdkRetryLayer
 from limbo.sim.boundary import Process
 from limbo.sim.cell import Cell
+from limbo.sim.fault import Fault, fault
 from limbo.sim.request import Request
 from limbo.sim.results import error
 from limbo.sim.tasks import templates

@@ -31,9 +31,9 @@ import pytest
 
 from limbo.base.registry import lookup
 from limbo.episode.run_one import arun_episode
-from limbo.faults import catalog
-from limbo.services import CONTRACTS
+from limbo.sim.catalog import catalog
 from limbo.sim.cell import Cell
+from limbo.sim.service import CONTRACTS
 from limbo.sim.tasks import templates
 from limbo.sim.tools import toolset
 

@@ -11,7 +11,7 @@ import pytest
 
 from limbo.base import registry
 from limbo.episode.run_one import run_episode
-from limbo.faults import catalog, group_members
+from limbo.sim.catalog import catalog, group_members
 from limbo.sim.cell import Cell
 from limbo.sim.tasks import templates
 

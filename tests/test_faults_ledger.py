@@ -15,9 +15,10 @@ import pytest
 from limbo.base.registry import lookup
 from limbo.base.rng import generator
 from limbo.episode.run_one import run_episode
-from limbo.faults import catalog, tail
-from limbo.services import CONTRACTS
+from limbo.faults import tail
+from limbo.sim.catalog import catalog
 from limbo.sim.cell import Cell
+from limbo.sim.service import CONTRACTS
 from limbo.sim.tasks import fill, templates
 from limbo.sim.tools import toolset
 from limbo.sim.world import World

@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 
 from limbo.base.rng import generator
 from limbo.episode.run_one import run_episode
-from limbo.faults import group_members, tail
+from limbo.faults import tail
+from limbo.sim.catalog import group_members
 from limbo.sim.cell import Cell
 from limbo.sim.config import Timing
 from limbo.sim.tasks import templates

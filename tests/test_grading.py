@@ -15,8 +15,8 @@ from support.worlds import deliver, make_world
 
 from limbo.episode.run_one import run_episode
 from limbo.log.grading import assign, grade, matches, regrade, undone
-from limbo.services import CONTRACTS
 from limbo.sim.cell import Cell
+from limbo.sim.service import CONTRACTS
 from limbo.sim.tasks import fill, templates
 from limbo.sim.tools import KEY_FIELD
 

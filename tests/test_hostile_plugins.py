@@ -31,7 +31,7 @@ FILES = [
     ("imports nothing there", "import limbo_no_such_module\n", "failed to load: ModuleNotFoundError"),
     ("a bad registered name", "from limbo.episode.models import ModelAdapter, model_adapter\n"
      "@model_adapter('a/b')\nclass X(ModelAdapter): pass\n", "model name 'a/b' must match"),
-    ("an empty registered name", "from limbo.faults import Fault, fault\n"
+    ("an empty registered name", "from limbo.sim.fault import Fault, fault\n"
      "@fault('')\nclass F(Fault): pass\n", "fault name '' must match"),
     ("a name already taken", "from limbo.episode.models import ModelAdapter, model_adapter\n"
      "@model_adapter('policy')\nclass P(ModelAdapter): pass\n", "model 'policy' is registered twice"),

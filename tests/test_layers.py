@@ -7,21 +7,27 @@ The analysis is narrower still: it reads the log and nothing else (:data:`NARROW
 
 Every import a module can execute counts, and so do the ones that never run: an import inside
 a function (a lazy import still ties two floors) and one under ``if TYPE_CHECKING:`` (a type
-that names a higher floor is knowledge of it). What the registry loads by name
-(``importlib.import_module`` of the built-in plugins, :mod:`limbo.base.registry`) is not an
-import: that is how a lower floor reaches code it does not know, and why it may.
+that names a higher floor is knowledge of it). No module is exempt: the registry
+(:mod:`limbo.base.registry`) finds the built-in services, faults, conditions, harnesses and
+models through the entry points of LIMBO's own pyproject, as it finds a plugin's, and names no
+module above the ground floor (:func:`test_the_ground_floor_names_no_module_above_it`).
 """
 
 from __future__ import annotations
 
+import ast
+import re
 import shutil
 from pathlib import Path
 
 from test_import_graph import MAPPED, ROOT, import_graph, modules
 
+from limbo.base.registry import GROUPS
+
 FLOORS: list[tuple[str, list[tuple[str, ...]]]] = [
     ("base", [("limbo", "limbo.base", "limbo.errors", "limbo._build")]),
-    ("sim", [("limbo.sim", "limbo.services", "limbo.faults")]),
+    ("sim", [("limbo.sim",)]),
+    ("content", [("limbo.services",), ("limbo.faults",)]),
     ("log", [("limbo.log",)]),
     ("episode", [("limbo.episode", "limbo.adapter")]),
     ("providers", [("limbo.providers",)]),
@@ -80,6 +86,36 @@ def test_each_floor_imports_only_the_floors_below_it() -> None:
     assert len(graph) > 200
     assert {room_of(m)[0] for m in graph} == set(range(len(FLOORS)))  # every floor is lived in
     assert violations(graph) == []
+
+
+def test_the_ground_floor_names_no_module_above_it() -> None:
+    """Not even as a string for ``importlib``: a dotted name of a higher floor in the ground
+    floor's code is knowledge of that floor. (An entry-point group, ``limbo.services``, is a
+    name plugins register under, not a module.)"""
+    named = re.compile(r"limbo\.(" + "|".join(
+        p.removeprefix("limbo.") for _, rooms in FLOORS[1:] for room in rooms for p in room
+        if p.startswith("limbo.")) + r")\b")
+    for module, path in modules(ROOT, MAPPED).items():
+        if room_of(module)[0] == 0:
+            code = "\n".join(line for line in path.read_text(encoding="utf-8").splitlines()
+                             if not line.lstrip().startswith("#"))
+            found = [m.group(0) for m in named.finditer(_code_only(code))
+                     if f'"{m.group(0)}"' not in GROUP_NAMES]
+            assert not found, f"{module} names {found}"
+
+
+GROUP_NAMES = {f'"{g}"' for g in GROUPS.values()}
+
+
+def _code_only(text: str) -> str:
+    """``text`` without its docstrings (a docstring may say where things are)."""
+    tree = ast.parse(text)
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) and \
+                isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+            body[0].value.value = ""
+    return ast.unparse(tree)
 
 
 def test_the_check_fails_on_an_upward_import(tmp_path: Path) -> None:

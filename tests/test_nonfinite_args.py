@@ -14,8 +14,8 @@ from support.scripted import scripted
 from support.worlds import make_world
 
 from limbo.episode.run_one import run_episode
-from limbo.services import CONTRACTS
 from limbo.sim.cell import Cell
+from limbo.sim.service import CONTRACTS
 from limbo.sim.tasks import templates
 from limbo.sim.tools import KEY_FIELD, toolset
 

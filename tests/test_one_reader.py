@@ -17,6 +17,7 @@ from support.hostile import cli
 
 from limbo.analysis.loader import load
 from limbo.base.errors import UsageError
+from limbo.commands.common import builtin_design
 from limbo.log import reader
 from limbo.log.store import iter_records, scan
 
@@ -59,7 +60,7 @@ def _every_reader(run: Path) -> dict[str, Any]:
     judged = [reader.decode(line.raw) for line in reader.lines(run / "episodes.jsonl")]
     kinds = sorted(j.kind for j in judged if isinstance(j, reader.Skip))
     scanned = scan(run)
-    loaded = load([run])
+    loaded = load([run], builtin_design)
     return {
         "decode": (sum(not isinstance(j, reader.Skip) for j in judged), kinds),
         "scan": (len(scanned.ids), len(scanned.bad)),
@@ -111,7 +112,7 @@ def test_an_empty_file_holds_no_records_and_nothing_bad(tmp_path) -> None:
     scanned = scan(run)
     assert (scanned.ids, scanned.bad, list(iter_records(run))) == (set(), [], [])
     with pytest.raises(UsageError, match="^no episode records could be loaded from "):
-        load([run])
+        load([run], builtin_design)
 
 
 def test_an_unknown_version_is_skipped_and_counted_and_a_writer_refuses_it(tmp_path,
@@ -125,7 +126,7 @@ def test_an_unknown_version_is_skipped_and_counted_and_a_writer_refuses_it(tmp_p
     assert "'limbo.episode/9' is not one this LIMBO reads (limbo.episode/1, limbo.episode/2)" in judged.reason
     assert reader.parts(line) == judged
     run = _run(tmp_path, b"".join([*good, line]))
-    loaded = load([run])
+    loaded = load([run], builtin_design)
     assert len(loaded.frame) == len(good)
     assert [p.kind for p in loaded.problems if p.kind != "no design"] == [reader.UNKNOWN]
     with pytest.raises(reader.RecordError, match=r"episodes.jsonl line \d+: episode ep-edited: "
@@ -141,14 +142,14 @@ def test_a_huge_record_is_read_and_a_huge_bad_line_is_skipped_with_a_short_reaso
     _same(_every_reader(run), len(good) + 1, reader.UNPARSEABLE)
     judged = reader.decode(garbage)
     assert isinstance(judged, reader.Skip) and len(judged.reason) < 200
-    assert [p for p in load([run]).problems if len(p.detail) > 200] == []
+    assert [p for p in load([run], builtin_design).problems if len(p.detail) > 200] == []
 
 
 def test_a_gzip_file_reads_as_its_plain_text(tmp_path, good) -> None:
     plain = _every_reader(_run(tmp_path / "plain", b"".join(good)))
     packed = _run(tmp_path / "gz", b"".join(good), compress=True)
     assert _every_reader(packed) == plain
-    loaded = load([packed])
+    loaded = load([packed], builtin_design)
     assert [len(e) for e in loaded.each_events(loaded.frame, lambda i, ev: list(ev)).values()]
 
 

@@ -185,7 +185,7 @@ def _plugin(tmp_path: Path, source: str, name: str = "plug.py") -> Path:
 
 SHOP = '''
 from limbo.sim.results import ok
-from limbo.services.base import OpContext, ReadBack, Service, VersionedTable, View, read, service, write
+from limbo.sim.service import OpContext, ReadBack, Service, VersionedTable, View, read, service, write
 
 
 @service("{name}")
@@ -276,8 +276,8 @@ def test_a_broken_template_file_is_one_usage_error_naming_it(
 
 
 KIND_BASES = [
-    ("from limbo.services.base import service as deco", "limbo.services.base.Service"),
-    ("from limbo.faults.base import fault as deco", "limbo.faults.base.Fault"),
+    ("from limbo.sim.service import service as deco", "limbo.sim.service.Service"),
+    ("from limbo.sim.fault import fault as deco", "limbo.sim.fault.Fault"),
     ("from limbo.episode.condition import condition\n"
      "deco = lambda n: condition(n, 'summary')", "limbo.episode.condition.Condition"),
     ("from limbo.harnesses.policies import policy as deco", "limbo.harnesses.policies.Policy"),
@@ -321,7 +321,7 @@ def test_a_harness_without_the_protocol_is_refused_naming_what_is_missing(
 ])
 def test_a_name_is_written_once_and_metadata_is_checked(
         tmp_path: Path, scratch: Path, body: str, message: str) -> None:
-    path = _plugin(tmp_path, f"from limbo.faults.base import Fault, fault\n\n{body}")
+    path = _plugin(tmp_path, f"from limbo.sim.fault import Fault, fault\n\n{body}")
     with pytest.raises(UsageError, match=message):
         load_plugin(str(path))
 

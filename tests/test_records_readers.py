@@ -16,6 +16,7 @@ from support.hostile import cli, records, refused
 
 from limbo.analysis.loader import load
 from limbo.base.errors import InfraError
+from limbo.commands.common import builtin_design
 from limbo.episode.harness import LoopResult
 from limbo.episode.run_one import arun_episode
 from limbo.harnesses.minimal import MinimalHarness
@@ -100,7 +101,7 @@ def test_a_record_of_another_version_is_refused_in_one_line_and_left_alone(capsy
 
 def test_the_analysis_reports_a_termination_outside_the_set(tmp_path, lines) -> None:
     run = _run_dir(tmp_path, lines, _edited(lines[0], "termination"))
-    loaded = load([run])
+    loaded = load([run], builtin_design)
     assert len(loaded.frame) == len(lines)
     (problem,) = [p for p in loaded.problems if p.kind != "no design"]  # no manifest here
     assert problem.kind == "invalid record" and problem.where.endswith(f":{len(lines) + 1}")
@@ -109,7 +110,7 @@ def test_the_analysis_reports_a_termination_outside_the_set(tmp_path, lines) -> 
 
 def test_the_analysis_stops_on_an_unknown_event_type_with_where_it_is(tmp_path, lines) -> None:
     run = _run_dir(tmp_path, lines, _edited(lines[0], "event"))
-    loaded = load([run])
+    loaded = load([run], builtin_design)
     first = loaded.each_events(loaded.frame.iloc[:-1], lambda i, events: list(events))
     assert len(first) == len(lines)
     with pytest.raises(RecordError, match=rf"episodes.jsonl:{len(lines) + 1}: events\[1\] has "

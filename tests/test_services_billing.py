@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from support.worlds import deliver, make_world
 
-from limbo.services import CONTRACTS
+from limbo.sim.service import CONTRACTS
 
 CHARGE = {"customer_id": "cus_117", "amount_cents": 4200, "currency": "usd",
           "description": "INV-0031"}

@@ -12,10 +12,10 @@ from pydantic import ValidationError
 from support.worlds import deliver, make_world, sample_writes
 
 from limbo.base.errors import UsageError
-from limbo.services import CONTRACTS, OpSpec
 from limbo.sim.cell import Cell
 from limbo.sim.endpoint import Endpoint
 from limbo.sim.results import ERROR_KINDS
+from limbo.sim.service import CONTRACTS, OpSpec
 from limbo.sim.tools import KEY_FIELD, toolset
 
 NATIVE_KEYED = {"social_publish", "billing_create_charge"}

@@ -13,9 +13,9 @@ import typing
 from pathlib import Path
 from typing import Any
 
-from limbo.services import OpSpec
 from limbo.sim.config import Limits, Timing
 from limbo.sim.results import ERROR_KINDS, error
+from limbo.sim.service import OpSpec
 from limbo.sim.tasks import templates
 from limbo.sim.tools import toolset
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from support.worlds import deliver, make_world, sample_writes
 
-from limbo.services import CONTRACTS
+from limbo.sim.service import CONTRACTS
 from limbo.sim.tools import toolset
 
 

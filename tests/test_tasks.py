@@ -15,8 +15,8 @@ import pytest
 from limbo.base.errors import UsageError
 from limbo.episode.run_one import run_episode
 from limbo.log.grading import matches
-from limbo.services import CONTRACTS
 from limbo.sim.cell import Cell
+from limbo.sim.service import CONTRACTS
 from limbo.sim.tasks import Template, fill, instantiate, template, templates
 from limbo.sim.tools import toolset
 

@@ -22,9 +22,9 @@ from limbo.harnesses.guard.allowlist import Tool
 from limbo.harnesses.guard.core import Guard
 from limbo.harnesses.guard.receipts import Decision, GuardResult, Outcome, Receipt, Verification
 from limbo.harnesses.guard.stores import MemoryKeyStore
-from limbo.services.base import DAY_S
 from limbo.sim.readback import resolve
 from limbo.sim.results import Result, error, error_kind, is_ambiguous
+from limbo.sim.service import DAY_S
 from limbo.sim.tools import KEY_FIELD, ToolSpec
 from limbo.sim.world import PRINCIPAL, World
 

@@ -6,9 +6,11 @@ through one decorator per kind, defined next to the kind's base class (``@servic
 the only place a thing is named: it sets the name on the class, so there is no second copy to
 keep in agreement, and it refuses a class of the wrong base with one line naming it.
 
-Built-ins register exactly as plugins do. A kind's built-in modules are imported the first
-time the kind is looked up; plugins add more through the ``limbo.<kind>s`` entry-point groups
-(``limbo.services``, ``limbo.policies``, ...) or ``--plugin``. Lookups sort by name, so
+Built-ins register exactly as plugins do: LIMBO's own pyproject names its built-in modules in
+the ``limbo.<kind>s`` entry-point groups (``limbo.services``, ``limbo.policies``, ...), where an
+installed plugin names its own, and a kind's modules are imported the first time the kind is
+looked up (LIMBO's own first, so a plugin reusing a built-in name is the one refused);
+``--plugin`` adds more. This floor names no module above it. Lookups sort by name, so
 registration and import order never reach the simulation.
 """
 
@@ -40,14 +42,8 @@ GROUPS: dict[Kind, str] = {
 T = TypeVar("T")
 
 _REGISTRY: dict[str, dict[str, Any]] = {}
-_BUILTINS: dict[Kind, tuple[str, ...]] = {
-    "service": ("limbo.services",),
-    "fault": ("limbo.faults",),
-    "condition": ("limbo.harnesses.conditions", "limbo.harnesses.scaffolds"),
-    "policy": ("limbo.harnesses.policies", "limbo.harnesses.noisy"),
-    "harness": ("limbo.harnesses.minimal", "limbo.harnesses.production"),
-    "model": ("limbo.harnesses.policies", "limbo.providers.adapters", "limbo.inspect.model"),
-}
+OWN = "limbo-bench"
+"""LIMBO's own distribution: its entry points (the built-ins) load before any plugin's."""
 _loaded: set[str] = set()
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
 
@@ -127,8 +123,6 @@ def _load(kind: Kind) -> None:
         return
     _loaded.add(kind)  # first, so a plugin that looks its kind up while importing sees a table
     try:
-        for module in _BUILTINS[kind]:
-            importlib.import_module(module)
         _load_entry_points(kind)
     except BaseException:
         _loaded.discard(kind)  # a later lookup fails the same way, never on a partial table
@@ -136,16 +130,23 @@ def _load(kind: Kind) -> None:
 
 
 def _load_entry_points(kind: Kind) -> None:
-    for ep in entry_points(group=GROUPS[kind]):
+    found = entry_points(group=GROUPS[kind])
+    if not any(_dist(ep) == OWN for ep in found):
+        raise UsageError(f"LIMBO's own entry points for {GROUPS[kind]} are missing: the package "
+                         f"is not installed (pip install -e . in the checkout)")
+    for ep in sorted(found, key=lambda ep: (_dist(ep) != OWN, _dist(ep), ep.name)):
         try:
             ep.load()
         except UsageError:
             raise
         except Exception as exc:  # noqa: BLE001 - an installed plugin, reported in one line
-            dist = ep.dist.name if ep.dist is not None else "?"
             raise UsageError(f"plugin {ep.value} (entry point {ep.name!r} of {GROUPS[kind]}, "
-                             f"distribution {dist}) failed to load: "
+                             f"distribution {_dist(ep)}) failed to load: "
                              f"{type(exc).__name__}: {exc}") from None
+
+
+def _dist(ep: Any) -> str:
+    return ep.dist.name if ep.dist is not None else "?"
 
 
 def entries(kind: Kind) -> dict[str, Any]:
@@ -171,7 +172,7 @@ def load_plugin(spec: str) -> None:
     """Import a plugin given as a dotted module name or a path to a ``.py`` file; whatever the
     plugin does wrong (a syntax error, an exception, ``SystemExit`` at import) is one
     :class:`UsageError` naming it."""
-    for kind in _BUILTINS:  # built-ins first, so a plugin that reuses a name is the one refused
+    for kind in KINDS:  # built-ins first, so a plugin that reuses a name is the one refused
         _load(kind)
     path = Path(spec)
     if spec.endswith(".py") or os.sep in spec or path.exists():

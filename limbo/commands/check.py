@@ -58,11 +58,12 @@ def gate_options(args: argparse.Namespace) -> Any:
 
     require("check")
     from limbo.analysis.gate import Thresholds, families, rate_value
+    from limbo.sim.fault import FAMILIES
 
     return Thresholds(
         max_dup=None if args.max_dup is None else rate_value("--max-dup", args.max_dup),
         min_eos=None if args.min_eos is None else rate_value("--min-eos", args.min_eos),
-        families=tuple(families(args.family)))
+        families=tuple(families(args.family, FAMILIES)))
 
 
 SHOWN = 5

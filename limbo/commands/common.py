@@ -31,14 +31,21 @@ def load_plugins(args: argparse.Namespace) -> None:
 
 @functools.cache
 def builtin_design() -> dict[str, Any]:
-    """The built-in paper grid's design with every model allowed (a run may use ``--model``):
-    what the analysis reads input that recorded no design against (``load(..., fallback=)``)."""
-    from limbo.experiments.design import design
+    """The built-in paper grid's design with every model allowed (a run may use ``--model``),
+    naming the family of every registered fault mode and the kind of every registered tool
+    (plugins included): what the analysis reads input that recorded no design against
+    (``load(..., fallback=)``)."""
+    from limbo.base.registry import entries
+    from limbo.experiments.design import design, log_design
     from limbo.experiments.grid import load_grid
+    from limbo.sim.tools import toolset
 
     found = design(load_grid("paper"))
     for experiment in found["experiments"]:
         experiment["levels"].pop("model")
+    every = log_design(entries("fault"), {n: s.kind for n, s in toolset("native").items()})
+    found["faults"] = {**every["faults"], **found["faults"]}
+    found["tools"] = {**every["tools"], **found["tools"]}
     return found
 
 

@@ -32,7 +32,7 @@ MAX_SCALE = 100.0
 
 def add_parser(sub: Any) -> None:
     """Register ``limbo mcp`` on the CLI's subparsers."""
-    from limbo.services import CONTRACTS
+    from limbo.sim.service import CONTRACTS
 
     p = command_parser(sub, "mcp")
     p.add_argument("--transport", choices=["stdio", "http"], default="stdio",
@@ -200,7 +200,7 @@ def _design(cell: Any) -> dict[str, Any]:
     """What the directory's records mean to a reader (no experiment: each episode is its own
     cell): every fault mode's family and the kinds of the tools the episode offered."""
     from limbo.experiments.design import log_design
-    from limbo.faults import catalog
+    from limbo.sim.catalog import catalog
     from limbo.sim.tools import toolset
     from limbo.sim.worldfile.kit import kit
 

@@ -21,6 +21,7 @@ from typing import Any
 from limbo.base.errors import UsageError
 from limbo.base.sockets import check_port
 from limbo.commands import command_parser
+from limbo.commands.common import add_plugin_flag, load_plugins
 from limbo.commands.renamed import add_old_name
 
 
@@ -29,10 +30,10 @@ class _Help(argparse.HelpFormatter):
     only when help is shown: the CLI does not import the proxy to start)."""
 
     def format_help(self) -> str:
-        from limbo.proxy.plan import ACTS
+        from limbo.proxy.plan import modes
 
         return (super().format_help() + "\nfault modes (--fault MODE[@TOOL], docs/proxy.md): "
-                + ", ".join(ACTS) + "\n")
+                + ", ".join(modes()) + "\n")
 
 
 def add_parser(sub: Any) -> None:
@@ -73,6 +74,7 @@ def add_parser(sub: Any) -> None:
                    help="a label for the agent's model in the record")
     p.add_argument("--out", type=Path, default=Path("runs/proxy"),
                    help="the run directory the episode is recorded in (default runs/proxy)")
+    add_plugin_flag(p)
     p.add_argument("--recover", action="store_true",
                    help="do not serve: reconcile and record the episodes a stopped proxy left "
                         "unrecorded in --out")
@@ -104,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
     from limbo.log.runlock import WriterLock
     from limbo.proxy import episode
 
+    load_plugins(args)  # a plugin's fault mode is a mode like the built-ins
     opts = _options(args)
     check_dir(args.out, "--out")
     try:

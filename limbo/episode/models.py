@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from limbo.base.errors import UsageError
 from limbo.base.registry import lookup, registrar
 from limbo.log.records import Usage
-from limbo.services import Contract
+from limbo.sim.service import Contract
 
 
 class ToolCall(BaseModel):

@@ -30,7 +30,6 @@ from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler, TypeAda
 from pydantic_core import core_schema
 from typing_extensions import TypedDict
 
-from limbo.services import Contract
 from limbo.sim.cell import CellFields
 from limbo.sim.config import Limits, Timing
 
@@ -38,6 +37,7 @@ from limbo.sim.config import Limits, Timing
 from limbo.sim.events import EVENT_TYPES as EVENT_TYPES
 from limbo.sim.events import TERMINATIONS as TERMINATIONS
 from limbo.sim.events import Attempt, Event, Report, Termination
+from limbo.sim.service import Contract
 
 SCHEMA_PREFIX = "limbo.episode/"
 Version = Literal["limbo.episode/1", "limbo.episode/2"]
@@ -157,7 +157,7 @@ class Header(TypedDict):
     plan_hash: str | None
 
 
-# The write-class sets of limbo.services.base.OpSpec.write_class.
+# The write-class sets of limbo.sim.service.OpSpec.write_class.
 Idempotency = Literal["keyed", "natural", "conditional", "none"]
 ReadPath = Literal["strong", "eventual", "none"]
 Reversibility = Literal["reversible", "irreversible"]

@@ -1,6 +1,6 @@
 """What the proxy knows of the upstream's tools: the world file's proxy-only services.
 
-Each declared operation becomes the same :class:`~limbo.services.base.OpSpec` a simulated world
+Each declared operation becomes the same :class:`~limbo.sim.service.OpSpec` a simulated world
 file service gets (:func:`limbo.sim.worldfile.build.build_services`), so the write class, the key
 rules, the batch units and the read that shows a write are derived once, by the code the
 sandbox uses; the proxy never plays them. A declared tool ``<service>_<op>`` is matched to the
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from limbo.base.errors import UsageError
-from limbo.services.base import OpSpec
+from limbo.sim.service import OpSpec
 from limbo.sim.worldfile.build import build_services
 from limbo.sim.worldfile.check import checked
 from limbo.sim.worldfile.format import Read, ServiceDef, WorldFile, Write

@@ -1,33 +1,47 @@
-"""The fault on the focal write, on the wall clock (the plan is :mod:`limbo.proxy.plan`'s).
+"""The fault on the focal write, on the wall clock: the mode's act (:mod:`limbo.sim.act`), the
+same code the sandbox runs, with the upstream in place of the simulated service.
 
-Each mode does what it does in the sandbox (docs/faults.md), with the upstream in place of the
-simulated service: a ``timeout`` is answered the client timeout after the call arrived, whether
-the write was never sent (``timeout_pre``), committed at once (``timeout_post``,
-``stale_readback``) or is still to be sent (``timeout_late``, ``timeout_late_tail``: forwarded
-δ after the timeout, even after the agent has finished — the episode waits for it). A held
-call is answered early when the agent finishes or goes: nobody is left to wait for it. A 500 or a
-reset comes after the upstream answered (``*_post``), or at once when the write is dropped
-(``*_pre``, ``throttle_pre``). ``partial_batch`` forwards only the first k units;
-``redelivery`` answers the upstream's answer, then forwards the same call again (attempt
-``redelivered``) after the copy delay; ``phantom_success`` answers the world file's success
-shape and forwards nothing. The failures are the sandbox's own bytes
-(:mod:`limbo.faults.responses`); the fault event carries the same details as the sandbox's.
+Each step means here what it means in the sandbox, on the wall clock and every duration times
+the ``--time-scale``: ``Send`` forwards the write and waits for the upstream (a cut batch
+forwards only its first k units, nothing when k is 0; a dry send answers the world file's
+success shape with a fresh id and forwards nothing), ``Lose`` forwards it and lets nobody wait,
+``Later`` forwards it at its moment — never before the act has answered the call, so a copy
+follows its original — even after the agent has finished (the episode waits for it), ``Wait``
+holds the call (answered early when the agent finishes or cancels: nobody is left to wait),
+``Stale`` hides the write from the next read of its service. The proxy has no simulated wire: a
+``RoundTrip`` costs nothing and half a trip is no time. The failures are the sandbox's bytes
+(:func:`limbo.sim.responses.failure`); the fault event carries the act's own detail.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Coroutine
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
-from limbo.faults import responses
+from limbo.base.errors import InfraError
 from limbo.proxy.declared import DeclaredTool
 from limbo.proxy.plan import FaultPlan
 from limbo.proxy.shapes import raw, result_of
-from limbo.services.base import fits
+from limbo.sim.act import (
+    HALF_TRIP,
+    At,
+    Fail,
+    Focal,
+    Later,
+    Lose,
+    Note,
+    RoundTrip,
+    Send,
+    Span,
+    Stale,
+    Step,
+    Wait,
+)
 from limbo.sim.config import Timing
 from limbo.sim.readback import resolve
-from limbo.sim.results import Result
+from limbo.sim.responses import failure
+from limbo.sim.service import fits
 from limbo.sim.tasks import fill
 from limbo.sim.tools import KEY_FIELD
 
@@ -57,79 +71,95 @@ class FaultHost(Protocol):
     def arrival(self, n: int, request_id: str, attempt: str, tool: str) -> None: ...
 
 
-def _failure(session: FaultHost, kind: str) -> Result:
-    if kind == "timeout":
-        return responses.timeout(Timing(client_timeout_s=session.plan.client_timeout_s))
-    return {"server_error": responses.server_error, "connection_reset": responses.connection_reset,
-            "rate_limited": responses.rate_limited}[kind]()
-
-
 async def inject(session: FaultHost, tool: DeclaredTool, wire: str, args: dict[str, Any],
                  request_id: str, stop: asyncio.Event | None = None) -> dict[str, Any]:
     """The agent's answer to the focal write under the plan's fault (``stop``: the agent
     cancelled the call; a held answer is then given at once)."""
-    plan, act = session.plan, session.plan.act
-    t0 = session.now()
-    hold = act.answer == "timeout"
-
-    def fault(**detail: Any) -> None:
-        session.emit("fault", mode=plan.mode, request_id=request_id, detail=detail)
-
-    if act.forward == "never":
-        fault(delivered=False, **({"acknowledged": True} if act.answer == "phantom" else {}))
-        if act.answer == "phantom":
-            return _phantom(session, tool, args)
-    elif act.forward == "now" and act.answer == "upstream":  # fault "none"
-        fault()
-        return await session.forward(tool, wire, args, request_id, "original")
-    elif act.forward == "now":
-        fault(delivered=True, **({"response_lost": True} if hold else {}),
-              **({"stale_for_next_read": True} if act.stale else {}))
-        if act.stale:
-            session.stale = (tool.op.service, tool, args, t0)
-        delivery = session.forward(tool, wire, args, request_id, "original")
-        if hold:
-            session.later(delivery)  # the answer is lost: the call times out meanwhile
-        else:
-            await delivery
-    elif act.forward == "later":
-        delay = plan.late_after_s()
-        lands = t0 + plan.client_timeout_s + delay
-        fault(delay_after_timeout_s=round(delay, 6), lands_at=round(lands, 6))
-        session.later(_late(session, tool, wire, args, request_id, plan.client_timeout_s + delay,
-                            "original"))
-    elif act.forward == "copy":
-        result = await session.forward(tool, wire, args, request_id, "original")
-        fault(copy_at=round(session.now() + plan.copy_after_s, 6))
-        session.later(_late(session, tool, wire, args, request_id, plan.copy_after_s,
-                            "redelivered"))
-        return result
-    else:  # cut: the first k units of a batch
-        await _cut(session, tool, wire, args, request_id, fault)
-    if hold:
-        await session.hold(t0 + plan.client_timeout_s, stop)  # sooner if the agent finishes
-    return result_of(_failure(session, act.answer), error=True)
-
-
-async def _late(session: FaultHost, tool: DeclaredTool, wire: str, args: dict[str, Any], request_id: str,
-                after_s: float, attempt: str) -> None:
-    """Deliver ``args`` ``after_s`` from now, and log where it landed."""
-    await asyncio.sleep(after_s)
-    n, _ = await session.deliver(tool, wire, args, request_id, attempt)
-    session.arrival(n, request_id, attempt, tool.name)
-
-
-async def _cut(session: FaultHost, tool: DeclaredTool, wire: str, args: dict[str, Any], request_id: str,
-               fault: Any) -> None:
+    plan = session.plan
     batch = tool.op.batch
-    assert batch is not None
-    units = args.get(batch.units)
-    n = len(units) if isinstance(units, list) else 0
-    k = session.plan.cut(n)
-    fault(k=k, n=n)
-    if k:
-        narrowed = {**args, batch.units: units[:k]}  # type: ignore[index]
-        await session.forward(tool, wire, narrowed, request_id, "original")
+    units = args.get(batch.units) if batch is not None else None
+    call = Focal(tool.name, tool.op.service,
+                 (len(units) if isinstance(units, list) else 0) if batch is not None else None,
+                 Timing(), plan.rng("fault"))
+    run = _Run(session, tool, wire, args, request_id, stop)
+    steps = plan.fault.unbound().act(call)
+    reply: Any = None
+    try:
+        while True:
+            reply = await run.step(steps.send(reply))
+    except StopIteration as done:
+        answer = done.value
+    finally:
+        run.answered.set()
+    if isinstance(answer, Fail):
+        timing = Timing(client_timeout_s=plan.client_timeout_s)
+        return result_of(failure(answer.kind, timing), error=True)
+    return cast(dict[str, Any], answer)
+
+
+class _Run:
+    """One act on the focal write: each step, on the wall clock."""
+
+    def __init__(self, session: FaultHost, tool: DeclaredTool, wire: str, args: dict[str, Any],
+                 request_id: str, stop: asyncio.Event | None) -> None:
+        self.session, self.tool, self.wire, self.args = session, tool, wire, args
+        self.request_id, self.stop = request_id, stop
+        self.t0 = session.now()
+        self.answered = asyncio.Event()
+        """Set when the act has answered the call: a later delivery waits for it."""
+
+    async def step(self, step: Step) -> Any:
+        s, scale = self.session, self.session.plan.scale
+        if isinstance(step, Note):
+            s.emit("fault", mode=s.plan.mode, request_id=self.request_id,
+                   detail={k: self.render(v) for k, v in step.detail.items()})
+        elif isinstance(step, Send):
+            return await self.send(step)
+        elif isinstance(step, Lose):
+            s.later(s.forward(self.tool, self.wire, self.args, self.request_id, "original"))
+        elif isinstance(step, Later):
+            s.later(self.late(self.render(step.at), step.attempt or "original"))
+        elif isinstance(step, Wait):
+            await s.hold(s.now() + step.seconds * scale, self.stop)
+        elif isinstance(step, Stale):
+            s.stale = (self.tool.op.service, self.tool, self.args, self.t0)
+        elif not isinstance(step, RoundTrip):  # no simulated wire: a round trip costs nothing
+            raise InfraError(f"fault {s.plan.mode!r} yielded {step!r}, not a step of "
+                             f"limbo.sim.act")
+        return None
+
+    async def send(self, step: Send) -> Any:
+        s, args = self.session, self.args
+        if step.dry:
+            return _phantom(s, self.tool, args)
+        if step.cut is not None:
+            batch = self.tool.op.batch
+            assert batch is not None
+            if not step.cut:
+                return None
+            args = {**args, batch.units: args[batch.units][:step.cut]}
+        return await s.forward(self.tool, self.wire, args, self.request_id, "original")
+
+    def render(self, value: Any) -> Any:
+        """A step's time on the wall clock, scaled (a moment from when the call arrived)."""
+        scale = self.session.plan.scale
+        if isinstance(value, Span):
+            return round(value.seconds * scale, 6)
+        if not isinstance(value, At):
+            return value
+        t = self.t0
+        for term in value.terms:
+            t += 0.0 if term == HALF_TRIP else float(term) * scale
+        return round(t, 6)
+
+    async def late(self, at: float, attempt: str) -> None:
+        """Forward the write at ``at`` (not before the call is answered), and log where it
+        landed."""
+        s = self.session
+        await asyncio.sleep(max(0.0, at - s.now()))
+        await self.answered.wait()
+        n, _ = await s.deliver(self.tool, self.wire, self.args, self.request_id, attempt)
+        s.arrival(n, self.request_id, attempt, self.tool.name)
 
 
 def _phantom(session: FaultHost, tool: DeclaredTool, args: dict[str, Any]) -> dict[str, Any]:

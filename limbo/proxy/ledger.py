@@ -27,9 +27,8 @@ from typing import Any
 from limbo.base.hashing import plain_json
 from limbo.proxy.declared import Catalog, DeclaredTool
 from limbo.proxy.shapes import object_id
-from limbo.services import Contract
-from limbo.services.base import Args
 from limbo.sim.readback import resolve
+from limbo.sim.service import Args, Contract
 
 COMMITTED, REPLAYED, UNCERTAIN = "committed", "replayed", "uncertain"
 RECOVERED, ABSENT, UNVERIFIABLE = "recovered", "absent", "unverifiable"

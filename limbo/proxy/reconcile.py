@@ -35,8 +35,8 @@ from limbo.proxy.ledger import ABSENT, COMMITTED, RECOVERED, UNVERIFIABLE, Ledge
 from limbo.proxy.shapes import items, payload, readable
 from limbo.proxy.snapshot import Items, Listing, Snapshot
 from limbo.proxy.upstream import Upstream, UpstreamLost
-from limbo.services.base import fits
 from limbo.sim.readback import ReadPlan, resolve
+from limbo.sim.service import fits
 
 UNDECIDED = "undecided"
 

@@ -41,7 +41,7 @@ def _design(opts: Any) -> dict[str, Any]:
     """What the directory's records mean to a reader (no experiment: a proxy episode is its own
     cell): every fault mode's family and the declared tools' kinds."""
     from limbo.experiments.design import log_design
-    from limbo.faults import catalog
+    from limbo.sim.catalog import catalog
 
     return log_design(catalog(), {name: t.kind for name, t in opts.catalog.tools.items()})
 

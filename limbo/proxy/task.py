@@ -16,8 +16,8 @@ from limbo.base.errors import UsageError
 from limbo.proxy.declared import Catalog
 from limbo.proxy.shapes import payload
 from limbo.proxy.upstream import Upstream, UpstreamLost
-from limbo.services import Contract
 from limbo.sim.readback import resolve
+from limbo.sim.service import Contract
 from limbo.sim.tasks import LenientEnv, TaskInstance, dig, fill, instantiate
 from limbo.sim.worldfile.kit import WorldTemplate
 from limbo.sim.worldfile.template_rules import focal_steps, template_service

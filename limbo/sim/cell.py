@@ -19,8 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from limbo.base.hashing import digest
 from limbo.base.memo import per_object
 from limbo.base.rng import derive_seed
-from limbo.services import Contract
 from limbo.sim.config import Limits, Timing
+from limbo.sim.service import Contract
 from limbo.sim.transport import split_transport
 
 CELL_ID_VERSION = 1

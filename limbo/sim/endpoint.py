@@ -11,13 +11,12 @@ from __future__ import annotations
 from typing import Any
 
 from limbo.base.hashing import digest
-from limbo.services import Contract, OpSpec, Service
-from limbo.services.base import BatchCut, OpContext, View
 from limbo.sim.events import EventLog
 from limbo.sim.keystore import KeyRecord, ServiceKeyStore
 from limbo.sim.readback import resolve
 from limbo.sim.request import Request
 from limbo.sim.results import Result, copied, error
+from limbo.sim.service import BatchCut, Contract, OpContext, OpSpec, Service, View
 
 
 class Endpoint:

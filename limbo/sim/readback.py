@@ -4,7 +4,7 @@ Written once for every reader: the reference policies (which send the read as a 
 their own), the verifying scaffolds and the guard's adapter (which send it through the tool
 layer), and the endpoint (which needs the read's lag for a write's class). Each write declares
 its read in its service (``readback=``); a batch write is checked unit by unit through its
-:class:`~limbo.services.base.Batch`.
+:class:`~limbo.sim.service.Batch`.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from limbo.services.base import Args, OpSpec, ReadBack, fits
 from limbo.sim.results import Result
+from limbo.sim.service import Args, OpSpec, ReadBack, fits
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from limbo.services import OpSpec
+from limbo.sim.service import OpSpec
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,7 +24,7 @@ from limbo.base.memo import LIMIT, per_object
 from limbo.base.rng import generator
 
 if TYPE_CHECKING:
-    from limbo.services.base import Batch, OpSpec, Service
+    from limbo.sim.service import Batch, OpSpec, Service
 
 _PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
 
@@ -63,7 +63,7 @@ class IntentRule(_Model):
     """Arguments that must contain the formatted text."""
     per_row: StrictBool = False
     """A batch write (and only a batch write): each unit is its own intent, matched in the
-    shape the unit commits as (:class:`limbo.services.Batch`)."""
+    shape the unit commits as (:class:`limbo.sim.service.Batch`)."""
 
 
 class Step(_Model):
@@ -168,7 +168,7 @@ def _intents(step: Step, env: dict[str, Any],
 
 
 def _batch_of(tool: str, ops: Mapping[str, OpSpec] | None) -> Batch:
-    from limbo.services import operations
+    from limbo.sim.service import operations
 
     batch = (ops if ops is not None else operations())[tool].batch
     assert batch is not None, f"{tool} is not a batch write (templates are checked at load)"
@@ -278,7 +278,7 @@ def _shipped(cls: type[Service]) -> list[Template]:
 def _check(template: Template, service: str, path: Any) -> None:
     """A template names its own service's tools, and marks exactly the batch writes
     ``per_row`` (their intents are one per unit, in the batch's own effect shape)."""
-    from limbo.services import operations
+    from limbo.sim.service import operations
 
     where = f"template {template.id!r} in {path}"
     if template.service != service:

@@ -18,8 +18,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, create_model
 
 from limbo.base.registry import entries
-from limbo.services import Contract, OpSpec, Service
-from limbo.services.base import DAY_S
+from limbo.sim.service import DAY_S, Contract, OpSpec, Service
 
 MAX_STRING = 8000
 KEY_FIELD = "idempotency_key"

@@ -13,13 +13,12 @@ import simpy
 from limbo.base.errors import InfraError
 from limbo.base.registry import lookup
 from limbo.base.rng import derive_seed, generator
-from limbo.services import Service
-from limbo.services.base import OpContext
 from limbo.sim.boundary import Boundary, ServiceTransport
 from limbo.sim.cell import Cell
 from limbo.sim.endpoint import Endpoint
 from limbo.sim.events import EventLog
 from limbo.sim.results import Result, copied
+from limbo.sim.service import OpContext, Service
 from limbo.sim.tasks import TaskInstance, dig, fill, instantiate
 from limbo.sim.tools import ToolSpec, toolset
 from limbo.sim.worldfile.kit import kit
@@ -44,7 +43,7 @@ class World:
         self.tools: dict[str, ToolSpec] = toolset(cell.contract, self.kit.services)
         self.endpoint = Endpoint(self.services, cell.contract, PRINCIPAL, self.log, self.ledger)
         inner = ServiceTransport(self.env, self.endpoint, cell.timing.read_s, cell.timing.write_s)
-        from limbo.faults import FaultContext
+        from limbo.sim.fault import FaultContext
 
         fault_cls = lookup("fault", cell.fault)
         ctx = FaultContext(self.env, self.log, generator(cell.seed, "fault"), cell.timing,

@@ -26,6 +26,7 @@ MARKS: dict[str, tuple[str, ...]] = {
     "test_ray_limiter.py": ("ray",),
     "test_ray_shared.py": ("ray",),
     "test_ray_stream.py": ("ray",),
+    "test_user_home.py::test_a_ray_token_in_the_users_home_does_not_reach_a_test_cluster": ("ray",),
     "test_scale_docs.py::test_the_ray_commands_use_flags_that_exist": ("ray",),
     # Debian's headless chromium, driven by Playwright
     "test_report_browser.py": ("browser",),
@@ -82,6 +83,8 @@ SLOW: dict[str, float] = {
     "test_conform_gallery.py": 150.0,
     "test_conform_cli.py": 130.0,
     "test_conform_docs.py::test_the_worked_example_runs_as_printed": 20.0,
+    "test_fault_act.py::test_the_same_act_runs_in_limbo_proxy": 7.3,
+    "test_fault_act.py::test_limbo_run_and_limbo_mcp_load_the_mode": 5.1,
     "test_repeats.py::test_replicate_zero_is_the_run_without_repeats_byte_for_byte": 4.2,
     "test_repeats.py::test_records_of_both_versions_validate_against_the_published_schema": 2.1,
     "test_repeats.py::test_pass_k_matches_the_closed_form_within_its_interval": 0.1,

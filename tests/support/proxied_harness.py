@@ -21,7 +21,7 @@ from limbo.episode.models import EpisodeContext, Message, ModelTurn, ToolDef, ma
 from limbo.gateway import Gateway
 from limbo.harnesses.production import process
 from limbo.harnesses.production.base import CLOSING, SIDE_ANSWER, Endpoints
-from limbo.services import Contract
+from limbo.sim.service import Contract
 
 
 @dataclass

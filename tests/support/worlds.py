@@ -86,14 +86,14 @@ def sample_writes(world: World) -> dict[str, dict[str, Any]]:
 
 
 def _view(world: World) -> Any:
-    from limbo.services.base import View
+    from limbo.sim.service import View
 
     return View(world.now)
 
 
 def _setup(world: World, tool: str, args: dict[str, Any]) -> Result:
     """Run a write directly on its service (no ledger, no key store): test preparation."""
-    from limbo.services.base import OpContext
+    from limbo.sim.service import OpContext
 
     spec = world.tools[tool]
     assert spec.op is not None

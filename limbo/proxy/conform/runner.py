@@ -204,8 +204,8 @@ def manifest(opts: Options, catalog: Catalog, status: str, last: str | None = No
     records mean to a reader (the fault modes' families, the tools' kinds)."""
     from limbo.base.provenance import provenance
     from limbo.experiments.design import log_design
-    from limbo.faults import catalog as faults
     from limbo.log.store import manifest_file, read_manifest, scan, write_manifest
+    from limbo.sim.catalog import catalog as faults
 
     path = manifest_file(opts.out, None)
     old = read_manifest(path) if path.is_file() else {"started_at": now_iso()}

@@ -27,7 +27,7 @@ from limbo.proxy.conform.subjects import OWN_SERVICE, Subject
 from limbo.proxy.declared import Catalog
 from limbo.proxy.journal import Journal, journal_path, read_journal
 from limbo.proxy.ledger import REPLAY_FLAG
-from limbo.proxy.plan import ACTS, FaultPlan
+from limbo.proxy.plan import FaultPlan, modes
 from limbo.proxy.record import append, build
 from limbo.proxy.session import Session
 from limbo.proxy.shapes import payload
@@ -106,7 +106,7 @@ class Trial:
     def __init__(self, run: Run, subject: Subject, number: int, name: str,
                  mode: str = "none") -> None:
         self.run, self.subject = run, subject
-        self.plan = FaultPlan(mode, subject.name, ACTS[mode], run.scale, 0)
+        self.plan = FaultPlan(mode, subject.name, modes()[mode], run.scale, 0)
         service = subject.tool.op.service if subject.tool is not None else OWN_SERVICE
         self.cell = Cell(model=MODEL, harness=HARNESS, fault=mode, service=service,
                          template=f"p{number}_{name}", focal_write=subject.name,

@@ -1,4 +1,4 @@
-"""From a checked world file to service classes: the same :class:`~limbo.services.base.OpSpec`
+"""From a checked world file to service classes: the same :class:`~limbo.sim.service.OpSpec`
 contract facts a Python service's decorators record, so the tool schemas and descriptions, the
 boundary, the endpoint's key rules, the read-backs, every fault and the grading treat a
 declared service exactly as a built-in one.
@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from limbo.services.base import DAY_S, Args, Batch, OpSpec, Service
+from limbo.sim.service import DAY_S, Args, Batch, OpSpec, Service
 from limbo.sim.worldfile.derive import (
     id_prefix,
     idempotency,

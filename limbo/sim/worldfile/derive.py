@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable
 from typing import Literal
 
-from limbo.services.base import DAY_S, Args, ReadBack
+from limbo.sim.service import DAY_S, Args, ReadBack
 from limbo.sim.tasks import fill
 from limbo.sim.worldfile.format import HonouredWhen, LagBy, Read, ServiceDef, Write
 from limbo.sim.worldfile.rules import id_field

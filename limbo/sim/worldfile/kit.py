@@ -19,7 +19,7 @@ from typing import Any
 
 from limbo.base.errors import UsageError
 from limbo.base.registry import entries
-from limbo.services.base import OpSpec, Service, operations
+from limbo.sim.service import OpSpec, Service, operations
 from limbo.sim.tasks import Template, templates
 from limbo.sim.worldfile.build import build_services
 from limbo.sim.worldfile.check import checked

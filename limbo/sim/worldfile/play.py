@@ -4,7 +4,7 @@ A write *creates* a record (one per unit, for a batch), *updates* one (refusing 
 the record does not hold what ``when``/``when_args`` require: the repeat of a refund, a
 status change from the wrong status), *deletes* one, or *upserts* one by a key argument. A
 read lists one kind of record, filtered, searched, ordered and capped. Records live in
-:class:`~limbo.services.base.VersionedTable` objects like the built-in services' rows, so read lags and
+:class:`~limbo.sim.service.VersionedTable` objects like the built-in services' rows, so read lags and
 stale replicas work the same way.
 """
 
@@ -13,8 +13,8 @@ from __future__ import annotations
 import copy
 from typing import Any, ClassVar
 
-from limbo.services.base import Args, OpContext, Service, VersionedTable, View
 from limbo.sim.results import Result, error, ok
+from limbo.sim.service import Args, OpContext, Service, VersionedTable, View
 from limbo.sim.worldfile.format import Read, ServiceDef, Write
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from limbo.base.registry import entries
-from limbo.faults.base import Family, Group
+from limbo.sim.fault import Family, Group
 
 
 @dataclass(frozen=True)

@@ -33,3 +33,11 @@ def rate_limited() -> Result:
     """An HTTP 429 with a ``retry_after_s`` hint."""
     return error("rate_limited", "too many requests; retry later",
                  retry_after_s=RETRY_AFTER_S)
+
+
+def failure(kind: str, timing: Timing) -> Result:
+    """The failure an act names (:class:`limbo.sim.act.Fail`), as the agent receives it."""
+    if kind == "timeout":
+        return timeout(timing)
+    return {"server_error": server_error, "connection_reset": connection_reset,
+            "rate_limited": rate_limited}[kind]()

@@ -1,9 +1,11 @@
-"""The fault seam: a transport that wraps the one inside it and fires once.
+"""What a fault mode is: its metadata, its act, and the transport that runs the act on the
+simpy boundary, wrapping the one inside it and firing once.
 
 A fault fires on the *focal write* — the first call to the cell's focal operation — and passes
 every other call through untouched (a mode may still shape later calls through
 :meth:`Fault.passthrough`, as ``stale_readback`` does for one read). What it does on the focal
-write is its ``inject`` process; the service never learns that a fault is active.
+write is its act (:mod:`limbo.sim.act`), run here on simulated time and by
+:mod:`limbo.proxy.inject` on the wall clock; the service never learns that a fault is active.
 
 Requests that a mode delivers *later* than the agent's call (late commits, redelivered copies)
 go through :meth:`Fault.deliver_at`: they are listed in ``ctx.inflight`` until they land, and
@@ -14,21 +16,39 @@ finished (the world settles the clock).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, get_args
+from typing import Any, ClassVar, Literal, cast, get_args
 
 import simpy
 
-from limbo.base.errors import UsageError
+from limbo.base.errors import InfraError, UsageError
 from limbo.base.registry import registrar
 from limbo.base.rng import Rng
-from limbo.services import OpSpec
+from limbo.sim import responses
+from limbo.sim.act import (
+    HALF_TRIP,
+    Act,
+    At,
+    Fail,
+    Focal,
+    Later,
+    Lose,
+    Note,
+    RoundTrip,
+    Send,
+    Span,
+    Stale,
+    Step,
+    Wait,
+    note,
+)
 from limbo.sim.boundary import Process, Transport
 from limbo.sim.config import Timing
 from limbo.sim.events import EventLog
 from limbo.sim.request import Request
 from limbo.sim.results import Result
+from limbo.sim.service import OpSpec
 
 Deliver = Callable[[Request], Result]
 
@@ -59,8 +79,10 @@ GROUPS: tuple[Group, ...] = get_args(Group)
 
 
 class Fault:
-    """Base fault: passes everything through. Subclasses override :meth:`inject` and register
-    with :func:`fault`, which names them."""
+    """Base fault: the control (``none``), which notes the focal write and sends it. A mode
+    overrides :meth:`act` — what it does to the focal write, in steps (:mod:`limbo.sim.act`)
+    that this class runs on the simpy boundary and :mod:`limbo.proxy.inject` on the wall clock —
+    and registers with :func:`fault`, which names it."""
 
     name: ClassVar[str]
     family: ClassVar[Family] = "none"
@@ -72,16 +94,32 @@ class Fault:
     sees: ClassVar[str] = "the normal response"
     hidden: ClassVar[str] = "nothing unusual"
     batch_only: ClassVar[bool] = False
+    acknowledges: ClassVar[bool] = False
+    """Whether the act answers with a dry run (the success the write would have given): the
+    proxy then needs the write's success shape from the world file."""
 
     def __init__(self, ctx: FaultContext, inner: Transport) -> None:
         self.ctx = ctx
         self.inner = inner
         self.fired = False
+        self._stale: tuple[str, float] | None = None
+        """(service, as-of time) of the read still to be served stale (:class:`Stale`)."""
 
     @classmethod
     def applies(cls, op: OpSpec) -> bool:
         """Whether this mode can act on focal write ``op``."""
         return op.kind == "write" and (op.batch is not None or not cls.batch_only)
+
+    @classmethod
+    def unbound(cls) -> Fault:
+        """An instance standing at no simpy boundary, for another interpreter of its act (the
+        proxy's): an act reads only its class and the call it is given."""
+        return cls.__new__(cls)
+
+    def act(self, call: Focal) -> Act:
+        """What happens to the focal write. The control's: nothing unusual."""
+        yield note()
+        return (yield Send())
 
     @property
     def env(self) -> simpy.Environment:
@@ -98,27 +136,75 @@ class Fault:
         return (yield from self.inject(req))
 
     def passthrough(self, req: Request) -> Process:
-        """Every call other than the focal write. The default: untouched."""
+        """Every call other than the focal write: untouched, but the first read of the
+        service an act made stale (:class:`Stale`) answers from a replica as of the
+        focal write."""
+        if self._stale is not None and req.op.kind == "read" and req.op.service == self._stale[0]:
+            as_of = self._stale[1]
+            self._stale = None
+            self.emit(req, stale_as_of=as_of)
+            req = req.but(stale_as_of=as_of)
         return (yield from self.inner.handle(req))
 
     def inject(self, req: Request) -> Process:
-        """What happens to the focal write. The default: nothing."""
-        self.emit(req)
-        return (yield from self.inner.handle(req))
+        """Run the mode's act on the focal write, on simulated time."""
+        batch = req.op.batch
+        call = Focal(req.op.tool, req.op.service,
+                         len(batch.items(req.args)) if batch is not None else None,
+                         self.timing, self.ctx.rng)
+        steps = self.act(call)
+        reply: Any = None
+        try:
+            while True:
+                step = steps.send(reply)
+                reply = yield from self._step(step, req)
+        except StopIteration as done:
+            answer = done.value
+        if isinstance(answer, Fail):
+            return responses.failure(answer.kind, self.timing)
+        return cast(Result, answer)
+
+    def _step(self, step: Step, req: Request) -> Generator[simpy.Event, Any, Any]:
+        """One step of an act on the simpy boundary; its value goes back to the act."""
+        if isinstance(step, Note):
+            self.emit(req, **{k: self._render(v, req) for k, v in step.detail.items()})
+        elif isinstance(step, Send):
+            sent = req if step.cut is None else req.but(cut_after=step.cut)
+            return (yield from self.inner.handle(sent.but(dry_run=True) if step.dry else sent))
+        elif isinstance(step, Lose):
+            self.env.process(self.inner.handle(req))
+        elif isinstance(step, Later):
+            at = self._render(step.at, req)
+            self.deliver_at(req if step.attempt is None else req.but(attempt=step.attempt), at)
+        elif isinstance(step, Wait):
+            yield self.after(step.seconds)
+        elif isinstance(step, RoundTrip):
+            yield self.after(req.round_trip(self.timing.write_s))
+        elif isinstance(step, Stale):
+            self._stale = (req.op.service, req.issued_at)
+        else:
+            raise InfraError(f"fault {self.name!r} yielded {step!r}, not a step of limbo.sim.act")
+        return None
+
+    def _render(self, value: Any, req: Request) -> Any:
+        """A step's time in the sandbox's clock: a moment from the call's issue time."""
+        if isinstance(value, Span):
+            return value.seconds
+        if not isinstance(value, At):
+            return value
+        t = req.issued_at
+        for term in value.terms:
+            t = t + (req.round_trip(self.timing.write_s) / 2 if term == HALF_TRIP
+                     else float(term))
+        return t
 
     def emit(self, req: Request, **detail: Any) -> None:
         """Record that the fault fired, and what it will do (hidden from the agent)."""
         self.ctx.log.emit("fault", mode=self.name, request_id=req.id, detail=detail)
 
-    # -- helpers for the modes -------------------------------------------------------------
-
     def after(self, seconds: float) -> simpy.Event:
         """An event ``seconds`` of sim time from now (for ``yield``)."""
         return self.env.timeout(seconds)
-
-    def background(self, req: Request) -> None:
-        """Deliver ``req`` normally, but let nobody wait for the response (it is lost)."""
-        self.env.process(self.inner.handle(req))
 
     def deliver_at(self, req: Request, at: float) -> None:
         """Make ``req`` reach its service at sim time ``at``, whatever the agent does meanwhile.
