@@ -119,7 +119,9 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_the_package_has_no_import_cycle() -> None:
     found = modules(ROOT, MAPPED)
     graph = import_graph(found)
-    assert len(found) > 100 and "limbo.commands.run" in graph["limbo.cli"]
+    # the CLI imports its command table; each command is imported when it runs (issue 40)
+    assert len(found) > 100 and "limbo.commands" in graph["limbo.cli"]
+    assert "limbo.run.runner" in graph["limbo.commands.run"]
     assert "limbo.experiments.grid" in graph["limbo.commands.episode"]  # a lazy import counts
     assert cycles(graph) == []
 

@@ -25,11 +25,20 @@ from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from limbo.analysis.data import Data
-    from limbo.analysis.report.site import Site
+
+
+class Pages(Protocol):
+    """What the workers read of the report's site (:class:`~limbo.analysis.report.site.Site`,
+    which imports this module): how many episode buckets it has, and each bucket's bytes."""
+
+    buckets: int
+
+    def bucket(self, number: int) -> bytes | None: ...
+
 
 CHUNK = 32
 """Buckets per task: a few hundred episodes, so the workers share the tail evenly."""
@@ -37,7 +46,7 @@ CHUNK = 32
 
 @dataclass
 class _Job:
-    site: Site
+    site: Pages
     drawn: Data
 
 
@@ -69,7 +78,7 @@ def _buckets(start: int, stop: int) -> list[bytes]:
 class Workers:
     """The workers of one build, and what was handed to them."""
 
-    def __init__(self, site: Site, drawn: Data, count: int) -> None:
+    def __init__(self, site: Pages, drawn: Data, count: int) -> None:
         global _JOB
         self.site, self.drawn, self.count = site, drawn, count
         self._pools: list[ProcessPoolExecutor] = []
@@ -136,7 +145,7 @@ class Workers:
 
 
 @contextlib.contextmanager
-def forked(site: Site, drawn: Data, count: int) -> Iterator[Workers]:
+def forked(site: Pages, drawn: Data, count: int) -> Iterator[Workers]:
     """Workers for ``site`` (none when ``count`` is 0), shut down on the way out."""
     pool = Workers(site, drawn, count)
     try:
