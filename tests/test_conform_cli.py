@@ -118,7 +118,7 @@ def test_a_probe_that_prints_prose_leaves_the_verdict_unknown(tmp_path: Path) ->
     assert v["verdict"] == "unknown" and "--probe line 1 is not JSON" in v["why"]
 
 
-def test_show_draws_a_check_with_its_fault(tmp_path: Path) -> None:
+def test_show_draws_a_check_and_status_says_how_to_redo_a_cut_one(tmp_path: Path) -> None:
     done = conform(tmp_path / "run", *stdio("correct", tmp_path / "g.db"), "--world",
                    str(WORLD), "--tool", "create_charge", "--property", "3", "--time-scale",
                    SCALE)
@@ -127,6 +127,14 @@ def test_show_draws_a_check_with_its_fault(tmp_path: Path) -> None:
                            text=True, timeout=120)
     assert shown.returncode == 0, shown.stderr
     assert "timeout_post" in shown.stdout and "COMMIT" in shown.stdout
+    # a check cut short (its conform killed) leaves a journal and no record: limbo status
+    # says to make the check again, not to recover it with limbo proxy
+    (done.out / "proxy" / "ep-cut.jsonl").write_text('{"type": "intent", "n": 1}\n')
+    status = subprocess.run([LIMBO, "status", str(done.out)], capture_output=True, text=True,
+                            timeout=120)
+    assert status.returncode == 1, status.stdout + status.stderr
+    assert "run the same limbo conform command into another --out" in status.stdout
+    assert "--recover" not in status.stdout
 
 
 def test_a_server_that_dies_mid_call_gets_unknown_never_pass(tmp_path: Path) -> None:

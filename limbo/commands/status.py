@@ -74,7 +74,7 @@ def report(run_dir: Path) -> dict[str, Any]:
     for errored in result.errored.values():
         groups.add(errored.termination, errored.reason, errored.model)
     argv = _argv(found)
-    proxy = (proxy_status.report(run_dir, result.ids, bool(writers))
+    proxy = (proxy_status.report(run_dir, result.ids, bool(writers), "conform" in kinds)
              if proxy_status.is_proxy_dir(found, run_dir) else None)
     if proxy is not None and not grids:  # limbo proxy: each episode is its own cell
         total = proxy["cells"]
@@ -141,7 +141,7 @@ def verdict(info: dict[str, Any]) -> tuple[bool, str]:
     proxy = info.get("proxy") is not None
     if info["missing"]:
         problems.append(f"{plural(info['missing'], 'cell')} missing " + (
-            "(record them: the same limbo proxy command with --recover)" if proxy else
+            f"({proxy_status.again(info['proxy'])})" if proxy else
             "(re-run the same command to resume)"))
     if info["cells"] is None:
         problems.append("no manifest says how many cells the grid has")

@@ -63,17 +63,28 @@ def is_proxy_dir(manifests: dict[str, dict[str, Any]], run_dir: Path) -> bool:
     return any(m.get("kind") == KIND for m in manifests.values()) or (run_dir / FOLDER).is_dir()
 
 
-def report(run_dir: Path, recorded: Collection[str], live: bool) -> dict[str, Any]:
+def report(run_dir: Path, recorded: Collection[str], live: bool,
+           conform: bool = False) -> dict[str, Any]:
     """The proxy part of ``limbo status``: cells (recorded + unrecorded), per unrecorded
-    episode its journal's counts (``serving`` while a proxy holds the directory), and the
-    declarations the recorded episodes' upstream contradicted."""
+    episode its journal's counts (``serving`` while a proxy holds the directory), the
+    declarations the recorded episodes' upstream contradicted, and whether ``limbo conform``
+    (whose checks are proxied episodes too) wrote the run."""
     from limbo.log.store import iter_records
 
     episodes = [_journal(p, live) for p in unrecorded(run_dir, recorded)]
     wrong = [{"episode": r["episode_id"], **w} for r in iter_records(run_dir)
              for w in _proxy_of(r).get("misdeclared", [])]
     return {"cells": len(recorded) + len(episodes), "unrecorded": episodes,
-            "misdeclared": wrong}
+            "misdeclared": wrong, "conform": conform}
+
+
+def again(info: Mapping[str, Any]) -> str:
+    """How to get an unrecorded episode recorded: ``limbo proxy --recover`` settles a proxied
+    agent's writes in doubt; a conform check is not resumed but made again."""
+    if info.get("conform"):
+        return ("run the same limbo conform command into another --out: a check cut short is "
+                "made again, not resumed; its journal stays here as evidence")
+    return "record them: the same limbo proxy command with --recover"
 
 
 def _proxy_of(record: Mapping[str, Any]) -> dict[str, Any]:
@@ -106,7 +117,8 @@ def lines(info: dict[str, Any]) -> list[str]:
                    f"upstream, {e['answered_with_error']} answered with an error, "
                    f"{e['in_doubt']} in doubt (no answer heard)")
     if any(e["state"] == "interrupted" for e in info["unrecorded"]):
-        out.append("  record them: run the same limbo proxy command with --recover (it "
+        out.append(f"  {again(info)}" if info.get("conform") else
+                   "  record them: run the same limbo proxy command with --recover (it "
                    "reconciles the writes in doubt against the upstream)")
     for w in info.get("misdeclared", []):
         out.append(f"proxy episode {w['episode']}: the world file declares {w['declared']} for "
