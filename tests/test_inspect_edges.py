@@ -53,12 +53,36 @@ def test_epochs_are_refused_and_samples_without_a_record_are_reported(verify: Pa
     (log,) = inspect_eval(TASKS["e1"](**SMALL), model=replay_model(verify), epochs=2,
                           fail_on_error=False, log_dir=str(tmp_path), display="none")
     errors = [s.error.message for s in log.samples if s.error]
-    assert len(errors) == 2 and all("-T seed" in e for e in errors)
+    assert len(errors) == 2 and all("-T repeats=K" in e for e in errors)
     loaded = load([Path(log.location)])
     assert len(loaded.frame) == 2  # the first epoch's episodes, each once
     missing = [p for p in loaded.problems if p.kind == "no record"]
     assert len(missing) == 2 and all("@epoch2" in p.where for p in missing)
     assert any("1 no record" in m or "2 no record" in m for m in loaded.messages())
+
+
+def test_repeats_are_limbo_run_s_replicates(tmp_path: Path) -> None:
+    """``-T repeats=3`` samples every cell three times as ``limbo run --repeats 3`` does: the
+    same cells, replicates 0-2 (each its own sample and episode), all in the log's records."""
+    run = tmp_path / "run"
+    assert main(["run", "e1", "--model", "policy/verify", "--template", "charge_invoice",
+                 "--fault", "timeout_post", "--instances", "1", "--repeats", "3", "--out",
+                 str(run), "--quiet"]) == 0
+    (log,) = inspect_eval(TASKS["e1"](**SMALL, repeats=3), model=replay_model(run),
+                          log_dir=str(tmp_path / "logs"), display="none")
+    assert log.status == "success" and len(log.samples) == 6
+    assert len({s.id for s in log.samples}) == 6
+
+    def cells(records: list[dict]) -> list[dict]:
+        return sorted(({k: v for k, v in r["cell"].items() if k != "model"} for r in records),
+                      key=json.dumps)
+
+    logged = [s.metadata["limbo_record"] for s in log.samples]
+    ran = [json.loads(line) for line in (run / "episodes.jsonl").read_text().splitlines()]
+    assert cells(logged) == cells(ran)
+    assert sorted(c.get("replicate", 0) for c in cells(logged)) == [0, 0, 1, 1, 2, 2]
+    assert len({r["episode_id"] for r in logged}) == 6
+    assert [r["outcome"]["termination"] for r in logged] == ["finished"] * 6
 
 
 def test_an_unrecorded_cell_ends_as_model_error_and_is_not_rated(verify: Path,

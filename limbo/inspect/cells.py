@@ -36,25 +36,27 @@ def levels(name: str, value: str | list[str] | None) -> list[str] | None:
 
 def grid_cells(grid: str, factors: dict[str, str | list[str] | None],
                instances: int | None = None, seed: int | None = None,
-               limit: int | None = None) -> Expansion:
+               limit: int | None = None, repeats: int | None = None) -> Expansion:
     """The cells of ``grid`` (a built-in name or a TOML path) with ``factors`` (``harness``,
     ``condition``, ``contract``, ``fault``, ``service``, ``template``) replacing the grid's
     levels; the first ``limit`` cells when given."""
     unknown = sorted(set(factors) - set(FACTOR_PARAMS))
     if unknown:
         raise UsageError(f"unknown task parameter {unknown[0]!r}; choose from "
-                         f"{', '.join(FACTOR_PARAMS)}, instances, seed, limit")
+                         f"{', '.join(FACTOR_PARAMS)}, instances, seed, limit, repeats")
     if limit is not None and limit < 0:
         raise UsageError(f"task parameter limit must be at least 0, got {limit}")
-    expansion = expand(task_grid(grid, factors, instances, seed))
+    expansion = expand(task_grid(grid, factors, instances, seed, repeats))
     if limit is not None:
         expansion.cells = expansion.cells[:limit]
     return expansion
 
 
 def task_grid(grid: str, factors: dict[str, str | list[str] | None],
-              instances: int | None = None, seed: int | None = None) -> Grid:
-    """``grid`` with the task parameters applied (the model is Inspect's: a placeholder)."""
+              instances: int | None = None, seed: int | None = None,
+              repeats: int | None = None) -> Grid:
+    """``grid`` with the task parameters applied (the model is Inspect's: a placeholder);
+    ``repeats`` is ``limbo run --repeats``: replicates 0 .. repeats-1 of every cell."""
     base = load_grid(grid)
     changes: dict[str, Any] = {"models": [PLACEHOLDER]}
     for name, value in factors.items():
@@ -65,13 +67,17 @@ def task_grid(grid: str, factors: dict[str, str | list[str] | None],
         changes["instances"] = instances
     if seed is not None:
         changes["seed"] = seed
+    if repeats is not None:
+        changes["repeats"] = repeats
     return validated({**base.model_dump(), **changes, "overrides": changes}, "task parameters")
 
 
 def sample_id(cell: Cell) -> str:
-    """A readable, unique id for the sample of ``cell`` (every field but the model)."""
+    """A readable, unique id for the sample of ``cell`` (every field but the model; the
+    replicate index only from 1, as in the cell's episode id)."""
+    replicate = f"/r{cell.replicate}" if cell.replicate else ""
     return (f"{cell.template}/{cell.focal_write}/{cell.instance}/{cell.fault}/{cell.contract}/"
-            f"{cell.condition}/{cell.harness}/seed{cell.seed}")
+            f"{cell.condition}/{cell.harness}/seed{cell.seed}{replicate}")
 
 
 def cell_metadata(cell: Cell) -> dict[str, Any]:

@@ -35,10 +35,10 @@ def _grid_task(grid_name: str) -> Callable[..., Task]:
     def grid_task(harness: Levels = None, condition: Levels = None, contract: Levels = None,
                   fault: Levels = None, service: Levels = None, template: Levels = None,
                   instances: int | None = None, seed: int | None = None,
-                  limit: int | None = None) -> Task:
+                  limit: int | None = None, repeats: int | None = None) -> Task:
         factors = {"harness": harness, "condition": condition, "contract": contract,
                    "fault": fault, "service": service, "template": template}
-        return limbo_task(grid_name, factors, instances, seed, limit)
+        return limbo_task(grid_name, factors, instances, seed, limit, repeats)
 
     grid_task.__name__ = grid_task.__qualname__ = grid_name
     grid_task.__doc__ = f"LIMBO grid {grid_name!r}, one sample per cell."
@@ -52,5 +52,5 @@ TASKS: dict[str, Callable[..., Task]] = {name: _grid_task(name) for name in buil
 @task(name=task_name("grid"))
 def grid(grid: str = "default", **factors: Any) -> Task:
     """Any grid, built-in or a TOML file: ``-T grid=path/to/grid.toml``."""
-    counts = {k: factors.pop(k, None) for k in ("instances", "seed", "limit")}
+    counts = {k: factors.pop(k, None) for k in ("instances", "seed", "limit", "repeats")}
     return limbo_task(grid, factors, **counts)

@@ -32,27 +32,28 @@ from limbo.log.inspect_logs import DESIGN_KEY, RECORD_KEY
 from limbo.log.rated import rated
 
 RATES = ("duplicate", "missing", "task_success", "exactly_once", "overclaim")
-EPOCHS = ("LIMBO replicates a cell by seed, and an epoch would re-run the identical cell: "
-          "use -T seed=... or -T instances=N instead of --epochs")
+EPOCHS = ("an epoch would re-run the identical cell under the same episode id: for samples "
+          "of every cell use -T repeats=K (limbo run --repeats K) instead of --epochs")
 
 
 def limbo_task(grid: str, factors: dict[str, Any], instances: int | None = None,
-               seed: int | None = None, limit: int | None = None) -> Task:
+               seed: int | None = None, limit: int | None = None,
+               repeats: int | None = None) -> Task:
     """The task running ``grid``'s cells (see :func:`limbo.inspect.cells.grid_cells`)."""
-    expansion = grid_cells(grid, factors, instances, seed, limit)
+    expansion = grid_cells(grid, factors, instances, seed, limit, repeats)
     samples = [Sample(id=sample_id(c), input=_describe(c), metadata={CELL_KEY: cell_metadata(c)})
                for c in expansion.cells]
     return Task(dataset=MemoryDataset(samples, name=f"limbo-{grid}"), solver=episode(),
                 scorer=ledger(), epochs=1,
                 metadata={"limbo_grid": grid, "limbo_dropped": dict(expansion.dropped),
-                          DESIGN_KEY: task_design(grid, factors, instances, seed)})
+                          DESIGN_KEY: task_design(grid, factors, instances, seed, repeats)})
 
 
 def task_design(grid: str, factors: dict[str, Any], instances: int | None,
-                seed: int | None) -> dict[str, Any]:
+                seed: int | None, repeats: int | None = None) -> dict[str, Any]:
     """The run's design (:mod:`limbo.experiments.design`), written into the eval log so the
     analysis reads the log as the run it is; the model is Inspect's, so any model belongs."""
-    found = design(task_grid(grid, factors, instances, seed))
+    found = design(task_grid(grid, factors, instances, seed, repeats))
     for experiment in found["experiments"]:
         experiment["levels"].pop("model")
     return found
