@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -70,52 +71,89 @@ def table15(data: Data) -> t.Table:
 
 
 def _block(data: Data, table: t.Table, model: str, rows: pd.DataFrame) -> None:
-    base = rows[rows["fault"].astype(str) == BASELINE]
-    modes = sorted(set(map(str, rows["fault"].unique())) - {BASELINE})
-    for mode in [BASELINE, *modes] if len(base) else modes:
-        mine = rows[rows["fault"].astype(str) == mode]
-        cells = [_cell(data, mine, base if mode != BASELINE else None, column, digits)
+    faults = rows["fault"].astype(str).to_numpy()
+    base = _Arm(data, rows[faults == BASELINE])
+    modes = sorted(set(faults.tolist()) - {BASELINE})
+    for mode in [BASELINE, *modes] if len(base.rows) else modes:
+        mine = base if mode == BASELINE else _Arm(data, rows[faults == mode])
+        cells = [_cell(mine, base if mode != BASELINE else None, column, digits)
                  for column, _, digits in QUANTITIES]
-        table.add(t.label(model), t.label(mode), t.count(len(mine)), *cells)
+        table.add(t.label(model), t.label(mode), t.count(len(mine.rows)), *cells)
 
 
-def _cell(data: Data, rows: pd.DataFrame, base: pd.DataFrame | None, column: str,
-          digits: int) -> t.Entry:
+@dataclass(frozen=True)
+class _Part:
+    """An arm's episodes with a value of one quantity: the values, their weights (computed
+    within them, as every mean of the tables) and their clusters."""
+
+    y: np.ndarray
+    weights: np.ndarray | None
+    labels: np.ndarray
+
+    @property
+    def mean(self) -> float:
+        return float(np.average(self.y, weights=self.weights))
+
+
+class _Arm:
+    """One fault mode's rows. A cell reads the rows with a value of its quantity; the weights
+    and clusters of those rows are computed once for every quantity that has a value on the
+    same rows (on most runs all of them do), and no frame is copied for a cell."""
+
+    def __init__(self, data: Data, rows: pd.DataFrame) -> None:
+        self.data, self.rows = data, rows
+        self._found: dict[bytes, tuple[np.ndarray | None, np.ndarray]] = {}
+
+    def part(self, column: str) -> _Part | None:
+        """The rows with a value of ``column``; None when none has one."""
+        y = self.rows[column].to_numpy(float)
+        ok = ~np.isnan(y)
+        if not ok.any():
+            return None
+        key = b"" if ok.all() else ok.tobytes()
+        if key not in self._found:
+            mine = self.rows if not key else self.rows[ok]
+            self._found[key] = (self.data.weights(mine), self.data.uncertainty.labels(mine))
+        weights, labels = self._found[key]
+        return _Part(y[ok], weights, labels)
+
+
+def _cell(arm: _Arm, base: _Arm | None, column: str, digits: int) -> t.Entry:
     """``mean (Δ [lo, hi])``, or the mean alone for ``none`` and without a baseline."""
-    rows = rows[rows[column].notna()]
-    if rows.empty:
+    rows = arm.part(column)
+    if rows is None:
         return t.Entry(t.EMPTY, denominator=0)
-    mean = data.mean(rows, column)
-    if base is None or base[column].notna().sum() == 0:
-        lo, hi, k = mean_interval(data, rows, column)
-        return t.Entry(f"{mean:.{digits}f}", mean, denominator=len(rows), lo=lo, hi=hi,
+    mean = rows.mean
+    other = None if base is None else base.part(column)
+    if other is None:
+        lo, hi, k = mean_interval(rows)
+        return t.Entry(f"{mean:.{digits}f}", mean, denominator=len(rows.y), lo=lo, hi=hi,
                        clusters=k)
-    base = base[base[column].notna()]
-    diff, lo, hi, k = difference(data, rows, base, column)
+    diff, lo, hi, k = difference(arm.data, rows, other)
     interval = "" if math.isnan(lo) else f" [{lo:+.{digits}f}, {hi:+.{digits}f}]"
     shown = f"{mean:.{digits}f} ({diff:+.{digits}f}{interval})"
-    return t.Entry(shown, diff, denominator=len(rows), lo=lo, hi=hi, clusters=k)
+    return t.Entry(shown, diff, denominator=len(rows.y), lo=lo, hi=hi, clusters=k)
 
 
-def difference(data: Data, rows: pd.DataFrame, base: pd.DataFrame,
-               column: str) -> tuple[float, float, float, int]:
+def difference(data: Data, rows: _Part, base: _Part) -> tuple[float, float, float, int]:
     """(Δ, lo, hi, clusters) of mean(``rows``) − mean(``base``), 95% on t(K − 1)."""
-    both = pd.concat([rows, base])
-    weights = _weights(data, rows, base)
-    arm = np.r_[np.ones(len(rows), bool), np.zeros(len(base), bool)]
-    found = tost_clustered_arms(both[column].to_numpy(float), arm, data.uncertainty.labels(both),
-                                weights)
-    diff = data.mean(rows, column) - data.mean(base, column)  # also with one cluster (no SE)
+    arm = np.r_[np.ones(len(rows.y), bool), np.zeros(len(base.y), bool)]
+    weights = (None if rows.weights is None or base.weights is None
+               else np.concatenate([np.asarray(rows.weights, float),
+                                    np.asarray(base.weights, float)]))
+    labels = (np.arange(len(arm)) if data.uncertainty.cluster == "none"  # each its own
+              else np.concatenate([rows.labels, base.labels]))
+    found = tost_clustered_arms(np.concatenate([rows.y, base.y]), arm, labels, weights)
+    diff = rows.mean - base.mean  # also with one cluster (no SE)
     lo, hi = _around(diff, found.se, found.clusters)
     return diff, lo, hi, int(found.clusters)
 
 
-def mean_interval(data: Data, rows: pd.DataFrame, column: str) -> tuple[float, float, int]:
+def mean_interval(rows: _Part) -> tuple[float, float, int]:
     """(lo, hi, clusters): the weighted mean's 95% interval from its cluster-robust SE."""
-    y = rows[column].to_numpy(float)
-    w = data.weights(rows)
-    w = np.ones(len(y)) if w is None else np.asarray(w, float)
-    codes, k = cluster_codes(data.uncertainty.labels(rows), len(y))
+    y = rows.y
+    w = np.ones(len(y)) if rows.weights is None else np.asarray(rows.weights, float)
+    codes, k = cluster_codes(rows.labels, len(y))
     mean = float(np.average(y, weights=w))
     u = np.bincount(codes, w * (y - mean) / w.sum(), k)
     se = math.sqrt(k / (k - 1) * float((u * u).sum())) if k > 1 else math.nan
@@ -128,15 +166,6 @@ def _around(value: float, se: float, k: int) -> tuple[float, float]:
         return math.nan, math.nan
     half = float(student.ppf(0.975, k - 1)) * se
     return value - half, value + half
-
-
-def _weights(data: Data, rows: pd.DataFrame, base: pd.DataFrame) -> np.ndarray | None:
-    """Each arm's weights, computed within the arm (as its mean is)."""
-    a, b = data.weights(rows), data.weights(base)
-    if a is None or b is None:
-        return None
-    both: np.ndarray = np.concatenate([np.asarray(a, float), np.asarray(b, float)])
-    return both
 
 
 def wall_times(data: Data, rows: pd.DataFrame) -> pd.Series:

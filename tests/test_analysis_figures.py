@@ -114,3 +114,34 @@ def test_a_bootstrap_without_width_gives_way_to_the_tables_interval(data: Data) 
     rate, lo, hi = rate_point(booted, mixed, "duplicate")
     table = booted.rate(mixed, "duplicate")
     assert 0 < rate < 1 and (lo, hi) == (table.boot_lo, table.boot_hi) and lo < hi
+
+
+def test_saving_without_the_disabled_drawing_pass_changes_no_byte(data: Data) -> None:
+    """A figure lays itself out and stops on matplotlib's pass that draws nothing
+    (:class:`~limbo.analysis.draw.LaidOut`); every figure saved so is byte for byte the one a
+    plain matplotlib figure, which walks every artist on that pass, saves (two figures
+    whose layouts differ; the paper run's six figures were compared too)."""
+    import io
+
+    import matplotlib
+    from matplotlib.figure import Figure
+
+    from limbo.analysis.draw import LaidOut
+    from limbo.analysis.figures import PNG_METADATA, SVG_METADATA
+
+    def saved(figure: Figure) -> list[bytes]:
+        found = []
+        for suffix, stamp in (("png", PNG_METADATA), ("svg", SVG_METADATA)):
+            buffer = io.BytesIO()
+            with matplotlib.rc_context({"svg.hashsalt": "limbo"}):
+                figure.savefig(buffer, format=suffix, metadata=stamp)
+            found.append(buffer.getvalue())
+        return found
+
+    for number in (0, 2):  # four panels and a legend outside them; a colour bar
+        ours, plain = (FIGURES[number](data).figure for _ in range(2))  # each saved once
+        if ours is None:
+            continue
+        assert isinstance(ours, LaidOut) and isinstance(plain, LaidOut), number
+        plain.__class__ = Figure  # the other one saved the plain way
+        assert saved(ours) == saved(plain), number

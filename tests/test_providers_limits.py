@@ -219,6 +219,23 @@ def test_episodes_of_a_run_share_one_client_which_closes_with_the_run(api, monke
     assert all(c.is_closed() for c in shared)
 
 
+def test_every_client_verifies_tls_with_one_context_that_still_verifies(monkeypatch) -> None:
+    """Clients of both providers (two keys, two clients) share the process's TLS context
+    instead of loading the CA certificates each; it is the HTTP library's verifying default,
+    not a context that trusts anything."""
+    import ssl
+
+    monkeypatch.setenv("LIMBO_OTHER_KEY", "another-key-for-this-endpoint")
+    url = "http://127.0.0.1:9"
+    made = [make_adapter(SPECS[api].format(url=url)) for api in SPECS]
+    made.append(make_adapter(SPECS["chat"].format(url=url) + "&api_key_env=LIMBO_OTHER_KEY"))
+    contexts = [a._make_client(a._key)._client._transport.ssl_context for a in made]
+    context = contexts[0]
+    assert all(c is context for c in contexts) and isinstance(context, ssl.SSLContext)
+    assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
+    assert context.cert_store_stats()["x509_ca"] > 0  # a CA bundle is loaded
+
+
 def test_provider_adapters_behind_the_gateway_share_the_runs_client(make_cell) -> None:
     """A production-harness episode serves its harness from a gateway started inside the
     episode; the provider adapter answering there takes the run's client too."""

@@ -193,9 +193,10 @@ class ProviderAdapter(ModelAdapter):
         httpx = importlib.import_module(base.__module__.split(".")[0])
         limits = httpx.Limits(max_connections=MAX_CONNECTIONS,
                               max_keepalive_connections=MAX_CONNECTIONS)
+        verify = tls_context(httpx.__name__)
         if importlib.util.find_spec("aiohttp") and hasattr(self.sdk, "DefaultAioHttpClient"):
-            return self.sdk.DefaultAioHttpClient(limits=limits)
-        return cls(limits=limits)
+            return self.sdk.DefaultAioHttpClient(limits=limits, verify=verify)
+        return cls(limits=limits, verify=verify)
 
     def _options(self) -> dict[str, Any]:
         """The SDK's per-request options."""
@@ -338,6 +339,17 @@ class ProviderAdapter(ModelAdapter):
             return UsageError(self.scrub(f"{self.spec}: not found at the provider (HTTP 404): "
                                          f"{describe(exc)}" + (f"; {hint}" if hint else "")))
         return ModelError(self.scrub(f"{self.spec}: {describe(exc)}"))
+
+
+@functools.cache
+def tls_context(httpx: str) -> Any:
+    """The TLS context every client of this process verifies with: the HTTP library's own
+    default (its CA bundle; ``SSL_CERT_FILE`` and ``SSL_CERT_DIR`` honoured), made once.
+    Loading the CA certificates is most of building a client (about 25 ms of CPU each time),
+    and a run's first client is built while its first episodes wait; the preflight's client,
+    built before the run, has made it by then. An SSL context is shared safely: each
+    connection holds its own state."""
+    return importlib.import_module(httpx).create_ssl_context()
 
 
 @functools.cache

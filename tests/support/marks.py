@@ -110,6 +110,7 @@ SLOW: dict[str, float] = {
     "test_analysis_figures.py::test_figure3_draws_a_missing_cell_as_missing": 2.0,
     "test_analysis_figures.py::test_figure4_reads_without_the_tail_panel_data": 0.5,
     "test_analysis_figures.py::test_the_permutation_test_separates_and_does_not_invent": 0.4,
+    "test_analysis_figures.py::test_saving_without_the_disabled_drawing_pass_changes_no_byte": 5.4,
     "test_analysis_stats.py::test_clustered_reference_values_are_reproduced_by_both_routes": 5.6,
     "test_analysis_cluster.py::test_coverage_by_simulation": 2.8,
     "test_analysis_cluster.py::test_a_rare_outcome_in_sixteen_worlds_is_covered": 2.5,
