@@ -140,3 +140,22 @@ def test_a_real_harness_that_cannot_run_here_asks_for_no_count(capsys, tmp_path)
                  "minimal", *POLICY, *ONE, "--out", str(tmp_path / "run"), "--quiet")
     assert result.code == 0, result.err
     assert "plan: " not in result.out and "harness plane-gone is not available here" in result.out
+
+
+def test_the_cells_of_a_harness_that_cannot_run_are_counted_as_if_built(capsys, tmp_path) -> None:
+    """They are counted by the block, not built one by one: as many as the same grid has with
+    a harness that runs (replicates and faults that cannot act included), and in the manifest
+    in the order a pass over every combination meets them."""
+    plugin = _plugin(tmp_path, "planf")
+    grid = [*POLICY, "--template", "charge_invoice", "--fault", "none", "--fault",
+            "partial_batch", "--contract", "native", "--repeats", "2", "--quiet"]
+    result = cli(capsys, "run", "--plugin", plugin, "--harness", "planf-gone", "--harness",
+                 "minimal", *grid, "--out", str(tmp_path / "run"))
+    assert result.code == 0, result.err
+    said = [line for line in result.out.splitlines() if line.startswith("dropped ")]
+    assert said[0] == "dropped 8 cells: harness planf-gone is not available here: not installed here"
+    assert said[1:] == ["dropped 4 cells: partial_batch cannot act on a focal write that is not a "
+                        "batch write"]
+    assert "ran 4 episodes" in result.out
+    dropped = json.loads((tmp_path / "run" / "manifest.json").read_text())["dropped"]
+    assert list(dropped.values()) == [8, 4] and next(iter(dropped)).startswith("harness planf")
