@@ -22,6 +22,15 @@ class SlowCli(MinimalHarness):
     median_wall_s = 12.0
 
 
+@harness("{name}-gone")
+class GoneCli(SlowCli):
+    """A real CLI this machine does not have."""
+
+    @classmethod
+    def availability(cls):
+        return False, "not installed here"
+
+
 @harness("{name}-absent")
 class Absent(MinimalHarness):
     """A harness this machine cannot run."""
@@ -114,3 +123,39 @@ def test_an_unpriced_model_costs_unknown_and_a_budget_refuses_it(capsys, tmp_pat
     assert "note: --max-cost: pland/x has no known price; --allow-unpriced runs it" in allowed.out
     assert json.loads((tmp_path / "b" / "manifest.json").read_text())["status"] == "complete"
     refused(cli(capsys, "run", *ONE, "--allow-unpriced"), "--allow-unpriced only makes sense")
+
+
+def test_a_real_harness_that_cannot_run_here_asks_for_no_count(capsys, tmp_path) -> None:
+    """Its cells are dropped as the grid expands, so none of the run is real: ``limbo run``
+    does not pass over the cells once more to count real ones (the paper grid without the
+    production harnesses installed: a second of its start), and prints no plan line."""
+    from limbo.base.registry import load_plugin
+    from limbo.commands.run_plan import may_be_real
+
+    plugin = _plugin(tmp_path, "plane")
+    load_plugin(plugin)
+    assert not may_be_real({"harnesses": ["plane-gone", "minimal"], "models": ["policy/verify"]})
+    assert may_be_real({"harnesses": ["plane-gone", "plane-cli"], "models": ["policy/verify"]})
+    result = cli(capsys, "run", "--plugin", plugin, "--harness", "plane-gone", "--harness",
+                 "minimal", *POLICY, *ONE, "--out", str(tmp_path / "run"), "--quiet")
+    assert result.code == 0, result.err
+    assert "plan: " not in result.out and "harness plane-gone is not available here" in result.out
+
+
+def test_the_cells_of_a_harness_that_cannot_run_are_counted_as_if_built(capsys, tmp_path) -> None:
+    """They are counted by the block, not built one by one: as many as the same grid has with
+    a harness that runs (replicates and faults that cannot act included), and in the manifest
+    in the order a pass over every combination meets them."""
+    plugin = _plugin(tmp_path, "planf")
+    grid = [*POLICY, "--template", "charge_invoice", "--fault", "none", "--fault",
+            "partial_batch", "--contract", "native", "--repeats", "2", "--quiet"]
+    result = cli(capsys, "run", "--plugin", plugin, "--harness", "planf-gone", "--harness",
+                 "minimal", *grid, "--out", str(tmp_path / "run"))
+    assert result.code == 0, result.err
+    said = [line for line in result.out.splitlines() if line.startswith("dropped ")]
+    assert said[0] == "dropped 8 cells: harness planf-gone is not available here: not installed here"
+    assert said[1:] == ["dropped 4 cells: partial_batch cannot act on a focal write that is not a "
+                        "batch write"]
+    assert "ran 4 episodes" in result.out
+    dropped = json.loads((tmp_path / "run" / "manifest.json").read_text())["dropped"]
+    assert list(dropped.values()) == [8, 4] and next(iter(dropped)).startswith("harness planf")

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from limbo.base.words import duration, plural
+from limbo.episode.harness import unavailable
 from limbo.run.kinds import calls_a_provider as real_model
 from limbo.run.kinds import harness_median
 from limbo.sim.cell import Cell
@@ -62,8 +63,11 @@ class Work:
 
 
 def may_be_real(levels: dict[str, list[str]]) -> bool:
-    """Whether a grid with these levels can hold any such cell (else nothing is counted)."""
-    return (any(harness_median(h) is not None for h in levels["harnesses"])
+    """Whether a grid with these levels can hold any such cell (else nothing is counted, and
+    ``limbo run`` skips a pass over the cells: a second of the paper grid's start). A real
+    harness that cannot run here does not count: its cells are dropped as the grid expands."""
+    return (any(harness_median(h) is not None and unavailable(h) is None
+                for h in levels["harnesses"])
             or any(real_model(m) for m in levels["models"]))
 
 
