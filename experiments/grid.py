@@ -386,8 +386,7 @@ def load_grid(ref: str) -> Grid:
         raise UsageError(f"no grid {ref!r}: not a file, and not a built-in grid "
                          f"({', '.join(grids)})")
     try:
-        # utf-8-sig: a BOM, as some editors start a UTF-8 file with, is no part of the TOML
-        raw = tomllib.loads(path.read_bytes().decode("utf-8-sig"))
+        raw = tomllib.loads(path.read_bytes().decode("utf-8-sig"))  # a BOM is no TOML
     except OSError as exc:
         raise UsageError(f"cannot read grid file {path}: {exc.strerror}") from None
     except UnicodeDecodeError as exc:

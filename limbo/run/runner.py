@@ -250,7 +250,7 @@ def _run(cells: Iterable[Cell], ctx: RunContext, executor: Executor, manifest: d
     status, reason, by = "complete", None, None
     try:
         _drive(cells, ctx, executor, budget, tally, todo, schedule,
-               set(the_plan.mine) - set(pending), the_plan.mine if ctx.shard is None else None)
+               set(the_plan.mine) - set(pending))
     except BaseException as exc:
         _fail(run, base, tally, exc)
         raise
@@ -282,12 +282,11 @@ def _run(cells: Iterable[Cell], ctx: RunContext, executor: Executor, manifest: d
 
 def _drive(cells: Iterable[Cell], ctx: RunContext, executor: Executor, budget: Budget | None,
            tally: PassTally, todo: list[str], schedule: Precision | None,
-           recorded: set[str], order: tuple[str, ...] | None = None) -> None:
+           recorded: set[str]) -> None:
     """Hand the pass's cells to the executor: all at once, or a ``--precision`` schedule's
-    rounds (which first read the results already ``recorded``); the error streak halts both.
-    ``order``: the ids of every cell of ``cells`` in order (the plan of a whole grid)."""
+    rounds (which first read the results already ``recorded``); the error streak halts both."""
     if schedule is None:
-        executor.run(wanted(cells, set(todo), tally.halted, order), ctx, budget, tally)
+        executor.run(wanted(cells, set(todo), tally.halted), ctx, budget, tally)
         return
     schedule.read(record_files(ctx.out), recorded)
     schedule.drive(lambda batch: executor.run(

@@ -4,7 +4,7 @@ the summary and the error streak, and shown to a ``--precision`` schedule (the e
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from limbo.base.secrets import scrubber
@@ -15,18 +15,13 @@ from limbo.run.summary import Summary
 from limbo.sim.cell import Cell
 
 
-def wanted(cells: Iterable[Cell], ids: set[str], halted: Callable[[], bool],
-           order: Sequence[str] | None = None) -> Iterator[Cell]:
-    """The cells whose ids are in ``ids``, each once, until ``halted()``. ``order``: the ids
-    of ``cells`` in the same order, when known (a whole grid's plan digested every cell once
-    already): then no id is digested again here (a third of this pass over the paper grid)."""
-    known = iter(order) if order is not None else None
+def wanted(cells: Iterable[Cell], ids: set[str], halted: Callable[[], bool]) -> Iterator[Cell]:
+    """The cells whose ids are in ``ids``, each once, until ``halted()``."""
     for cell in cells:
         if halted():
             return
-        episode = cell.episode_id if known is None else next(known)
-        if episode in ids:
-            ids.discard(episode)
+        if cell.episode_id in ids:
+            ids.discard(cell.episode_id)
             yield cell
 
 
