@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import cast
 
 from limbo import __version__
@@ -18,6 +19,7 @@ from limbo.base.errors import ModelError
 from limbo.base.registry import lookup
 from limbo.base.runtime import host_facts, stopwatch
 from limbo.episode.briefing import answer_key, brief, context
+from limbo.episode.condition import Condition
 from limbo.episode.harness import Harness, LoopResult
 from limbo.episode.isolation import AdapterFailure, Isolated, escapes, where
 from limbo.episode.models import ModelAdapter, make_adapter
@@ -36,20 +38,9 @@ from limbo.log.records import (
 from limbo.sim.cell import Cell
 from limbo.sim.config import dumped
 from limbo.sim.events import TERMINATIONS, Termination
-from limbo.sim.tasks import LenientEnv, fill, plan_hash
-from limbo.sim.world import World
-
-
-def focal_write_class(world: World) -> WriteClass | None:
-    """Write class of the focal write, with the plan's arguments for it."""
-    for step in world.task.template.steps:
-        if step.tool == world.cell.focal_write:
-            spec = world.tools[step.tool]
-            assert spec.op is not None
-            return cast(WriteClass, world.endpoint.write_class(spec.op,
-                                                               fill(step.args,
-                                                                    LenientEnv(world.vars))))
-    return None
+from limbo.sim.fault import Fault
+from limbo.sim.world import Facts, World
+from limbo.sim.worldfile.kit import Kit, kit
 
 
 async def arun_episode(cell: Cell, adapter: ModelAdapter | None = None,
@@ -77,7 +68,8 @@ async def arun_episode(cell: Cell, adapter: ModelAdapter | None = None,
         world.settle(cell.limits.settle_s)
     except Exception as exc:  # noqa: BLE001 - a fault's in-flight delivery failed
         loop.termination, loop.reason = "infra_error", where(exc)
-    return _record(cell, header, _outcome(world, loop, header), started, world, loop)
+    facts = world.facts()
+    return _record(cell, header, _outcome(facts, loop), started, facts, loop)
 
 
 FAILED = ("infra_error", "model_error", "timeout")
@@ -89,17 +81,17 @@ async def _build(cell: Cell, adapter: ModelAdapter | None,
     """The episode's parts, or why they could not be built (the adapter closed)."""
     isolated: Isolated | None = None
     try:
-        condition = lookup("condition", cell.condition)()
-        harness_cls = make_harness or lookup("harness", cell.harness)
+        parts = _resolve(cell, make_harness)
         isolated = Isolated(adapter) if adapter else Isolated(_make(cell),
                                                               cell.model.split("?")[0])
-        world = World(cell)
+        world = World(cell, parts.kit, parts.fault)
+        opening = world.opening()
         header = Header(timing=dumped(cell.timing), limits=dumped(cell.limits),
-                        prompts=condition.prompt_hashes(), task_prompt=world.prompt(),
-                        intents=cast(list[Intent], world.intents()), version=__version__,
-                        plan_hash=plan_hash(world.task.template))
+                        prompts=parts.condition.prompt_hashes(), task_prompt=opening.prompt,
+                        intents=cast(list[Intent], opening.intents), version=__version__,
+                        plan_hash=opening.plan_hash)
         brief(isolated.inner, answer_key(world))  # a reference policy's key; no other's
-        harness: Harness = harness_cls(world, isolated, condition, context(world))
+        harness: Harness = parts.harness(world, isolated, parts.condition, context(world))
     except BaseException as exc:
         if escapes(exc):
             raise
@@ -107,6 +99,23 @@ async def _build(cell: Cell, adapter: ModelAdapter | None,
             await isolated.close()
         return exc.args[0] if isinstance(exc, AdapterFailure) else where(exc)
     return world, header, harness, isolated
+
+
+@dataclass(frozen=True)
+class _Parts:
+    """What the cell names, resolved: the registry is asked once per episode, here."""
+
+    condition: Condition
+    harness: Callable[..., Harness]
+    kit: Kit
+    fault: type[Fault]
+
+
+def _resolve(cell: Cell, make_harness: Callable[..., Harness] | None) -> _Parts:
+    """Every registry lookup the episode makes, up front (the adapter's is :func:`_make`)."""
+    return _Parts(lookup("condition", cell.condition)(), make_harness or lookup("harness",
+                                                                              cell.harness),
+                  kit(cell.world), lookup("fault", cell.fault))
 
 
 def _make(cell: Cell) -> ModelAdapter:
@@ -156,15 +165,15 @@ def unbuilt_record(cell: Cell, reason: str, started: float | None = None) -> Epi
 
 
 def _record(cell: Cell, header: Header, outcome: Outcome, started: float,
-            world: World | None = None, loop: LoopResult | None = None) -> EpisodeRecord:
+            facts: Facts | None = None, loop: LoopResult | None = None) -> EpisodeRecord:
     """The record, its keys in the order they are written (``runtime`` last: what differs
     between two runs of one cell is cut off the end, :mod:`tools.same_records`)."""
     return EpisodeRecord(
         schema=REPLICATE_SCHEMA if cell.replicate else SCHEMA, episode_id=cell.episode_id,
         cell=cell.public(),
         header=header, outcome=outcome, report=loop.report if loop else None,
-        events=world.log.events if world else [],
-        ledger=cast(list[LedgerEntry], world.ledger) if world else [],
+        events=facts.events if facts else [],
+        ledger=cast(list[LedgerEntry], facts.ledger) if facts else [],
         usage=loop.usage if loop else [],
         runtime=cast(Runtime, {"wall_s": round(stopwatch() - started, 6), **host_facts(),
                                **(loop.runtime if loop else {})}),
@@ -185,11 +194,12 @@ def _broken_outcome(reason: str) -> Outcome:
                    termination_reason=reason)
 
 
-def _outcome(world: World, loop: LoopResult, header: Header) -> Outcome:
-    graded = grade(header["intents"], world.ledger, loop.report, focal_write_class(world))
+def _outcome(facts: Facts, loop: LoopResult) -> Outcome:
+    graded = grade(cast(list[Intent], facts.intents), cast(list[LedgerEntry], facts.ledger),
+                   loop.report, cast(WriteClass | None, facts.focal_class))
     costs = [u["cost_usd"] for u in loop.usage]
     return Outcome(
-        fault_fired=world.fault.fired,
+        fault_fired=facts.fault_fired,
         **graded,
         agent_time_s=loop.agent_time_s,
         tool_calls=loop.tool_calls,
