@@ -28,12 +28,12 @@ from limbo.sim.boundary import Boundary, ServiceTransport
 from limbo.sim.cell import Cell
 from limbo.sim.endpoint import Endpoint
 from limbo.sim.events import EventLog
-from limbo.sim.fault import Fault, FaultContext
+from limbo.sim.fault import FaultContext
+from limbo.sim.parts import Parts, parts
 from limbo.sim.results import Result, copied
 from limbo.sim.service import OpContext, Service
-from limbo.sim.tasks import LenientEnv, TaskInstance, Template, dig, fill, instantiate, plan_hash
-from limbo.sim.tools import ToolSpec, toolset
-from limbo.sim.worldfile.kit import Kit, kit
+from limbo.sim.tasks import LenientEnv, TaskInstance, Template, dig, fill, plan_hash
+from limbo.sim.tools import ToolSpec
 
 PRINCIPAL = "agent"
 
@@ -68,52 +68,51 @@ class Facts:
 
 
 class World:
-    """The world of ``cell``, built from its resolved ``kit`` and ``fault`` mode, with the
-    task's setup run. :meth:`of` resolves them by the cell's names."""
+    """The world of ``cell``, built from its resolved :class:`~limbo.sim.parts.Parts`, with
+    the task's setup run. :meth:`of` resolves them by the cell's names."""
 
-    def __init__(self, cell: Cell, kit: Kit, fault: type[Fault]) -> None:
+    def __init__(self, cell: Cell, parts: Parts) -> None:
+        seed, kit = cell.seed, parts.kit
+        seeds = {cls.name: derive_seed(seed, f"service.{cls.name}") for cls in kit.services}
+        fault_rng = generator(seed, "fault")
+        latency = generator(seed, "latency") if kit.declares_latency else None
         self.cell = cell
         self.env = simpy.Environment()
         self.log = EventLog(self.env)
         self.ledger: list[dict[str, Any]] = []
         self.inflight: list[dict[str, Any]] = []
         self.kit = kit
-        self.services: dict[str, Service] = {
-            cls.name: cls(derive_seed(cell.seed, f"service.{cls.name}"))
-            for cls in self.kit.services
-        }
-        self.tools: dict[str, ToolSpec] = toolset(cell.contract, self.kit.services)
+        self.services: dict[str, Service] = {cls.name: cls(seeds[cls.name])
+                                             for cls in kit.services}
+        self.tools = parts.tools
         self.endpoint = Endpoint(self.services, cell.contract, PRINCIPAL, self.log, self.ledger)
         inner = ServiceTransport(self.env, self.endpoint, cell.timing.read_s, cell.timing.write_s)
-        ctx = FaultContext(self.env, self.log, generator(cell.seed, "fault"), cell.timing,
-                           cell.focal_write, self.inflight)
-        self.fault = fault(ctx, inner)
-        latency = generator(cell.seed, "latency") if self.kit.declares_latency else None
+        ctx = FaultContext(self.env, self.log, fault_rng, cell.timing, cell.focal_write,
+                           self.inflight)
+        self.fault = parts.fault(ctx, inner)
         self.boundary = Boundary(self.env, self.log, self.tools, self.fault, cell.timing.max_wait_s,
                                  latency)
-        self.task: TaskInstance = instantiate(self.kit.template(cell.template), cell.instance)
+        self.task: TaskInstance = parts.task
         self.vars: dict[str, Any] = copied(self.task.vars)  # the instance is shared
-        self._opening: Opening | None = None
-        self._setup()
-
-    @classmethod
-    def of(cls, cell: Cell) -> World:
-        """The world of ``cell``, its world file's kit and fault mode looked up by name."""
-        return cls(cell, kit(cell.world), lookup("fault", cell.fault))
-
-    def _setup(self) -> None:
-        """Prepare the world for the task at t = 0, outside the ledger and the event log."""
-        for step in self.task.template.setup:
+        for step in self.task.template.setup:  # at t = 0, outside the ledger and the event log
             spec = self.tools[step.tool]
             assert spec.op is not None
             args = spec.model.model_validate(fill(step.args, self.vars)).model_dump()
             args.pop("idempotency_key", None)
-            service = self.services[spec.op.service]
-            result: Result = service.call(spec.op.name, OpContext(0.0), args)
+            result: Result = self.services[spec.op.service].call(spec.op.name, OpContext(0.0),
+                                                                 args)
             if not result["ok"]:
-                raise InfraError(f"setup step {step.id} of {self.cell.template} failed: {result}")
+                raise InfraError(f"setup step {step.id} of {cell.template} failed: {result}")
             for name, path in step.save.items():
                 self.vars[name] = dig(result, path)
+        template = self.task.template  # what the agent and the grader will be told
+        self._opening = Opening(self.task.prompt(self.vars), self.task.intents(self.vars, kit.ops),
+                                template, plan_hash(template), dict(self.vars))
+
+    @classmethod
+    def of(cls, cell: Cell) -> World:
+        """The world of ``cell``, its parts and fault mode looked up by name."""
+        return cls(cell, parts(cell, lookup("fault", cell.fault)))
 
     # -- the face: during the episode ----------------------------------------------------------
 
@@ -145,17 +144,13 @@ class World:
         self.log.emit(kind, **fields)
 
     def prompt(self) -> str:
-        return self.task.prompt(self.vars)
+        return self._opening.prompt
 
     def intents(self) -> list[dict[str, Any]]:
-        return self.task.intents(self.vars, self.kit.ops)
+        return self._opening.intents
 
     def opening(self) -> Opening:
         """The task as fixed before the first turn (the record's header, the answer key)."""
-        if self._opening is None:
-            template = self.task.template
-            self._opening = Opening(self.prompt(), self.intents(), template, plan_hash(template),
-                                    dict(self.vars))
         return self._opening
 
     def truth(self, tool: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
