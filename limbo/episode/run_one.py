@@ -81,22 +81,22 @@ def _build(cell: Cell, adapter: ModelAdapter | None,
     failed, and why it failed."""
     built = _Built()
     try:
+        if adapter is not None:  # the caller's: closed whatever fails from here on
+            built.isolated = Isolated(adapter)
         condition: Condition = lookup("condition", cell.condition)()
         harness_cls = make_harness or lookup("harness", cell.harness)
         fault = lookup("fault", cell.fault)
         world = built.world = World(cell, parts(cell, fault))
         built.prompts = condition.prompt_hashes()
-        if adapter is None:
+        if built.isolated is None:  # made last: nothing built before it needs closing
             try:
-                adapter = make_adapter(cell.model, dict(cell.transport))
+                made = make_adapter(cell.model, dict(cell.transport))
             except BaseException as exc:
                 if escapes(exc):
                     raise
                 raise AdapterFailure(f"adapter {cell.model} could not be created: "
                                      f"{where(exc)}") from None
-            built.isolated = Isolated(adapter, cell.model.split("?")[0])
-        else:
-            built.isolated = Isolated(adapter)
+            built.isolated = Isolated(made, cell.model.split("?")[0])
         brief(built.isolated.inner, answer_key(world))  # a reference policy's key; no other's
         built.harness = harness_cls(world, built.isolated, condition, context(world))
     except BaseException as exc:
