@@ -35,7 +35,7 @@ def episodes_per_second(n: int) -> tuple[int, float]:
 def tool_call_overhead(samples: int = 2000) -> float:
     """Median wall time of one read call through the boundary, in microseconds."""
     cell = expand(load_grid("default")).cells[0]
-    world = World(cell)
+    world = World.of(cell)
     timings = []
     for _ in range(samples):
         start = time.perf_counter()

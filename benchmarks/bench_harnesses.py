@@ -67,7 +67,7 @@ async def _episodes(harness: str, n: int, concurrency: int) -> tuple[list[float]
 
 def _server() -> EpisodeServer:
     cell = _cell("minimal", "none", limits=Limits(tool_calls=10**6, agent_time_s=1e12))
-    return EpisodeServer(World(cell), lookup("condition", "vanilla")(), LoopResult())
+    return EpisodeServer(World.of(cell), lookup("condition", "vanilla")(), LoopResult())
 
 
 class Served:

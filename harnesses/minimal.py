@@ -55,7 +55,7 @@ class MinimalHarness:
                 return self.stop("turn_limit")
             if world.now >= limits.agent_time_s:
                 return self.stop("time_limit")
-            world.env.run(until=world.now + world.cell.timing.think_s)
+            world.advance(world.cell.timing.think_s)
             self.out.turns += 1
             turn = await self.adapter.generate(messages, tools, self.ctx)
             account(world, self.out, turn)
@@ -87,6 +87,6 @@ class MinimalHarness:
     def stop(self, reason: Termination, detail: str | None = None) -> LoopResult:
         self.out.termination = reason
         self.out.reason = detail
-        self.world.log.emit("limit", reason=reason)
+        self.world.emit("limit", reason=reason)
         self.out.agent_time_s = self.world.now
         return self.out

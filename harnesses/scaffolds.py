@@ -36,17 +36,17 @@ WAITS_S = (0, 60, 120, 300, 3600)
 
 
 def _emit(world: World, name: str, action: str, **fields: Any) -> None:
-    world.log.emit("condition", name=name, action=action, **fields)
+    world.emit("condition", name=name, action=action, **fields)
 
 
 def _is_write(world: World, tool: str) -> bool:
-    spec = world.tools.get(tool)
+    spec = world.specs.get(tool)
     return spec is not None and spec.kind == "write"
 
 
 def _plain_args(world: World, tool: str, args: Any) -> dict[str, Any] | None:
     """The validated arguments of a call, key removed (``None`` if they do not validate)."""
-    checked = world.boundary.validate(tool, args)
+    checked = world.validate(tool, args)
     if isinstance(checked, dict):
         return None
     plain = dict(checked[1])
@@ -103,9 +103,9 @@ class SdkRetryLayer:
             attempt = f"scaffold_retry-{n + 1}"
             _emit(self.world, self.name, "retry", tool=name, attempt=attempt, after=kind,
                   wait_s=wait)
-            self.world.env.run(until=self.world.now + wait)
+            self.world.advance(wait)
             # the request exactly as the model sent it: no key added, a key it sent kept
-            result = self.world.boundary.call(name, args, attempt=attempt)
+            result = self.world.call(name, args, attempt=attempt)
             _emit(self.world, self.name, "retried", tool=name, attempt=attempt,
                   outcome=error_kind(result) or "ok")
         return result
@@ -182,8 +182,8 @@ for _delta in WAITS_S:
 def committed_now(world: World, tool: str, args: dict[str, Any]) -> tuple[bool, list[int] | None]:
     """Whether the ledger holds this write's effect now (a batch: every unit), and for a batch
     the units it does not hold."""
-    effects = [e["args"] for e in world.ledger if e["tool"] == tool]
-    op = world.tools[tool].op
+    effects = world.truth(tool)[0]
+    op = world.specs[tool].op
     if op is not None and op.batch is not None:
         missing = [i for i, unit in enumerate(op.batch.effects(args)) if unit not in effects]
         return not missing, missing
@@ -192,7 +192,7 @@ def committed_now(world: World, tool: str, args: dict[str, Any]) -> tuple[bool, 
 
 def in_flight(world: World, tool: str, args: dict[str, Any]) -> bool:
     """Whether a request for this write is still in flight and will land."""
-    return any(e["tool"] == tool and e["args"] == args for e in world.inflight)
+    return args in world.truth(tool)[1]
 
 
 class OracleLayer(AfterAmbiguousWrite):

@@ -12,6 +12,7 @@ the agent, only on what the agent did.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,7 +36,7 @@ class BoundaryLayer:
         self.world = world
 
     def call(self, name: str, args: Any) -> Result:
-        return self.world.boundary.call(name, args)
+        return self.world.call(name, args)
 
 
 def loggable_name(name: str) -> str:
@@ -62,7 +63,7 @@ def loggable(args: Any) -> Any:
 def tool_defs(world: World) -> list[ToolDef]:
     """The tools of ``world`` as a model is offered them (a new list of shared, frozen
     definitions: a toolset is built once per contract, so its definitions are too)."""
-    tools = world.tools
+    tools = world.specs
     cached = _DEFS.get(id(tools))
     if cached is None or cached[0] is not tools:
         cached = (tools, tuple(ToolDef(name=s.name, description=s.description,
@@ -73,7 +74,7 @@ def tool_defs(world: World) -> list[ToolDef]:
     return list(cached[1])
 
 
-_DEFS: dict[int, tuple[dict[str, Any], tuple[ToolDef, ...]]] = {}
+_DEFS: dict[int, tuple[Mapping[str, Any], tuple[ToolDef, ...]]] = {}
 """Definitions by the identity of the toolset they were built from (kept alive with them, so
 an id is never reused while its entry stands)."""
 
@@ -81,7 +82,7 @@ an id is never reused while its entry stands)."""
 def account(world: World, out: LoopResult, turn: ModelTurn) -> None:
     """Record model turn ``out.turns``: its usage, and a ``turn`` event."""
     out.usage.append({"turn": out.turns, **turn.usage.model_dump()})
-    world.log.emit("turn", n=out.turns, text=turn.text,
+    world.emit("turn", n=out.turns, text=turn.text,
                    tools=[loggable_name(c.name) for c in turn.tool_calls])
 
 
@@ -105,21 +106,21 @@ class ToolCalls:
         self.layer: ToolLayer = condition.wrap(BoundaryLayer(world), world)
 
     def call(self, call_id: str, name: str, args: Any) -> Handled:
-        world, limits, log = self.world, self.world.cell.limits, self.world.log
+        world, limits = self.world, self.world.cell.limits
         if name == "finish":
-            checked = world.boundary.validate(name, args)
+            checked = world.validate(name, args)
             if not isinstance(checked, dict):
                 self.out.report = checked[1]
-                log.emit("finish", id=call_id, report=checked[1])
+                world.emit("finish", id=call_id, report=checked[1])
                 return Handled(ok_finish(), stop="finished")
             result = checked
         elif self.out.tool_calls >= limits.tool_calls:
             return Handled(None, stop="tool_limit")
         else:
             self.out.tool_calls += 1
-            log.emit("call", id=call_id, tool=loggable_name(name), args=loggable(args))
+            world.emit("call", id=call_id, tool=loggable_name(name), args=loggable(args))
             result = self.layer.call(name, args)
-        log.emit("result", id=call_id, tool=loggable_name(name), result=result)
+        world.emit("result", id=call_id, tool=loggable_name(name), result=result)
         note = self.condition.followup(name, result, world)
         stop: Termination | None = "time_limit" if world.now >= limits.agent_time_s else None
         return Handled(result, note, stop)
@@ -130,7 +131,7 @@ def end(world: World, out: LoopResult, reason: Termination, detail: str | None) 
     a harness stopped for a limit must not become an infra error as it goes down)."""
     if out.termination == "finished":
         out.termination, out.reason = reason, detail
-        world.log.emit("limit", reason=reason)
+        world.emit("limit", reason=reason)
     out.agent_time_s = world.now
     return out
 

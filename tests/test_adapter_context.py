@@ -48,7 +48,7 @@ def assert_neutral(ctx: Any, world: World) -> None:
 
 def test_a_provider_adapter_gets_the_neutral_context_only(gw) -> None:
     """The real OpenAI adapter, over HTTP to a gateway session answering as policy/verify."""
-    world = World(CELL)
+    world = World.of(CELL)
     gw.close(CELL.episode_id)
     session = gw.open(CELL.episode_id, briefed(world), context(world))
     adapter = OpenAIAdapter("gpt-test", api="chat", base_url=gw.base_url(CELL.episode_id))
@@ -105,7 +105,7 @@ def test_a_plugin_adapter_gets_the_neutral_context_only(tmp_path: Path, capsys) 
     record = json.loads(done.out)
     seen = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(seen) == record["outcome"]["model_turns"] == 2
-    world = World(Cell(**record["cell"]))
+    world = World.of(Cell(**record["cell"]))
     for entry in seen:
         assert entry["type"] == "limbo.episode.models.EpisodeContext"
         assert set(entry["fields"]) == NEUTRAL and entry["fields"]["contract"] == "keys-everywhere"
@@ -117,7 +117,7 @@ def test_a_plugin_adapter_gets_the_neutral_context_only(tmp_path: Path, capsys) 
 
 
 def test_the_context_cannot_be_extended_or_changed() -> None:
-    ctx = context(World(CELL))
+    ctx = context(World.of(CELL))
     with pytest.raises(ValueError):
         EpisodeContext(**ctx.model_dump(), plan="the answer")
     with pytest.raises(ValueError):
@@ -125,7 +125,7 @@ def test_the_context_cannot_be_extended_or_changed() -> None:
 
 
 def test_a_reference_policy_that_was_not_briefed_refuses_to_guess() -> None:
-    world = World(CELL)
+    world = World.of(CELL)
     policy = make_adapter("policy/verify")
     opening = [Message(role="system", content="s"), Message(role="user", content=world.prompt())]
     with pytest.raises(InfraError, match="policy/verify is a reference policy and was not "

@@ -134,7 +134,7 @@ def test_without_a_fault_a_scaffold_changes_no_effect(condition: str) -> None:
 
 
 def test_reflect_asks_the_model_after_a_failed_write_only() -> None:
-    world = World(cell("open_incident", "none", "reflect"))
+    world = World.of(cell("open_incident", "none", "reflect"))
     reflect = lookup("condition", "reflect")()
     failed = error("server_error", "internal server error")
     assert reflect.followup("tickets_create", failed, world) == prompt_text("reflect").strip()
@@ -192,7 +192,7 @@ def test_sdk_retry_honours_retry_after_and_gives_up_after_two_retries(always_500
 
 def test_sdk_retry_backoff_is_capped_jittered_and_seeded() -> None:
     def delays(seed: int) -> list[float]:
-        layer = SdkRetryLayer(None, World(cell("open_incident", seed=seed)), "sdk-retry")  # type: ignore[arg-type]
+        layer = SdkRetryLayer(None, World.of(cell("open_incident", seed=seed)), "sdk-retry")  # type: ignore[arg-type]
         return [layer.delay(n, error("timeout", "t")) for n in range(8)]
 
     d = delays(1)
@@ -200,7 +200,7 @@ def test_sdk_retry_backoff_is_capped_jittered_and_seeded() -> None:
         cap = min(0.5 * 2**n, 8.0)
         assert 0.75 * cap <= wait <= cap
     assert d == delays(1) and d != delays(2)
-    layer = SdkRetryLayer(None, World(cell("open_incident")), "sdk-retry")  # type: ignore[arg-type]
+    layer = SdkRetryLayer(None, World.of(cell("open_incident")), "sdk-retry")  # type: ignore[arg-type]
     assert layer.delay(0, error("rate_limited", "slow down", retry_after_s=7)) == 7.0
     assert layer.delay(0, error("rate_limited", "slow down", retry_after_s=600)) <= 0.5
 
@@ -333,7 +333,7 @@ def test_the_guard_forwards_only_the_missing_rows_of_a_batch() -> None:
 
 
 def test_the_guard_refuses_a_reused_key_with_other_arguments_and_bad_input(tmp_path) -> None:
-    v = World(cell("charge_invoice")).vars
+    v = World.of(cell("charge_invoice")).vars
     charge = {"customer_id": v["customer"], "amount_cents": v["amount"],
               "currency": v["currency"], "description": v["invoice"], "idempotency_key": "k1"}
     model = scripted(tmp_path, [

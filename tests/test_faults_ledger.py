@@ -140,7 +140,7 @@ def test_redelivery_with_an_honoured_key_commits_once(contract: str) -> None:
 def _world(mode: str, template: str = "charge_invoice", focal: str = "billing_create_charge",
            contract: str = "native") -> tuple[World, dict[str, Any]]:
     t = templates()[template]
-    world = World(Cell(contract=contract, fault=mode, service=t.service, template=template,
+    world = World.of(Cell(contract=contract, fault=mode, service=t.service, template=template,
                        focal_write=focal))
     step = next(s for s in t.steps if s.tool == focal)
     return world, fill(step.args, world.vars)

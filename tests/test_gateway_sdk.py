@@ -42,7 +42,7 @@ USER = "Charge invoice INV-0031."
 
 @pytest.fixture(scope="module")
 def world():
-    return World(CELL)
+    return World.of(CELL)
 
 
 @pytest.fixture(scope="module")

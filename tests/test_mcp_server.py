@@ -27,7 +27,7 @@ CHARGE = {"customer_id": "cus_122", "amount_cents": 37900, "currency": "eur",
 
 def _server(fault: str = "none", hold_s: float | None = None, **limits: float):
     cell = cell_for("charge_invoice", fault=fault, limits=Limits(**limits))
-    world, ended = World(cell), []
+    world, ended = World.of(cell), []
     server = EpisodeServer(world, lookup("condition", "vanilla")(), LoopResult(), hold_s=hold_s,
                            on_end=ended.append)
     return world, server, ended

@@ -124,7 +124,7 @@ def test_the_plugin_harness_sends_the_prompt_before_the_task(site: Path) -> None
              "from limbo.sim.world import World\n"
              "cell = Cell(harness='demo-inline', condition='demo-checklist', service='demoshop',"
              " template='demoshop_restock', focal_write='demoshop_place_order')\n"
-             "world = World(cell)\n"
+             "world = World.of(cell)\n"
              "h = lookup('harness', 'demo-inline')(world, make_adapter('policy/verify'),"
              " lookup('condition', 'demo-checklist')(), context(world))\n"
              "[m] = h.opening()\n"

@@ -245,7 +245,7 @@ def test_provider_adapters_behind_the_gateway_share_the_runs_client(make_cell) -
     from limbo.gateway import Gateway
     from limbo.sim.world import World
 
-    ctx = context(World(make_cell("charge_invoice")))
+    ctx = context(World.of(make_cell("charge_invoice")))
 
     async def scenario(url: str) -> tuple[int, list[str]]:
         async with clients.shared_clients() as pool:
@@ -293,7 +293,7 @@ def test_a_model_call_hands_control_to_the_event_loop_once(api, make_cell) -> No
     from limbo.harnesses.toolcalls import tool_defs
     from limbo.sim.world import World
 
-    world = World(make_cell("charge_invoice"))
+    world = World.of(make_cell("charge_invoice"))
     ctx, tools = context(world), tool_defs(world)
     waits: list[object] = []
 

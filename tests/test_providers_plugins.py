@@ -47,7 +47,7 @@ def test_the_docs_example_is_short_and_runs_a_full_episode(tmp_path, forget_mode
     reference = run_episode(cell)
     with ThreadedGateway() as gw:  # one session: requests need no episode prefix
         cell = cell.model_copy(update={"model": f"mychat/verify?base_url={gw.url}/v1"})
-        world = World(cell)
+        world = World.of(cell)
         session = gw.open(cell.episode_id, briefed(world), context(world))
         record = run_episode(cell)
     assert record["outcome"]["termination"] == "finished"

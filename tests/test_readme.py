@@ -50,7 +50,7 @@ def test_the_readme_adapter_drives_an_episode_against_a_loopback_ollama(tmp_path
     policy = make_adapter("policy/verify")
     with OllamaServer(lambda m, t: answer(m, t)) as server:  # answer: bound below, per cell
         spec = f"ollama/qwen3?base_url={server.url}"
-        world = World(Cell(**{**reference["cell"], "model": spec}))
+        world = World.of(Cell(**{**reference["cell"], "model": spec}))
         brief(policy, answer_key(world))
         answer = policy_answer(policy, context(world))
         done = limbo("episode", "--model", spec, "--plugin", str(plugin), *flags, cwd=tmp_path)
@@ -97,7 +97,7 @@ def test_the_readme_example_runs_as_printed_on_a_fresh_install(tmp_path: Path) -
 
     task = {"template": "charge_invoice", "focal_write": "billing_create_charge", "instance": 0}
     policy = make_adapter("policy/verify")  # the cell the printed command runs, as the server's
-    world = World(Cell(model="ollama/qwen3", fault="timeout_post", service="billing", **task,
+    world = World.of(Cell(model="ollama/qwen3", fault="timeout_post", service="billing", **task,
                        seed=world_seed(0, task)))
     brief(policy, answer_key(world))
     with OllamaServer(policy_answer(policy, context(world))) as server:

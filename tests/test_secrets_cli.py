@@ -21,7 +21,7 @@ def test_cli_run_through_the_sdk_leaves_no_key_anywhere(gw, tmp_path: Path) -> N
     model = f"openai/gpt-test?base_url={gw.url}/v1"
     grid = Grid(models=[model], templates=["charge_invoice"], faults=["timeout_post"])
     cell = expand(grid).cells[0]
-    world = World(cell)
+    world = World.of(cell)
     session = gw.open(cell.episode_id, briefed(world), context(world))
     out, cache = tmp_path / "run", tmp_path / "cache"
     env = {**os.environ, "OPENAI_API_KEY": FAKE_OPENAI_KEY}

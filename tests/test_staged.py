@@ -27,7 +27,7 @@ def staged():
 
 def _open(gw, tmp_path, name: str, plan: dict) -> None:
     gw.close(name)
-    gw.open(name, scripted(tmp_path, ["Done."] * 4), context(World(cell_for("charge_invoice"))))
+    gw.open(name, scripted(tmp_path, ["Done."] * 4), context(World.of(cell_for("charge_invoice"))))
     gw.stage(name, plan)
 
 

@@ -20,7 +20,7 @@ LAB = Path(__file__).resolve().parent / "fixtures" / "worlds" / "lab.toml"
 def lab(contract: str = "native", template: str = "lab_put", fault: str = "none",
         focal: str | None = None, seed: int = 0) -> World:
     identity = load_world(LAB).identity
-    return World(Cell(service="lab", template=template, focal_write=focal or template,
+    return World.of(Cell(service="lab", template=template, focal_write=focal or template,
                       contract=contract, fault=fault, seed=seed, world=identity))
 
 

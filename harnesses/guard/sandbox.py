@@ -52,7 +52,7 @@ def read_back(world: World, layer: ToolLayer, tool: str, args: dict[str, Any],
     """Read the effect of write ``tool`` with validated ``args`` (no key) back, after waiting
     ``wait_s`` (plus the read's documented lag if ``wait_lag``) on the sim clock. No wait
     happens when there is nothing to read."""
-    op = world.tools[tool].op
+    op = world.specs[tool].op
     assert op is not None
     plan = resolve(op, args)
     if plan is None:
@@ -61,7 +61,7 @@ def read_back(world: World, layer: ToolLayer, tool: str, args: dict[str, Any],
         return ReadCheck(plan.tool, None, 0.0, None)
     waited = wait_s + (plan.lag if wait_lag else 0.0)
     if waited > 0:
-        world.env.run(until=world.now + waited)
+        world.advance(waited)
     result = layer.call(plan.tool, dict(plan.args))
     seen = plan.check(result)
     if seen.visible is None:
@@ -103,12 +103,12 @@ class GuardLayer:
         self.world = world
         self._seen: dict[str, int] = {}
         self._current: tuple[dict[str, Any], int] | None = None
-        tools = [self._declare(spec) for spec in world.tools.values() if spec.kind != "utility"]
+        tools = [self._declare(spec) for spec in world.specs.values() if spec.kind != "utility"]
         self.guard = Guard(tools, authorize=self._authorise, clock=lambda: world.now,
                            store=MemoryKeyStore(ttl_s=DAY_S), on_decision=self._emit)
 
     def call(self, name: str, args: Any) -> Result:
-        spec = self.world.tools.get(name)
+        spec = self.world.specs.get(name)
         if spec is not None and spec.kind == "utility":
             return self.layer.call(name, args)
         self._current = self._note_call(name, args) if spec is not None else None
@@ -117,7 +117,7 @@ class GuardLayer:
     def _note_call(self, name: str, args: Any) -> tuple[dict[str, Any], int] | None:
         """The call's arguments (no key) and how often the agent made it before — so that a
         batch the guard cuts down is still labelled as the agent's re-issue in the ledger."""
-        checked = self.world.boundary.validate(name, args)
+        checked = self.world.validate(name, args)
         if isinstance(checked, dict):
             return None
         plain = {k: v for k, v in checked[1].items() if k != KEY_FIELD}
@@ -146,7 +146,7 @@ class GuardLayer:
     def _send(self, name: str, **args: Any) -> Result:
         plain = {k: v for k, v in args.items() if k != KEY_FIELD}
         if self._current is not None and plain != self._current[0]:  # cut down to missing rows
-            return self.world.boundary.call(name, args, attempt=f"reissue-{self._current[1]}")
+            return self.world.call(name, args, attempt=f"reissue-{self._current[1]}")
         return self.layer.call(name, args)
 
     def _verify(self, name: str, args: dict[str, Any]) -> Verification:
@@ -167,7 +167,7 @@ class GuardLayer:
         return Verification(True, value, missing, detail)
 
     def _emit(self, d: Decision) -> None:
-        self.world.log.emit("guard", step=d.step, action=d.action, caller=d.caller, tool=d.tool,
+        self.world.emit("guard", step=d.step, action=d.action, caller=d.caller, tool=d.tool,
                             key=d.key, detail=d.detail)
 
     def _answer(self, res: GuardResult) -> Result:

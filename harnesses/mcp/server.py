@@ -76,7 +76,7 @@ class EpisodeServer:
         t = self._types
         return t.ListToolsResult(tools=[
             t.Tool(name=s.name, description=s.description, input_schema=s.schema())
-            for s in self.world.tools.values()])
+            for s in self.world.specs.values()])
 
     async def _call_tool(self, ctx: Any, params: Any) -> Any:
         call_id = self._call_id(getattr(ctx, "meta", None))

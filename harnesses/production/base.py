@@ -173,7 +173,7 @@ class ProductionHarness:
             self.out.reason = (f"the harness never offered the sandbox's tools to its model "
                                f"({session.requests} model requests); stderr: {tail}")
         if self.out.termination != "finished":
-            self.world.log.emit("limit", reason=self.out.termination)
+            self.world.emit("limit", reason=self.out.termination)
 
     # -- gateway hooks ----------------------------------------------------------------------------
 
@@ -181,7 +181,7 @@ class ProductionHarness:
         self._real_turn = False
         if self._ended():
             return ModelTurn(text=CLOSING)
-        if not any(t.name in self.world.tools for t in tools):
+        if not any(t.name in self.world.specs for t in tools):
             return ModelTurn(text=SIDE_ANSWER)
         limits = self.world.cell.limits
         if self.out.turns >= limits.model_turns:
@@ -190,7 +190,7 @@ class ProductionHarness:
         if self.world.now >= limits.agent_time_s:
             self.stop("time_limit")
             return ModelTurn(text=CLOSING)
-        self.world.env.run(until=self.world.now + self.world.cell.timing.think_s)
+        self.world.advance(self.world.cell.timing.think_s)
         self.out.turns += 1
         self._real_turn = True
         return None

@@ -12,6 +12,7 @@ itself a reference policy by subclassing :class:`ReferenceAdapter`, and on no ot
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +33,7 @@ class ReferenceContext:
     """The task template: its steps, their arguments and what each saves."""
     vars: dict[str, Any]
     """The instance's variables and setup results."""
-    tool_specs: dict[str, ToolSpec]
+    tool_specs: Mapping[str, ToolSpec]
     """Tool name -> :class:`~limbo.sim.tools.ToolSpec`: the contract facts (key support, the read
     that shows a write and its lag, see :func:`limbo.sim.readback.resolve`)."""
 
@@ -67,8 +68,9 @@ def context(world: World) -> EpisodeContext:
 
 def answer_key(world: World) -> ReferenceContext:
     """``world``'s answer key, for the reference policies only."""
-    return ReferenceContext(plan=world.task.template, vars=dict(world.vars),
-                            tool_specs=world.tools)
+    opening = world.opening()
+    return ReferenceContext(plan=opening.plan, vars=dict(opening.vars),
+                            tool_specs=world.specs)
 
 
 def brief(adapter: ModelAdapter, key: ReferenceContext) -> bool:

@@ -22,6 +22,10 @@ them and the harness stands :class:`Isolated`, which
   prices, or marks its cost unknown (``None``), never free;
 - bounds :meth:`ModelAdapter.aclose` to :data:`ACLOSE_TIMEOUT_S` and reports its failure.
 
+:func:`drive` does the same for the harness that carries the adapter: whatever the loop raises
+(the adapter's failure, a provider's, the wall-clock limit, a bug) ends it as a
+:class:`~limbo.episode.harness.LoopResult` with a termination from the closed set.
+
 An adapter that blocks the event loop (a synchronous call that never returns) or that swallows
 its cancellation cannot be stopped from inside the process: such an adapter needs timeouts of
 its own.
@@ -36,6 +40,7 @@ from typing import Any
 
 from limbo.base.errors import InfraError, ModelError, UsageError
 from limbo.base.interrupts import from_user
+from limbo.episode.harness import Harness, LoopResult
 from limbo.episode.models import (
     EpisodeContext,
     Message,
@@ -46,6 +51,7 @@ from limbo.episode.models import (
     is_utf8,
 )
 from limbo.log.records import Usage
+from limbo.sim.events import Termination
 
 ACLOSE_TIMEOUT_S = 30.0
 TOKEN_FIELDS = ("input_tokens", "output_tokens", "cached_input_tokens")
@@ -253,3 +259,33 @@ def clean(value: Any) -> Any:
     if isinstance(value, list):
         return [clean(v) for v in value]
     return value
+
+
+async def drive(harness: Harness, timeout: float | None) -> LoopResult:
+    """Start and run ``harness`` within ``timeout`` wall-clock seconds; how it ended."""
+    try:
+        async with asyncio.timeout(timeout) as limit:
+            await harness.start()
+            return await harness.run()
+    except TimeoutError as exc:
+        if limit.expired():
+            return _stop(harness, "timeout", f"the episode ran past --episode-timeout "
+                                             f"{timeout:g}s (wall clock)")
+        return _stop(harness, "infra_error", where(exc))
+    except ModelError as exc:
+        return _stop(harness, "model_error", str(exc))
+    except AdapterFailure as exc:
+        return _stop(harness, "infra_error", str(exc))
+    except BaseException as exc:
+        if escapes(exc):
+            raise
+        return _stop(harness, "infra_error", where(exc))
+
+
+def _stop(harness: Harness, reason: Termination, detail: str) -> LoopResult:
+    """``harness.stop``, or a bare result when the harness cannot even stop."""
+    try:
+        return harness.stop(reason, detail)
+    except Exception as exc:  # noqa: BLE001 - a broken harness still ends in a record
+        return LoopResult(termination="infra_error", reason=f"{detail}; then stop() raised "
+                                                            f"{where(exc)}")

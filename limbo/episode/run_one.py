@@ -1,5 +1,10 @@
 """Run one episode end to end and build its record (:class:`limbo.log.records.EpisodeRecord`).
 
+One line of steps: resolve every name the cell holds — condition, harness, fault mode, the
+adapter, the world's parts — once, up front; build the world and the harness; drive the
+harness over the world's face (:func:`limbo.episode.isolation.drive`); close the adapter;
+settle the world; grade its facts into the record (:mod:`limbo.episode.record`).
+
 The record is a pure function of the cell, except for ``runtime`` (and for an episode cut by
 its wall-clock limit). Anything that goes wrong inside the sandbox or its adapter ends the
 episode as ``infra_error`` with the reason recorded (see :mod:`limbo.episode.isolation`); a provider
@@ -11,45 +16,34 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import cast
+from dataclasses import dataclass, field
 
-from limbo import __version__
-from limbo.base.errors import ModelError
 from limbo.base.registry import lookup
-from limbo.base.runtime import host_facts, stopwatch
+from limbo.base.runtime import stopwatch
 from limbo.episode.briefing import answer_key, brief, context
-from limbo.episode.harness import Harness, LoopResult
-from limbo.episode.isolation import AdapterFailure, Isolated, escapes, where
+from limbo.episode.condition import Condition
+from limbo.episode.harness import Harness
+from limbo.episode.isolation import AdapterFailure, Isolated, drive, escapes, where
 from limbo.episode.models import ModelAdapter, make_adapter
-from limbo.log.grading import grade
-from limbo.log.records import (
-    REPLICATE_SCHEMA,
-    SCHEMA,
-    EpisodeRecord,
-    Header,
-    Intent,
-    LedgerEntry,
-    Outcome,
-    Runtime,
-    WriteClass,
-)
+from limbo.episode.record import episode_record
+from limbo.log.records import EpisodeRecord
 from limbo.sim.cell import Cell
-from limbo.sim.config import dumped
-from limbo.sim.events import TERMINATIONS, Termination
-from limbo.sim.tasks import LenientEnv, fill, plan_hash
-from limbo.sim.world import World
+from limbo.sim.events import TERMINATIONS
+from limbo.sim.parts import parts
+from limbo.sim.world import Facts, World
+
+FAILED = ("infra_error", "model_error", "timeout")
 
 
-def focal_write_class(world: World) -> WriteClass | None:
-    """Write class of the focal write, with the plan's arguments for it."""
-    for step in world.task.template.steps:
-        if step.tool == world.cell.focal_write:
-            spec = world.tools[step.tool]
-            assert spec.op is not None
-            return cast(WriteClass, world.endpoint.write_class(spec.op,
-                                                               fill(step.args,
-                                                                    LenientEnv(world.vars))))
-    return None
+@dataclass
+class _Built:
+    """What :func:`_build` made of a cell: all of it, or what it made before ``reason``."""
+
+    world: World | None = None
+    prompts: dict[str, str] = field(default_factory=dict)
+    harness: Harness | None = None
+    isolated: Isolated | None = None
+    reason: str | None = None
 
 
 async def arun_episode(cell: Cell, adapter: ModelAdapter | None = None,
@@ -61,145 +55,56 @@ async def arun_episode(cell: Cell, adapter: ModelAdapter | None = None,
     (termination ``timeout``). ``make_harness`` builds the harness instead of the one
     registered as ``cell.harness`` (``limbo mcp`` serves the episode to an outside client)."""
     started = stopwatch()
-    built = await _build(cell, adapter, make_harness)
-    if isinstance(built, str):
-        return unbuilt_record(cell, built, started)
-    world, header, harness, isolated = built
-    loop = await _drive(harness, timeout)
-    if loop.termination not in TERMINATIONS:  # a plugin harness outside the closed set
-        loop.termination, loop.reason = "infra_error", (
-            f"harness {cell.harness} ended with termination {loop.termination!r:.40}, not one "
-            f"of {', '.join(TERMINATIONS)}")
-    problem = await isolated.close()
-    if problem is not None and loop.termination not in FAILED:
-        loop.termination, loop.reason = "infra_error", problem
+    built = _build(cell, adapter, make_harness)
+    loop = await drive(built.harness, timeout) if built.harness is not None else None
+    problem = await built.isolated.close() if built.isolated is not None else None
+    facts: Facts | None = None
+    if loop is not None and built.world is not None:
+        if loop.termination not in TERMINATIONS:  # a plugin harness outside the closed set
+            loop.termination, loop.reason = "infra_error", (
+                f"harness {cell.harness} ended with termination {loop.termination!r:.40}, "
+                f"not one of {', '.join(TERMINATIONS)}")
+        if problem is not None and loop.termination not in FAILED:
+            loop.termination, loop.reason = "infra_error", problem
+        try:
+            built.world.settle(cell.limits.settle_s)
+        except Exception as exc:  # noqa: BLE001 - a fault's in-flight delivery failed
+            loop.termination, loop.reason = "infra_error", where(exc)
+        facts = built.world.facts()
+    return episode_record(cell, started, built.prompts,
+                          built.world.opening() if built.world else None, facts, loop, built.reason)
+
+
+def _build(cell: Cell, adapter: ModelAdapter | None,
+           make_harness: Callable[..., Harness] | None = None) -> _Built:
+    """The episode's parts, every name resolved first; or what was made before the step that
+    failed, and why it failed."""
+    built = _Built()
     try:
-        world.settle(cell.limits.settle_s)
-    except Exception as exc:  # noqa: BLE001 - a fault's in-flight delivery failed
-        loop.termination, loop.reason = "infra_error", where(exc)
-    return _record(cell, header, _outcome(world, loop, header), started, world, loop)
-
-
-FAILED = ("infra_error", "model_error", "timeout")
-
-
-async def _build(cell: Cell, adapter: ModelAdapter | None,
-                 make_harness: Callable[..., Harness] | None = None,
-                 ) -> tuple[World, Header, Harness, Isolated] | str:
-    """The episode's parts, or why they could not be built (the adapter closed)."""
-    isolated: Isolated | None = None
-    try:
-        condition = lookup("condition", cell.condition)()
+        if adapter is not None:  # the caller's: closed whatever fails from here on
+            built.isolated = Isolated(adapter)
+        condition: Condition = lookup("condition", cell.condition)()
         harness_cls = make_harness or lookup("harness", cell.harness)
-        isolated = Isolated(adapter) if adapter else Isolated(_make(cell),
-                                                              cell.model.split("?")[0])
-        world = World(cell)
-        header = Header(timing=dumped(cell.timing), limits=dumped(cell.limits),
-                        prompts=condition.prompt_hashes(), task_prompt=world.prompt(),
-                        intents=cast(list[Intent], world.intents()), version=__version__,
-                        plan_hash=plan_hash(world.task.template))
-        brief(isolated.inner, answer_key(world))  # a reference policy's key; no other's
-        harness: Harness = harness_cls(world, isolated, condition, context(world))
+        fault = lookup("fault", cell.fault)
+        world = built.world = World(cell, parts(cell, fault))
+        built.prompts = condition.prompt_hashes()
+        if built.isolated is None:  # made last: nothing built before it needs closing
+            try:
+                made = make_adapter(cell.model, dict(cell.transport))
+            except BaseException as exc:
+                if escapes(exc):
+                    raise
+                raise AdapterFailure(f"adapter {cell.model} could not be created: "
+                                     f"{where(exc)}") from None
+            built.isolated = Isolated(made, cell.model.split("?")[0])
+        brief(built.isolated.inner, answer_key(world))  # a reference policy's key; no other's
+        built.harness = harness_cls(world, built.isolated, condition, context(world))
     except BaseException as exc:
         if escapes(exc):
             raise
-        if isolated is not None:
-            await isolated.close()
-        return exc.args[0] if isinstance(exc, AdapterFailure) else where(exc)
-    return world, header, harness, isolated
-
-
-def _make(cell: Cell) -> ModelAdapter:
-    """The cell's adapter, reaching its model the way the cell's transport says."""
-    try:
-        return make_adapter(cell.model, dict(cell.transport))
-    except BaseException as exc:
-        if escapes(exc):
-            raise
-        raise AdapterFailure(f"adapter {cell.model} could not be created: {where(exc)}") from None
-
-
-async def _drive(harness: Harness, timeout: float | None) -> LoopResult:
-    """Start and run the harness; how it ended, as a :class:`LoopResult`."""
-    try:
-        async with asyncio.timeout(timeout) as limit:
-            await harness.start()
-            return await harness.run()
-    except TimeoutError as exc:
-        if limit.expired():
-            return _stop(harness, "timeout", f"the episode ran past --episode-timeout "
-                                             f"{timeout:g}s (wall clock)")
-        return _stop(harness, "infra_error", where(exc))
-    except ModelError as exc:
-        return _stop(harness, "model_error", str(exc))
-    except AdapterFailure as exc:
-        return _stop(harness, "infra_error", str(exc))
-    except BaseException as exc:
-        if escapes(exc):
-            raise
-        return _stop(harness, "infra_error", where(exc))
-
-
-def _stop(harness: Harness, reason: Termination, detail: str) -> LoopResult:
-    """``harness.stop``, or a bare result when the harness cannot even stop."""
-    try:
-        return harness.stop(reason, detail)
-    except Exception as exc:  # noqa: BLE001 - a broken harness still ends in a record
-        return LoopResult(termination="infra_error", reason=f"{detail}; then stop() raised "
-                                                            f"{where(exc)}")
-
-
-def unbuilt_record(cell: Cell, reason: str, started: float | None = None) -> EpisodeRecord:
-    """The record of an episode that could not run at all (``infra_error``, with ``reason``)."""
-    return _record(cell, _unbuilt_header(cell), _broken_outcome(reason),
-                   stopwatch() if started is None else started)
-
-
-def _record(cell: Cell, header: Header, outcome: Outcome, started: float,
-            world: World | None = None, loop: LoopResult | None = None) -> EpisodeRecord:
-    """The record, its keys in the order they are written (``runtime`` last: what differs
-    between two runs of one cell is cut off the end, :mod:`tools.same_records`)."""
-    return EpisodeRecord(
-        schema=REPLICATE_SCHEMA if cell.replicate else SCHEMA, episode_id=cell.episode_id,
-        cell=cell.public(),
-        header=header, outcome=outcome, report=loop.report if loop else None,
-        events=world.log.events if world else [],
-        ledger=cast(list[LedgerEntry], world.ledger) if world else [],
-        usage=loop.usage if loop else [],
-        runtime=cast(Runtime, {"wall_s": round(stopwatch() - started, 6), **host_facts(),
-                               **(loop.runtime if loop else {})}),
-    )
-
-
-def _unbuilt_header(cell: Cell) -> Header:
-    return Header(timing=dumped(cell.timing), limits=dumped(cell.limits), prompts={},
-                  task_prompt=None, intents=[], version=__version__, plan_hash=None)
-
-
-def _broken_outcome(reason: str) -> Outcome:
-    """The outcome of an episode whose world could not be built: nothing ran."""
-    graded = grade([], [], None)
-    graded["task_success"] = graded["exactly_once"] = False
-    return Outcome(**graded, fault_fired=False, agent_time_s=0.0, tool_calls=0, model_turns=0, input_tokens=0,
-                   output_tokens=0, cost_usd=0.0, termination="infra_error",
-                   termination_reason=reason)
-
-
-def _outcome(world: World, loop: LoopResult, header: Header) -> Outcome:
-    graded = grade(header["intents"], world.ledger, loop.report, focal_write_class(world))
-    costs = [u["cost_usd"] for u in loop.usage]
-    return Outcome(
-        fault_fired=world.fault.fired,
-        **graded,
-        agent_time_s=loop.agent_time_s,
-        tool_calls=loop.tool_calls,
-        model_turns=loop.turns,
-        input_tokens=sum(u["input_tokens"] for u in loop.usage),
-        output_tokens=sum(u["output_tokens"] for u in loop.usage),
-        cost_usd=None if any(c is None for c in costs) else round(sum(costs), 8),
-        termination=loop.termination,
-        termination_reason=loop.reason,
-    )
+        built.harness = None
+        built.reason = exc.args[0] if isinstance(exc, AdapterFailure) else where(exc)
+    return built
 
 
 def run_episode(cell: Cell, adapter: ModelAdapter | None = None,

@@ -16,7 +16,8 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, cast
 
 from limbo.base.errors import UsageError
-from limbo.episode.run_one import arun_episode, unbuilt_record
+from limbo.episode.record import unbuilt_record
+from limbo.episode.run_one import arun_episode
 from limbo.log.records import EpisodeRecord
 from limbo.log.store import encode
 from limbo.providers.calls import counting

@@ -80,37 +80,39 @@ def bounded(annotation: Any) -> Any:
     return annotation
 
 
-def _fields(op: OpSpec, contract: Contract) -> dict[str, Any]:
+def _fields(op: OpSpec) -> dict[str, Any]:
+    """The fields of ``op``'s arguments model, without the key."""
     hints = typing.get_type_hints(op.func, include_extras=True)
     fields: dict[str, Any] = {}
     for name, param in list(inspect.signature(op.func).parameters.items())[2:]:
         default = ... if param.default is inspect.Parameter.empty else param.default
         fields[name] = (bounded(hints[name]), default)
-    if op.accepts_key(contract):
-        fields[KEY_FIELD] = (Key | None, None)
     return fields
 
 
-def _describe(op: OpSpec, contract: Contract) -> str:
-    parts = [" ".join(op.doc.split())]
+def _notes(op: OpSpec) -> tuple[str, str, str]:
+    """``op``'s description, with what it says of idempotency: under the native contract where
+    the service documents its own key, where it accepts a key, and where it does not."""
+    doc = " ".join(op.doc.split())
     if op.kind == "read":
-        parts.append(op.lag_note or "Strongly consistent: shows a write as soon as it commits.")
-        return " ".join(parts)
-    if contract == Contract.NATIVE and op.key_note:
-        parts.append(op.key_note)
-    elif op.accepts_key(contract):
-        hours = int(DAY_S // 3600)
-        parts.append(f"Accepts an optional idempotency_key: a repeat with the same key and the "
-                     f"same arguments returns the first result instead of acting again (keys "
-                     f"are kept {hours} h; the same key with other arguments returns 422).")
-    elif op.idempotency == "none":
-        parts.append("Not idempotent: every call acts again.")
-    return " ".join(parts)
+        text = f"{doc} {op.lag_note or 'Strongly consistent: shows a write as soon as it commits.'}"
+        return text, text, text
+    hours = int(DAY_S // 3600)
+    keyed = (f"{doc} Accepts an optional idempotency_key: a repeat with the same key and the "
+             f"same arguments returns the first result instead of acting again (keys are kept "
+             f"{hours} h; the same key with other arguments returns 422).")
+    plain = f"{doc} Not idempotent: every call acts again." if op.idempotency == "none" else doc
+    return f"{doc} {op.key_note}" if op.key_note else "", keyed, plain
 
 
 def _service_tool(op: OpSpec, contract: Contract) -> ToolSpec:
-    model = create_model(f"{op.tool}_args", __base__=StrictArgs, **_fields(op, contract))
-    return ToolSpec(op.tool, op.kind, _describe(op, contract), model, op)
+    fields, (native, keyed_note, plain) = _fields(op), _notes(op)
+    keyed = op.accepts_key(contract)
+    if keyed:
+        fields[KEY_FIELD] = (Key | None, None)
+    text = native if contract == Contract.NATIVE and native else keyed_note if keyed else plain
+    model = create_model(f"{op.tool}_args", __base__=StrictArgs, **fields)
+    return ToolSpec(op.tool, op.kind, text, model, op)
 
 
 class WaitArgs(StrictArgs):

@@ -23,7 +23,7 @@ def make_world(contract: str = "native", template: str = "charge_invoice") -> Wo
     """A fault-free world (fault ``none``) for ``template``; its setup has run, the ledger is
     empty and the clock is at 0."""
     t = templates()[template]
-    return World(Cell(service=t.service, template=template, focal_write=t.focal_writes[0],
+    return World.of(Cell(service=t.service, template=template, focal_write=t.focal_writes[0],
                       contract=contract, fault="none"))
 
 
