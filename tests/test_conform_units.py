@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from limbo.proxy.conform.checks import PROPERTIES, not_applicable
-from limbo.proxy.conform.report import CheckVerdict, Report, junit, table
+from limbo.proxy.conform.report import CheckVerdict, Verdicts, junit, table
 from limbo.proxy.conform.subjects import catalog_for, subjects
 from limbo.proxy.conform.values import Unmakeable, make, value, vary
 from limbo.sim.worldfile.check import checked
@@ -104,7 +104,7 @@ def test_junit_fails_a_required_unknown_and_skips_the_rest(tmp_path: Path) -> No
         return CheckVerdict(tool="send", declared=None, property=n, name=PROPERTIES[n].name,
                             verdict=v, why=f"why {n}", source="annotations",  # type: ignore[arg-type]
                             arguments_from="input schema", observed_by="x", reproduce="limbo")
-    report = Report(upstream="stdio x", server={}, world=None, observer="x", properties={},
+    report = Verdicts(upstream="stdio x", server={}, world=None, observer="x", properties={},
                     required=[1], planned_calls=0, verdicts=[
                         verdict(1, "unknown"), verdict(2, "unknown"), verdict(3, "fail"),
                         verdict(6, "pass"), verdict(8, "not_applicable")])

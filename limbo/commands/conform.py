@@ -75,7 +75,7 @@ def add_parser(sub: Any) -> None:
 
 
 def _options(args: argparse.Namespace) -> Any:
-    from limbo.proxy.conform.runner import Options
+    from limbo.proxy.conform.runner import ConformOptions
     from limbo.proxy.redact import scrub_with
     from limbo.proxy.upstream import spec_of
 
@@ -87,7 +87,7 @@ def _options(args: argparse.Namespace) -> Any:
         raise UsageError("--key-delay must be between 0 and 86400 seconds")
     if args.world is not None and not args.world.exists():
         raise UsageError(f"--world {args.world}: no such file or directory")
-    return Options(upstream, args.world, args.tool, args.probe, args.property, args.require,
+    return ConformOptions(upstream, args.world, args.tool, args.probe, args.property, args.require,
                    args.out, args.time_scale, args.key_delay, args.dry_run,
                    scrub_with(upstream.secrets()), _again(args))
 

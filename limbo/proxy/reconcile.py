@@ -47,7 +47,7 @@ def _id(item: dict[str, Any], field: str | None) -> str | None:
 
 
 @dataclass
-class Pool:
+class Listed:
     """The items one read lists, and which of them writes of this episode took."""
 
     listed: Items
@@ -90,7 +90,7 @@ class Reconciler:
         self.final = final
         self.unreachable: list[str] = []
         """Why a read the reconciliation needed decided nothing (its writes stay in doubt)."""
-        self._pools: dict[str, Pool | str | None] = {}
+        self._pools: dict[str, Listed | str | None] = {}
 
     async def settle(self, t: float) -> list[dict[str, Any]]:
         """The ``reconciled`` journal entries, applied to the ledger as they are made (so a
@@ -126,7 +126,7 @@ class Reconciler:
         assert tool.write is not None
         plan = resolve(tool.op, write.args)
         pool = await self._pool(plan) if plan is not None else None
-        if plan is None or not isinstance(pool, Pool):
+        if plan is None or not isinstance(pool, Listed):
             return None
         held = self.ledger.claimed(write.tool)
         ids = list(write.object_ids)
@@ -146,7 +146,7 @@ class Reconciler:
         if plan is None:
             return {"state": UNVERIFIABLE, "why": f"no declared read lists {write.tool}"}
         pool = await self._pool(plan)
-        if not isinstance(pool, Pool):
+        if not isinstance(pool, Listed):
             return None if pool is None else {"state": UNVERIFIABLE, "why": pool}
         w = tool.write
         assert w is not None
@@ -167,7 +167,7 @@ class Reconciler:
                                             f"{plan.tool}"}
         return found
 
-    def _change(self, write: LedgerWrite, target: str, plan: ReadPlan, pool: Pool
+    def _change(self, write: LedgerWrite, target: str, plan: ReadPlan, pool: Listed
                 ) -> dict[str, Any]:
         """A change to an existing record (a refund): recovered if the record shows it now,
         did not before the episode, and no write in the ledger made it."""
@@ -182,7 +182,7 @@ class Reconciler:
         return ({"state": RECOVERED, "object_ids": [target], "why": "seen in " + plan.tool}
                 if shown else {"state": ABSENT, "why": "not seen in " + plan.tool})
 
-    async def _pool(self, plan: ReadPlan) -> Pool | str | None:
+    async def _pool(self, plan: ReadPlan) -> Listed | str | None:
         """The items ``plan``'s read lists now (read once per settling); a reason when the
         upstream answered it with an error under ``final``; ``None`` when it decided nothing."""
         key = canonical_json([plan.tool, plan.args])
@@ -190,7 +190,7 @@ class Reconciler:
             self._pools[key] = await self._read(plan)
         return self._pools[key]
 
-    async def _read(self, plan: ReadPlan) -> Pool | str | None:
+    async def _read(self, plan: ReadPlan) -> Listed | str | None:
         try:
             answer = payload(await self.upstream.read(self.catalog.wire_name(plan.tool),
                                                       plan.args))
@@ -203,7 +203,7 @@ class Reconciler:
                 return why
             self.unreachable.append(why)
             return None
-        return Pool(plan.spec.items(readable(answer)),
+        return Listed(plan.spec.items(readable(answer)),
                     self.before.covering(plan.tool, plan.args))
 
     async def unattributed(self) -> dict[str, int]:

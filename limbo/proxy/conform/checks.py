@@ -27,7 +27,7 @@ CONCURRENT = 3
 
 
 @dataclass
-class Outcome:
+class Finding:
     """A check's verdict and what it rests on."""
 
     verdict: Verdict
@@ -72,11 +72,11 @@ class Case:
             return answers, str(exc)
 
 
-def _unknown(why: str) -> Outcome:
-    return Outcome("unknown", why)
+def _unknown(why: str) -> Finding:
+    return Finding("unknown", why)
 
 
-def _refused_first(first: Answer) -> Outcome | None:
+def _refused_first(first: Answer) -> Finding | None:
     if first.lost:
         return _unknown("the server did not answer the first call")
     if not first.ok:
@@ -85,20 +85,20 @@ def _refused_first(first: Answer) -> Outcome | None:
     return None
 
 
-def _counted(seen: tuple[int, int] | str, one: str, many: str) -> Outcome:
+def _counted(seen: tuple[int, int] | str, one: str, many: str) -> Finding:
     """Pass with one effect, fail with more, unknown with none or nothing seen."""
     if isinstance(seen, str):
         return _unknown(seen)
     added, removed = seen
     if added == 0:
-        return Outcome("unknown", "no effect seen for any call (does the observer show this "
+        return Finding("unknown", "no effect seen for any call (does the observer show this "
                                   "tool's effects?)", effects=0, removed=removed)
     if added > 1:
-        return Outcome("fail", many.format(n=added), effects=added, removed=removed)
-    return Outcome("pass", one, effects=1, removed=removed)
+        return Finding("fail", many.format(n=added), effects=added, removed=removed)
+    return Finding("pass", one, effects=1, removed=removed)
 
 
-async def replay(case: Case) -> Outcome:
+async def replay(case: Case) -> Finding:
     """1: same key, same arguments, twice: one effect, the second answer equals the first."""
     args, key = case.args(), case.trial.key("p1")
 
@@ -109,10 +109,10 @@ async def replay(case: Case) -> Outcome:
     if (early := _refused_first(first)) is not None:
         return early
     if not second.ok:
-        return Outcome("fail", f"the repeat with the same key was refused, not replayed: "
+        return Finding("fail", f"the repeat with the same key was refused, not replayed: "
                                f"{shown(second)}", effects=_added(seen))
     if not second.same(first):
-        return Outcome("fail", f"the repeat was answered differently: {shown(second)} after "
+        return Finding("fail", f"the repeat was answered differently: {shown(second)} after "
                                f"{shown(first)}", effects=_added(seen))
     return _counted(seen, "one effect; the repeat got the first answer",
                     "{n} effects from one key and the same arguments")
@@ -122,12 +122,12 @@ def _added(seen: tuple[int, int] | str) -> int | None:
     return seen[0] if not isinstance(seen, str) else None
 
 
-async def conflict(case: Case) -> Outcome:
+async def conflict(case: Case) -> Finding:
     """2: same key, other arguments: refused as a conflict, no second effect."""
     args, key = case.args(), case.trial.key("p2")
     other = vary(case.subject.schema, args, case.tag + "b", case.subject.prefer)
     if other is None:
-        return Outcome("not_applicable", "no argument can take a second value")
+        return Finding("not_applicable", "no argument can take a second value")
 
     async def act() -> list[Answer]:
         return [await case.trial.call(args, key), await case.trial.call(other, key)]
@@ -138,14 +138,14 @@ async def conflict(case: Case) -> Outcome:
         return early
     if second.ok:
         how = "the first call's result, silently" if second.same(first) else "a success"
-        return Outcome("fail", f"the key reused with other arguments was answered with {how}: "
+        return Finding("fail", f"the key reused with other arguments was answered with {how}: "
                                f"{shown(second)}", effects=_added(seen))
     found = _counted(seen, f"refused as a conflict ({shown(second)}); one effect",
                      "refused, yet {n} effects")
     return found
 
 
-async def timeout_post(case: Case) -> Outcome:
+async def timeout_post(case: Case) -> Finding:
     """3: the key survives a timeout after commit: the retry makes no second effect."""
     args, key = case.args(), case.trial.key("p3")
 
@@ -162,13 +162,13 @@ async def timeout_post(case: Case) -> Outcome:
         return _unknown(f"the server refused the call whose answer was dropped: "
                         f"{shown(heard[0])}")
     if not retry.ok:
-        return Outcome("fail", f"the retry with the key after a timeout was refused: "
+        return Finding("fail", f"the retry with the key after a timeout was refused: "
                                f"{shown(retry)}", effects=_added(seen))
     return _counted(seen, "the retry after the timeout made no second effect",
                     "{n} effects: the retry after the timeout repeated the committed write")
 
 
-async def concurrent(case: Case) -> Outcome:
+async def concurrent(case: Case) -> Finding:
     """4: concurrent calls with one key make one effect."""
     args, key = case.args(), case.trial.key("p4")
 
@@ -183,7 +183,7 @@ async def concurrent(case: Case) -> Outcome:
                     f"{{n}} effects from {CONCURRENT} concurrent calls with one key")
 
 
-async def restart(case: Case) -> Outcome:
+async def restart(case: Case) -> Finding:
     """5: the key holds after the server restarts, and after the key delay."""
     args, key, run = case.args(), case.trial.key("p5"), case.trial.run
     done: list[str] = []
@@ -201,13 +201,13 @@ async def restart(case: Case) -> Outcome:
         return early
     what = " and ".join(done)
     if not second.ok:
-        return Outcome("fail", f"{what}; the repeat with the key was refused: {shown(second)}",
+        return Finding("fail", f"{what}; the repeat with the key was refused: {shown(second)}",
                        effects=_added(seen))
     return _counted(seen, f"{what}; the repeat with the key made no second effect",
                     f"{what}; {{n}} effects: the key did not hold")
 
 
-async def blind(case: Case) -> Outcome:
+async def blind(case: Case) -> Finding:
     """6: no key, twice: reported (a blind retry's effect count), never failed."""
     args = case.args()
 
@@ -224,11 +224,11 @@ async def blind(case: Case) -> Outcome:
                "repeats without a key collapse" if added == 1 else "no effect seen")
     if not second.ok:
         finding = f"the repeat without a key was refused ({shown(second)})"
-    return Outcome("pass", f"{added} effect(s) from two calls without a key: {finding}",
+    return Finding("pass", f"{added} effect(s) from two calls without a key: {finding}",
                    finding, added, seen[1])
 
 
-async def hints_honest(case: Case) -> Outcome:
+async def hints_honest(case: Case) -> Finding:
     """7: the hints are honest (readOnlyHint: no effect; idempotentHint: one effect for two
     calls without a key; destructiveHint false: nothing removed or changed)."""
     s = case.subject
@@ -252,11 +252,11 @@ async def hints_honest(case: Case) -> Outcome:
         if additive and removed else []
     said = ", ".join(h for h, on in (("readOnlyHint", read_only), ("idempotentHint", idem),
                                      ("destructiveHint false", additive)) if on)
-    return Outcome("fail" if wrong else "pass", "; ".join(wrong) or f"{said}: honest "
+    return Finding("fail" if wrong else "pass", "; ".join(wrong) or f"{said}: honest "
                    f"({added} item(s) appeared, {removed} disappeared)", None, added, removed)
 
 
-async def key_scope(case: Case) -> Outcome:
+async def key_scope(case: Case) -> Finding:
     """8: the same key on two tools: shared scope (refused) or per-tool (two effects)."""
     other = partner(case.subject, case.others)
     assert other is not None  # else not applicable
@@ -282,10 +282,10 @@ def partner(subject: Subject, others: list[Subject]) -> Subject | None:
 
 
 def _scope(case: Case, other: Subject, first: Answer, second: Answer,
-           seen: tuple[int, int] | str) -> Outcome:
+           seen: tuple[int, int] | str) -> Finding:
     declared = case.subject.key_scope
     if second.ok and second.same(first):
-        return Outcome("fail", f"{other.wire} with the key of a {case.subject.wire} call was "
+        return Finding("fail", f"{other.wire} with the key of a {case.subject.wire} call was "
                                f"answered with that call's result", "shared, replayed across "
                                "tools", _added(seen))
     if not second.ok:
@@ -295,12 +295,12 @@ def _scope(case: Case, other: Subject, first: Answer, second: Answer,
     elif seen[0] >= 2:
         found, scope = f"per tool: {other.wire} made its own effect with the key", "tool"
     else:
-        return Outcome("fail", f"{other.wire} answered with success but made no effect of its "
+        return Finding("fail", f"{other.wire} answered with success but made no effect of its "
                                f"own ({seen[0]} in all)", "shared, silently", seen[0])
     if declared is not None and declared != scope:
-        return Outcome("fail", f"the world file says key_scope = {declared!r}; {found}",
+        return Finding("fail", f"the world file says key_scope = {declared!r}; {found}",
                        found, _added(seen))
-    return Outcome("pass", found, found, _added(seen))
+    return Finding("pass", found, found, _added(seen))
 
 
 def _hinted(s: Subject) -> tuple[bool, bool, bool]:
@@ -316,7 +316,7 @@ class Property:
     number: int
     name: str
     summary: str
-    run: Callable[[Case], Awaitable[Outcome]]
+    run: Callable[[Case], Awaitable[Finding]]
     calls: int
     """How many calls it makes (at most)."""
     keyed: bool = True

@@ -73,7 +73,7 @@ class Nothing:
         return Counter()
 
 
-class Probe:
+class ProbeCommand:
     """``--probe CMD``: the effects the command prints, one JSON value a line."""
 
     def __init__(self, command: str) -> None:

@@ -1,7 +1,7 @@
 """What ``limbo conform`` tells: a verdict per tool × property, as a table, as JSON (the
 run directory's ``conform.json``, and stdout with ``--json``) and as JUnit XML for CI.
 
-The JSON is a pydantic model (:class:`Report`): it is what other programs read, so its shape is
+The JSON is a pydantic model (:class:`Verdicts`): it is what other programs read, so its shape is
 fixed and versioned (``limbo.conform/1``). Each verdict carries its evidence — the calls made
 and their answers, the effects seen, the source of what conform knew of the tool, how effects
 were seen — the episode that recorded it (``limbo show RUN EPISODE``), and a one-line command
@@ -52,7 +52,7 @@ class CheckVerdict(BaseModel):
     reproduce: str
 
 
-class Report(BaseModel):
+class Verdicts(BaseModel):
     """A whole run."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
@@ -81,7 +81,7 @@ MARK = {"pass": "pass", "fail": "FAIL", "not_applicable": "n/a", "unknown": "unk
         "planned": "planned"}
 
 
-def table(report: Report) -> str:
+def table(report: Verdicts) -> str:
     """The verdicts as a plain table, one line per tool × property that applies (the JSON
     lists the others, with why), then the reproducers of what failed."""
     rows = [("tool", "property", "verdict", "effects", "why")]
@@ -102,7 +102,7 @@ def table(report: Report) -> str:
     return "\n".join(lines) + "\n"
 
 
-def junit(report: Report, path: Path, scrub: Callable[[str], str] = str) -> None:
+def junit(report: Verdicts, path: Path, scrub: Callable[[str], str] = str) -> None:
     """Write ``report`` as JUnit XML to ``path`` (``scrub``: masks the secrets of the
     upstream's command line or URL, which the reproducers quote)."""
     root = ET.Element("testsuites", name="limbo conform")

@@ -20,11 +20,11 @@ from typing import Any
 
 from limbo.base.hashing import digest
 from limbo.base.runtime import now_iso
-from limbo.proxy.conform.checks import PROPERTIES, Case, Outcome, Property, not_applicable
-from limbo.proxy.conform.observe import Nothing, Observer, Probe, Reads
-from limbo.proxy.conform.report import CheckVerdict, Report
+from limbo.proxy.conform.checks import PROPERTIES, Case, Finding, Property, not_applicable
+from limbo.proxy.conform.observe import Nothing, Observer, ProbeCommand, Reads
+from limbo.proxy.conform.report import CheckVerdict, Verdicts
 from limbo.proxy.conform.subjects import Subject, catalog_for, subjects
-from limbo.proxy.conform.trial import Run, Trial
+from limbo.proxy.conform.trial import Conformance, Trial
 from limbo.proxy.conform.values import Unmakeable, make
 from limbo.proxy.declared import Catalog
 from limbo.proxy.upstream import START_TIMEOUT_S, Upstream, UpstreamSpec, connect
@@ -35,7 +35,7 @@ KIND = "conform"
 
 
 @dataclass(frozen=True)
-class Options:
+class ConformOptions:
     upstream: UpstreamSpec
     world: Path | None
     tools: list[str]
@@ -54,7 +54,7 @@ class Options:
         print(self.scrub(line), file=sys.stderr, flush=True)
 
 
-def reproducer(opts: Options, tool: str, number: int) -> str:
+def reproducer(opts: ConformOptions, tool: str, number: int) -> str:
     """The ``limbo conform`` command that checks one tool and property again."""
     scale = ["--time-scale", f"{opts.scale:g}"] if number == 3 and opts.scale != 1 else []
     return shlex.join(["limbo", "conform", *opts.again, "--tool", tool, "--property",
@@ -64,7 +64,7 @@ def reproducer(opts: Options, tool: str, number: int) -> str:
                        "--out", f"{opts.out}-{tool}-{number}"])
 
 
-async def conform(opts: Options) -> Report:
+async def conform(opts: ConformOptions) -> Verdicts:
     """Run the checks (or, with ``dry_run``, only plan them); the report."""
     upstream = connect(opts.upstream, START_TIMEOUT_S)
     await upstream.__aenter__()
@@ -81,7 +81,7 @@ async def conform(opts: Options) -> Report:
         opts.say(f"limbo conform: {len(subs)} tool(s) of {opts.upstream.describe()}, "
                  f"{len(plan)} check(s): at most {calls} call(s), {writes} of them to tools that "
                  f"may write, for real" + (" (dry run: none is made)" if opts.dry_run else ""))
-        report = Report(upstream=opts.upstream.describe(), server=server,
+        report = Verdicts(upstream=opts.upstream.describe(), server=server,
                         world=catalog.identity if opts.world else None,
                         observer=_said(opts, observer), properties={
                             n: p.summary for n, p in PROPERTIES.items()},
@@ -89,7 +89,7 @@ async def conform(opts: Options) -> Report:
         if opts.dry_run:
             report.verdicts = [_planned(opts, report, s, p, subs) for s, p in plan]
             return report
-        run = Run(catalog, opts.upstream, opts.out, opts.scale, opts.scrub, _nonce(opts),
+        run = Conformance(catalog, opts.upstream, opts.out, opts.scale, opts.scrub, _nonce(opts),
                   observer, upstream, holder.restart, opts.key_delay)
         holder.run = run
         manifest(opts, catalog, "running")
@@ -107,7 +107,7 @@ class _Holder:
 
     def __init__(self, spec: UpstreamSpec, upstream: Upstream) -> None:
         self.spec, self.upstream = spec, upstream
-        self.run: Run | None = None
+        self.run: Conformance | None = None
 
     def now(self) -> Upstream:
         return self.run.upstream if self.run is not None else self.upstream
@@ -127,7 +127,7 @@ class _Holder:
             await self.now().__aexit__()
 
 
-def _catalog(opts: Options, listed: list[dict[str, Any]]) -> tuple[Catalog, set[str]]:
+def _catalog(opts: ConformOptions, listed: list[dict[str, Any]]) -> tuple[Catalog, set[str]]:
     if opts.world is None:
         return catalog_for(None, None, listed)
     from limbo.sim.worldfile.check import checked
@@ -137,29 +137,29 @@ def _catalog(opts: Options, listed: list[dict[str, Any]]) -> tuple[Catalog, set[
     return catalog_for(world, f"{world.world.name}@{source.digest[:DIGEST_CHARS]}", listed)
 
 
-def _observer(opts: Options, catalog: Catalog, holder: _Holder) -> Observer:
+def _observer(opts: ConformOptions, catalog: Catalog, holder: _Holder) -> Observer:
     if opts.probe is not None:
-        return Probe(opts.probe)
+        return ProbeCommand(opts.probe)
     if opts.world is not None:
         return Reads(catalog, holder.now)
     return Nothing()
 
 
-def _said(opts: Options, observer: Observer) -> str:
-    if isinstance(observer, Probe):
+def _said(opts: ConformOptions, observer: Observer) -> str:
+    if isinstance(observer, ProbeCommand):
         return f"--probe {observer.command}"
     if isinstance(observer, Reads):
         return "the world file's declared reads"
     return "nothing (no --probe, no --world): effect-dependent verdicts are unknown"
 
 
-def _nonce(opts: Options) -> str:
+def _nonce(opts: ConformOptions) -> str:
     """What makes this run's keys and values its own (two runs against one database never
     share a key)."""
     return digest([now_iso(), os.getpid(), str(opts.out)], 8)
 
 
-def _verdict(opts: Options, report: Report, s: Subject, p: Property, outcome: Outcome,
+def _verdict(opts: ConformOptions, report: Verdicts, s: Subject, p: Property, outcome: Finding,
              **extra: Any) -> CheckVerdict:
     return CheckVerdict(
         tool=s.wire, declared=s.tool.name if s.tool is not None else None, property=p.number,
@@ -169,37 +169,37 @@ def _verdict(opts: Options, report: Report, s: Subject, p: Property, outcome: Ou
         reproduce=reproducer(opts, s.wire, p.number), **extra)
 
 
-def _planned(opts: Options, report: Report, s: Subject, p: Property, subs: list[Subject]
+def _planned(opts: ConformOptions, report: Verdicts, s: Subject, p: Property, subs: list[Subject]
              ) -> CheckVerdict:
     why = not_applicable(p, s, subs)
     if why is not None:
-        return _verdict(opts, report, s, p, Outcome("not_applicable", why))
+        return _verdict(opts, report, s, p, Finding("not_applicable", why))
     try:
         first = make(s.schema, "TAG", KEY_FIELD)
     except Unmakeable as exc:
-        return _verdict(opts, report, s, p, Outcome("unknown", f"cannot make arguments: {exc}"))
+        return _verdict(opts, report, s, p, Finding("unknown", f"cannot make arguments: {exc}"))
     keyed = " with an idempotency_key" if p.keyed else ""
-    return _verdict(opts, report, s, p, Outcome("planned", f"up to {p.calls} call(s){keyed}, "
+    return _verdict(opts, report, s, p, Finding("planned", f"up to {p.calls} call(s){keyed}, "
                                                             f"the first with {first}"))
 
 
-async def _check(opts: Options, report: Report, run: Run, s: Subject, p: Property,
+async def _check(opts: ConformOptions, report: Verdicts, run: Conformance, s: Subject, p: Property,
                  subs: list[Subject]) -> CheckVerdict:
     why = not_applicable(p, s, subs)
     if why is not None:
-        return _verdict(opts, report, s, p, Outcome("not_applicable", why))
+        return _verdict(opts, report, s, p, Finding("not_applicable", why))
     trial = Trial(run, s, p.number, p.name, "timeout_post" if p.number == 3 else "none")
     try:
         outcome = await p.run(Case(trial, s, f"{run.nonce}p{p.number}", subs))
     except Unmakeable as exc:
-        outcome = Outcome("unknown", f"cannot make arguments: {exc}")
+        outcome = Finding("unknown", f"cannot make arguments: {exc}")
     verdict = _verdict(opts, report, s, p, outcome, calls=trial.calls)
     verdict.episode = await trial.close(verdict.model_dump())
     opts.say(f"limbo conform: {s.wire} {p.number} {p.name}: {verdict.verdict} ({verdict.why})")
     return verdict
 
 
-def manifest(opts: Options, catalog: Catalog, status: str, last: str | None = None) -> None:
+def manifest(opts: ConformOptions, catalog: Catalog, status: str, last: str | None = None) -> None:
     """The run directory's manifest: a ``conform`` run, each check its own cell, and what its
     records mean to a reader (the fault modes' families, the tools' kinds)."""
     from limbo.base.provenance import provenance

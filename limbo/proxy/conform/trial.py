@@ -42,7 +42,7 @@ SHOWN = 300
 
 
 @dataclass
-class Run:
+class Conformance:
     """What every check of one run shares: the server, the ledger's catalog, the observer."""
 
     catalog: Catalog
@@ -80,7 +80,7 @@ class Wire:
     """The upstream as a check's session reaches it: the run's connection of the moment, every
     answer noted (a lost call too)."""
 
-    def __init__(self, run: Run) -> None:
+    def __init__(self, run: Conformance) -> None:
         self.run = run
         self.lost: list[str] = []
         self.heard: list[Answer] = []
@@ -103,7 +103,7 @@ class Wire:
 class Trial:
     """One check: its session, its calls (the evidence), its record once :meth:`close`d."""
 
-    def __init__(self, run: Run, subject: Subject, number: int, name: str,
+    def __init__(self, run: Conformance, subject: Subject, number: int, name: str,
                  mode: str = "none") -> None:
         self.run, self.subject = run, subject
         self.plan = FaultPlan(mode, subject.name, modes()[mode], run.scale, 0)
