@@ -10,9 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from support.proxy_runs import Agent, before_ids, database, ledger, run_stdio
-
-KEY = "idempotency_key"
+from support.proxy_runs import Agent, before_ids, database, keyed, ledger, run_stdio
 
 
 async def blind(agent: Agent) -> None:
@@ -22,14 +20,6 @@ async def blind(agent: Agent) -> None:
         await agent.call("create_order", agent.order())
     await agent.finish()
 
-
-async def keyed(agent: Agent) -> None:
-    """Places the order with a key; on any failure, re-issues with the same key."""
-    args = {**agent.order(), KEY: "order-once-1"}
-    ok, _ = await agent.call("create_order", args)
-    if not ok:
-        await agent.call("create_order", args)
-    await agent.finish()
 
 
 async def verify(agent: Agent) -> None:

@@ -15,22 +15,12 @@ from support.proxy_runs import (
     WORLD,
     Agent,
     database,
+    keyed,
     ledger,
     run_stdio,
     task_order,
     upstream_cmd,
 )
-
-KEY = "idempotency_key"
-
-
-async def keyed(agent: Agent) -> None:
-    """Places the order with a key; on a failure, re-issues it with the same key."""
-    args = {**agent.order(), KEY: "order-once-1"}
-    ok, _ = await agent.call("create_order", args)
-    if not ok:
-        await agent.call("create_order", args)
-    await agent.finish()
 
 
 async def blind(agent: Agent) -> None:

@@ -93,6 +93,19 @@ class Run:
         return [json.loads(line) for line in path.read_bytes().split(b"\n")[:-1]]
 
 
+KEY = "idempotency_key"
+"""The orders server's key argument (the world file declares it)."""
+
+
+async def keyed(agent: Agent) -> None:
+    """Places the order with a key; on a failure, re-issues it with the same key."""
+    args = {**agent.order(), KEY: "order-once-1"}
+    ok, _ = await agent.call("create_order", args)
+    if not ok:
+        await agent.call("create_order", args)
+    await agent.finish()
+
+
 def run_stdio(tmp: Path, fault: str, script: Script, task: str = "orders_place",
               *extra: str, env: dict[str, str] | None = None,
               args: list[str] | None = None) -> Run:
