@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from support.docpage import commands, files
+
 from limbo.proxy.conform.checks import PROPERTIES
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "conform.md"
@@ -18,17 +20,6 @@ TEXT = DOC.read_text(encoding="utf-8")
 LIMBO = str(Path(sys.executable).parent / "limbo")
 
 
-def files() -> dict[str, str]:
-    return dict(re.findall(r"<!-- file: (\S+) -->\n```\w+\n(.*?)```", TEXT, re.S))
-
-
-def commands() -> list[tuple[str, int]]:
-    block = re.search(r"```sh\n(.*?)```", TEXT, re.S).group(1)  # type: ignore[union-attr]
-    out = []
-    for line in block.strip().splitlines():
-        command, _, comment = line.partition("  # ")
-        out.append((command, int(re.fullmatch(r"exit (\d)", comment).group(1))))  # type: ignore[union-attr]
-    return out
 
 
 def columns(table: str) -> list[tuple[str, ...]]:
@@ -38,11 +29,11 @@ def columns(table: str) -> list[tuple[str, ...]]:
 
 
 def test_the_worked_example_runs_as_printed(tmp_path: Path) -> None:
-    for name, body in files().items():
+    for name, body in files(TEXT).items():
         (tmp_path / name).write_text(body, encoding="utf-8")
-    assert sorted(files()) == ["probe.py", "server.py"]
+    assert sorted(files(TEXT)) == ["probe.py", "server.py"]
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    found = commands()
+    found = commands(TEXT)
     assert len(found) == 2
     printed = []
     for command, code in found:

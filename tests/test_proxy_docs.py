@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from support.docpage import commands, files
+
 from limbo.proxy.plan import modes as modes_of_proxy
 from limbo.sim.catalog import catalog
 from limbo.sim.tools import KEY_FIELD
@@ -18,25 +20,14 @@ DOC = Path(__file__).resolve().parents[1] / "docs" / "proxy.md"
 TEXT = DOC.read_text(encoding="utf-8")
 
 
-def files() -> dict[str, str]:
-    return dict(re.findall(r"<!-- file: (\S+) -->\n```\w+\n(.*?)```", TEXT, re.S))
-
-
-def commands() -> list[tuple[str, int]]:
-    block = re.search(r"```sh\n(.*?)```", TEXT, re.S).group(1)  # type: ignore[union-attr]
-    out = []
-    for line in block.strip().splitlines():
-        command, _, comment = line.partition("  # ")
-        out.append((command, int(re.fullmatch(r"exit (\d)", comment).group(1))))  # type: ignore[union-attr]
-    return out
 
 
 def test_the_worked_example_runs_as_written(tmp_path: Path) -> None:
-    for name, body in files().items():
+    for name, body in files(TEXT).items():
         (tmp_path / name).write_text(body, encoding="utf-8")
-    assert sorted(files()) == ["agent.py", "payments.toml", "server.py"]
+    assert sorted(files(TEXT)) == ["agent.py", "payments.toml", "server.py"]
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    found = commands()
+    found = commands(TEXT)
     assert len(found) == 5
     for command, code in found:
         done = subprocess.run(shlex.split(command), cwd=tmp_path, env=env, capture_output=True,
