@@ -22,6 +22,7 @@ MARKS: dict[str, tuple[str, ...]] = {
         "harness",),
     "test_worldfile_harness.py": ("harness",),
     # a Ray cluster on 127.0.0.1
+    "test_ray_cluster_support.py": ("ray",),
     "test_ray_executor.py": ("ray",),
     "test_ray_limiter.py": ("ray",),
     "test_ray_shared.py": ("ray",),

@@ -6,6 +6,11 @@ hard way, SIGTERM (then SIGKILL) to tear down. Nothing else on the machine is to
 
 Every port that Ray would otherwise take at a fixed default is chosen free, and the session
 lives in a short temporary directory of its own (Ray's socket paths must stay under 108 bytes).
+A node also ends when the process that started it dies without tearing it down (a test killed
+by a timeout, a Ctrl-C between two fixtures): the kernel sends it SIGTERM (``PR_SET_PDEATHSIG``),
+and ``ray start --block`` stops its raylet and workers as it would on ``stop``. Without this, a
+head outlived its test run and kept a core busy under the next one.
+
 Drivers reach the head at 127.0.0.1; each node registers under this machine's own routable
 address when it has one: ``ray start`` swaps a loopback ``--node-ip-address`` for it, so that
 other machines could reach the node. Either way the traffic never leaves this machine.
@@ -14,6 +19,7 @@ other machines could reach the node. Either way the traffic never leaves this ma
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import shutil
 import signal
@@ -36,6 +42,14 @@ READY = "Ray runtime started"
 CONFIG = {"RAY_health_check_period_ms": "500", "RAY_health_check_timeout_ms": "500",
           "RAY_health_check_failure_threshold": "4", "RAY_worker_niceness": "0",
           "RAY_worker_maximum_startup_concurrency": "4"}
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """Run in the child between fork and exec: SIGTERM when the starting process dies."""
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def free_port() -> int:
@@ -84,7 +98,8 @@ class Cluster:
                 "--metrics-export-port", str(free_port()), *args]
         with log.open("wb") as out:
             proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env,
-                                    cwd=self.dir, start_new_session=True)
+                                    cwd=self.dir, start_new_session=True,
+                                    preexec_fn=_die_with_parent)
         node = Node(proc, log)
         deadline = time.monotonic() + 90
         while READY not in log.read_text(errors="replace"):
