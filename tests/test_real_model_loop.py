@@ -63,7 +63,8 @@ def test_a_server_failing_every_call_stops_the_run_early(capsys, tmp_path: Path)
         assert len(server.requests) == STREAK  # not one per cell: 24
         stop = [line for line in first.out.splitlines() if line.startswith("stopped early:")]
         assert len(stop) == 1, first.out
-        assert (f"the last {STREAK} episodes ended in model_error with the same cause: "
+        assert (f"the last {STREAK} episodes of openai/m ended in model_error with the same "
+                f"cause: "
                 f"openai/m: gave up after 1 attempt; last error: InternalServerError: HTTP 500"
                 in stop[0]) and "upstream exploded" in stop[0]
         assert f"left: {STREAK} errored cells and {CELLS - STREAK} cells not run" in stop[0]
@@ -114,8 +115,26 @@ def test_the_rule_counts_one_cause_in_a_row_of_provider_episodes() -> None:
     breaker.see("openai/m", "model_error", "HTTP 502\nmore detail")
     assert breaker.tripped is None
     breaker.see("openai/m", "model_error", "HTTP 502")
-    assert breaker.tripped == ("the last 3 episodes ended in model_error with the same cause: "
-                               "HTTP 502")
+    assert breaker.tripped == ("the last 3 episodes of openai/m ended in model_error with the "
+                               "same cause: HTTP 502")
+
+
+def test_one_models_provider_down_is_seen_through_another_models_good_episodes() -> None:
+    """Two models' cells interleave: ``openai/down`` fails every call while ``openai/up``
+    answers. Each model keeps its own count, so the other's successes in between do not hide
+    the streak; a success of the failing model itself still starts its count over."""
+    breaker = Breaker(3)
+    for _ in range(2):
+        breaker.see("openai/down?base_url=http://127.0.0.1:1/v1", "model_error", "HTTP 500")
+        breaker.see("openai/up", "finished", None)
+    breaker.see("openai/down?base_url=http://127.0.0.1:1/v1", "finished", None)
+    assert breaker.tripped is None
+    for _ in range(3):
+        assert breaker.tripped is None
+        breaker.see("openai/down?base_url=http://127.0.0.1:1/v1", "model_error", "HTTP 500")
+        breaker.see("openai/up", "finished", None)
+    assert breaker.tripped == ("the last 3 episodes of openai/down ended in model_error with "
+                               "the same cause: HTTP 500")
 
 
 def test_a_reply_reporting_a_failure_is_never_cached_nor_replayed(capsys, tmp_path) -> None:
