@@ -12,9 +12,10 @@ re-issues only what is missing).
 So its rates follow from the two pure policies': in a cell where blind duplicates and verify
 does not (a lost acknowledgement on a write without an honoured key, say), the duplicate rate
 is ``p_blind`` and the exactly-once rate ``1 - p_blind``; in general each outcome's rate in a
-cell is ``p_blind * blind's + (1 - p_blind) * verify's``. The draw depends on the seed only, so
-the arms of one world (faults, conditions, other ``p_blind``) share it: one uniform number u per
-world and replicate, and the policy is blind exactly when u < p_blind.
+cell is ``p_blind * blind's + (1 - p_blind) * verify's``. The draw depends on the seed only — the
+cell's world seed, one per task (template, focal write, instance) — so the arms of one task
+(faults, conditions, other ``p_blind``) share it: one uniform number u per task and replicate,
+and the policy is blind exactly when u < p_blind; the focal writes of one world draw apart.
 """
 
 from __future__ import annotations

@@ -16,10 +16,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 from support.hostile import cli, refused, untouched
+from support.precision_odds import against_full, odds, precision_facts
 from support.sequential_sim import coverage, fixed_n, same_as_shipped, sequence, worlds
 
 from limbo.base.confseq import BettingCS
-from limbo.run.precision import parse_spec
+from limbo.run.precision import parse_spec, world_order
 
 ROOT = Path(__file__).resolve().parents[1]
 GRID = ROOT / "examples" / "precision.toml"
@@ -108,13 +109,9 @@ def full_and_precise(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Pa
     return root / "full", root / "precise"
 
 
-def _facts(run: Path) -> dict:
-    return json.loads((run / "manifest.json").read_text())["precision"]
-
-
 def test_precision_reaches_the_target_on_every_arm_with_fewer_episodes(full_and_precise) -> None:
     full, precise = full_and_precise
-    facts = _facts(precise)
+    facts = precision_facts(precise)
     grid = len(stripped(full))
     assert grid == facts["grid_episodes"] == 1400
     ran = len(stripped(precise))
@@ -131,23 +128,41 @@ def test_precision_records_are_the_full_grids_records(full_and_precise) -> None:
     assert set(stripped(precise)) <= set(stripped(full))
 
 
-def _inside(full: Path, precise: Path) -> list[tuple[str, float, float, float, bool, bool]]:
-    """Per arm: (model, precise estimate, the full grid's 95% interval (Wilson on n / deff,
-    clustered by world, as the tables print it), whether the estimate is inside it, and whether
-    the arm's sequence holds the rate the policy states: p_blind, as blind duplicates every lost
-    acknowledgement and verify none)."""
-    from limbo.analysis.data import Data
-    from limbo.analysis.loader import load
+def test_the_precise_estimate_is_the_mean_of_the_full_grids_first_worlds(full_and_precise) -> None:
+    """The precision run's sample is the full grid's own: the first n worlds of the seeded
+    order, whose world rates in the full grid's records give the arm's estimate and sequence."""
+    full, precise = full_and_precise
+    rates: dict[str, dict[tuple[str, int], list[float]]] = {}
+    for line in (full / "episodes.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        cell = record["cell"]
+        rates.setdefault(cell["model"], {}).setdefault((cell["template"], cell["instance"]),
+                                                       []).append(record["outcome"]["duplicate"])
+    for arm in precision_facts(precise)["arms"]:
+        worlds = rates[arm["arm"]["model"]]
+        cs = BettingCS(target=0.05)
+        for world in world_order(0, worlds)[:arm["worlds"]]:
+            cs.update(sum(worlds[world]) / len(worlds[world]))
+        assert (round(cs.mean, 6), round(cs.lo, 6), round(cs.hi, 6)) == (
+            arm["estimate"], arm["lo"], arm["hi"])
 
-    data, found = Data(load([full]), weighting="none"), []
-    for arm in _facts(precise)["arms"]:
-        model = arm["arm"]["model"]
-        whole = data.rate(data.rated[data.rated["model"].astype(str) == model], "duplicate")
-        stated = float(model.split("p_blind=")[1])
-        found.append((model, arm["estimate"], whole.lo, whole.hi,
-                      whole.lo <= arm["estimate"] <= whole.hi,
-                      arm["lo"] <= stated <= arm["hi"]))
-    return found
+
+def test_an_estimate_outside_the_full_interval_comes_of_its_fewer_worlds_not_its_stop() -> None:
+    """Must-show 2's odds in small (benchmarks/bench_precision.py prints them at 4,000
+    replicates): 300 simulated replicates of the example. The low-rate arm stops after about
+    140 of 350 worlds, so its estimate lands inside the full grid's interval about as often as
+    the mean of that many worlds chosen apart from their outcomes would, and as
+    P(|Z| ≤ 1.96 / √(W/n − 1)) says — below 95%; the sequence and the full grid's interval
+    each hold the rate."""
+    found = odds(np.random.default_rng(39), 300)
+    low, high = found.arms
+    assert 120 <= low.worlds <= 160 and high.worlds > 230
+    assert low.inside < 0.95 and high.inside > 0.97
+    for arm in found.arms:
+        assert abs(arm.inside - arm.inside_fixed) <= 0.05
+        assert abs(arm.inside_fixed - arm.formula) <= 0.05
+        assert arm.held >= 0.95 and arm.full_held >= 0.9
+    assert found.saving >= 0.35
 
 
 SEEDS = range(10)
@@ -157,11 +172,12 @@ def test_over_ten_grid_seeds_precision_saves_and_lands_inside_the_full_grids_int
         tmp_path: Path) -> None:
     """The example under ten grid seeds (ten world orders and policy draws). Every seed: each
     arm reaches ±5 points, with at least 30% fewer episodes than the full grid. The estimate of
-    an arm that stopped after n of W worlds lies in the full grid's interval with probability
-    about P(|Z| ≤ 1.96 / √(W/n − 1)) — n ≥ W/2 for 95%, while saving 30% asks n ≤ 0.7 W on
-    average: for this design a simulation puts it at 0.90 per seed for both arms together (docs/
-    runs.md). Asserted: at least 7 of the 10 seeds (below 7 has probability 1.3% at 0.9); and
-    the stated rate inside at least 18 of the 20 sequences (each holds it w.p. ≥ 95%)."""
+    an arm that stopped after n of W worlds is the mean of a random n of the full grid's
+    worlds, inside the full grid's interval with probability about
+    P(|Z| ≤ 1.96 / √(W/n − 1)): n ≈ 0.4 W on the low-rate arm puts both arms inside at 0.88
+    per seed (benchmarks/bench_precision.py; docs/runs.md). Asserted: at least 7 of the 10
+    seeds (fewer has probability 2% at 0.88); and the stated rate inside at least 18 of the 20
+    sequences (each holds it w.p. ≥ 95%)."""
     from limbo.cli import main
 
     inside, held = 0, 0
@@ -170,15 +186,15 @@ def test_over_ten_grid_seeds_precision_saves_and_lands_inside_the_full_grids_int
         base = ["run", str(GRID), "--seed", str(seed), "--quiet"]
         assert main([*base, "--out", str(full)]) == 0
         assert main([*base, "--precision", "dup:0.05", "--out", str(precise)]) == 0
-        facts = _facts(precise)
+        facts = precision_facts(precise)
         assert all(a["status"] == "reached" for a in facts["arms"]), facts["arms"]
         assert facts["episodes_run"] <= 0.7 * facts["grid_episodes"] == 0.7 * 1400
-        arms = _inside(full, precise)
-        inside += all(a[4] for a in arms)
-        held += sum(a[5] for a in arms)
+        arms = against_full(full, precise)
+        inside += all(a.inside for a in arms)
+        held += sum(a.held for a in arms)
         print(f"\nseed {seed}: {facts['episodes_run']} of 1400 episodes; " + "; ".join(
-            f"{m.split('?')[1]} {100 * e:.1f} in [{100 * lo:.1f}, {100 * hi:.1f}]: {ok}"
-            for m, e, lo, hi, ok, _ in arms))
+            f"{a.model.split('?')[1]} {100 * a.estimate:.1f} in [{100 * a.lo:.1f}, "
+            f"{100 * a.hi:.1f}]: {a.inside}" for a in arms))
     print(f"estimates inside the full grid's intervals: {inside} of {len(SEEDS)} seeds; stated "
           f"rate inside the sequence: {held} of {2 * len(SEEDS)} arms")
     assert inside >= 7 and held >= 18
@@ -192,18 +208,18 @@ def test_resuming_continues_the_same_sequence(capsys, tmp_path: Path, full_and_p
     base = ["run", str(GRID), "--precision", "dup:0.05", "--out", str(out), "--quiet"]
     first = cli(capsys, *base, "--limit", "150")
     assert first.code == 0 and "stopped by --limit 150, the same command resumes" in first.out
-    assert _facts(out)["stopped"] == "--limit 150"
+    assert precision_facts(out)["stopped"] == "--limit 150"
     again = cli(capsys, *base, "--concurrency", "3")
     assert again.code == 0
     keep = ("arm", "status", "worlds", "observations", "estimate", "lo", "hi")
-    assert [{k: a[k] for k in keep} for a in _facts(out)["arms"]] == [
-        {k: a[k] for k in keep} for a in _facts(precise)["arms"]]
+    assert [{k: a[k] for k in keep} for a in precision_facts(out)["arms"]] == [
+        {k: a[k] for k in keep} for a in precision_facts(precise)["arms"]]
     assert set(stripped(precise)) <= set(stripped(out))
 
 
 def test_every_table_and_the_status_say_the_run_stopped_early(capsys, full_and_precise) -> None:
     _, precise = full_and_precise
-    facts = _facts(precise)
+    facts = precision_facts(precise)
     tables = cli(capsys, "tables", str(precise), "--table", "3", "--table", "15",
                  "--table", "16")
     assert tables.code == 0
@@ -250,5 +266,5 @@ def test_forked_workers_stop_each_arm_where_one_process_does(capsys, tmp_path: P
     for extra in ([], ["--workers", "2", "--concurrency", "2"]):
         out = tmp_path / f"w{len(extra)}"
         assert cli(capsys, *base, *extra, "--out", str(out)).code == 0
-        found.append([{k: a[k] for k in keep} for a in _facts(out)["arms"]])
+        found.append([{k: a[k] for k in keep} for a in precision_facts(out)["arms"]])
     assert found[0] == found[1] and all(a["status"] == "reached" for a in found[0])

@@ -72,6 +72,8 @@ SLOW: dict[str, float] = {
     "test_precision.py::test_over_ten_grid_seeds_precision_saves_and_lands_inside_the_full_grids_intervals": 59.8,
     "test_precision.py::test_precision_reaches_the_target_on_every_arm_with_fewer_episodes": 6.4,
     "test_precision.py::test_precision_records_are_the_full_grids_records": 0.1,
+    "test_precision.py::test_the_precise_estimate_is_the_mean_of_the_full_grids_first_worlds": 0.6,
+    "test_precision.py::test_an_estimate_outside_the_full_interval_comes_of_its_fewer_worlds_not_its_stop": 3.4,
     "test_precision.py::test_resuming_continues_the_same_sequence": 2.6,
     "test_precision.py::test_every_table_and_the_status_say_the_run_stopped_early": 0.2,
     "test_precision.py::test_the_runs_page_shows_what_the_example_prints": 2.2,
