@@ -26,6 +26,7 @@ from limbo.base.registry import lookup
 from limbo.base.rng import derive_seed, generator
 from limbo.sim.boundary import Boundary, ServiceTransport
 from limbo.sim.cell import Cell
+from limbo.sim.clock import run_until
 from limbo.sim.endpoint import Endpoint
 from limbo.sim.events import EventLog
 from limbo.sim.fault import FaultContext
@@ -137,7 +138,7 @@ class World:
 
     def advance(self, seconds: float) -> None:
         """Run the clock ``seconds`` on (the agent thinking, a scaffold waiting)."""
-        self.env.run(until=self.now + seconds)
+        run_until(self.env, self.now + seconds)
 
     def emit(self, kind: str, **fields: Any) -> None:
         """Log one event of ``kind`` (see :mod:`limbo.sim.events`) at the current time."""
