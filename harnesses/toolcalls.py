@@ -20,6 +20,7 @@ from limbo.base.hashing import plain_json
 from limbo.episode.condition import Condition, ToolLayer
 from limbo.episode.harness import LoopResult
 from limbo.episode.models import ModelTurn, ToolDef
+from limbo.log.records import Usage
 from limbo.sim.events import Termination
 from limbo.sim.results import Result, error
 from limbo.sim.world import World
@@ -81,7 +82,9 @@ an id is never reused while its entry stands)."""
 
 def account(world: World, out: LoopResult, turn: ModelTurn) -> None:
     """Record model turn ``out.turns``: its usage, and a ``turn`` event."""
-    out.usage.append({"turn": out.turns, **turn.usage.model_dump()})
+    usage = turn.usage  # a plain Usage's fields are its __dict__: no serialiser needed
+    out.usage.append({"turn": out.turns, **(usage.__dict__ if type(usage) is Usage
+                                            else usage.model_dump())})
     world.emit("turn", n=out.turns, text=turn.text,
                    tools=[loggable_name(c.name) for c in turn.tool_calls])
 
