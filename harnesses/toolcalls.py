@@ -20,6 +20,7 @@ from limbo.base.hashing import plain_json
 from limbo.episode.condition import Condition, ToolLayer
 from limbo.episode.harness import LoopResult
 from limbo.episode.models import ModelTurn, ToolDef
+from limbo.log.records import Usage
 from limbo.sim.events import Termination
 from limbo.sim.results import Result, error
 from limbo.sim.world import World
@@ -50,6 +51,8 @@ def loggable(args: Any) -> Any:
     (and a replay sends that text, which the boundary refuses the same way)."""
     if isinstance(args, str):
         text = args
+    elif type(args) is dict and _surely_short(args):
+        return args
     else:
         try:
             text = _STRICT.encode(args)
@@ -58,6 +61,33 @@ def loggable(args: Any) -> Any:
     if len(text) <= MAX_LOGGED_ARGS:
         return args
     return {"_truncated": text[:200], "_chars": len(text)}
+
+
+def _surely_short(args: dict[Any, Any]) -> bool:
+    """Whether ``args`` is one flat object of text, integers, flags and nulls whose JSON is
+    surely within :data:`MAX_LOGGED_ARGS` — bounding each character by the six of its longest
+    escape — so it is logged as it is without being encoded to measure it (nearly every call;
+    no NaN can hide in it)."""
+    budget = MAX_LOGGED_ARGS - 2
+    for key, value in args.items():
+        kind = type(value)
+        if kind is str:
+            size = len(value)
+        elif (kind is int or kind is bool) and -_DIGITS < value < _DIGITS:
+            size = 20
+        elif value is None:
+            size = 4
+        else:
+            return False
+        if type(key) is not str:
+            return False
+        budget -= 6 * (len(key) + size) + 6  # quotes, colon, comma and space
+        if budget < 0:
+            return False
+    return True
+
+
+_DIGITS = 10**19
 
 
 def tool_defs(world: World) -> list[ToolDef]:
@@ -81,7 +111,9 @@ an id is never reused while its entry stands)."""
 
 def account(world: World, out: LoopResult, turn: ModelTurn) -> None:
     """Record model turn ``out.turns``: its usage, and a ``turn`` event."""
-    out.usage.append({"turn": out.turns, **turn.usage.model_dump()})
+    usage = turn.usage  # a plain Usage's fields are its __dict__: no serialiser needed
+    out.usage.append({"turn": out.turns, **(usage.__dict__ if type(usage) is Usage
+                                            else usage.model_dump())})
     world.emit("turn", n=out.turns, text=turn.text,
                    tools=[loggable_name(c.name) for c in turn.tool_calls])
 

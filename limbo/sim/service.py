@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
-from functools import cache
+from functools import cache, cached_property
 from typing import Any, ClassVar, Literal
 
 from limbo.base.errors import UsageError
@@ -141,8 +141,10 @@ class OpSpec:
     latency: Callable[[Rng], float] | None = None
     """Draws this write's round trip in seconds; ``None``: the grid's ``timing.write_s``."""
 
-    @property
+    @cached_property
     def tool(self) -> str:
+        """The tool's name, ``<service>_<name>``: made once, for it is read at every step of
+        every call (the fault's focal check, the endpoint, the ledger, the events)."""
         return f"{self.service}_{self.name}"
 
     @property

@@ -104,9 +104,13 @@ class LenientEnv(dict[str, Any]):
 def fill(value: Any, env: dict[str, Any]) -> Any:
     """Substitute ``{name}`` placeholders in strings, lists and dicts.
 
-    A string that is exactly one placeholder takes the variable's value with its type.
+    A string that is exactly one placeholder takes the variable's value with its type. Text
+    without a brace has none and is returned as it is, before any pattern runs (most of a
+    plan's text: every episode fills its steps).
     """
     if isinstance(value, str):
+        if "{" not in value:
+            return value
         whole = _PLACEHOLDER.fullmatch(value)
         if whole:
             return env[whole.group(1)]
