@@ -30,9 +30,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.stats import norm
 
 from limbo.analysis import betabinomial as bb
+from limbo.analysis import dist
 from limbo.analysis.labels import cluster_codes
 from limbo.analysis.stats import Rate, wilson
 from limbo.errors import UsageError
@@ -86,7 +86,7 @@ def interval(rate: Array, n_kish: Array, m_tilde: Array, clusters: Array,
     factor of a variance estimated from K clusters. ρ̂ = ρ̃(rate). A cell whose every world is
     all successes or all failures has its likelihood largest at ρ = 1 (n_eff = N / m̃, about K);
     a cell of one cluster has no interval (NaN)."""
-    q2 = norm.ppf(1 - alpha / 2) ** 2 * clusters / np.maximum(clusters - 1, 1)
+    q2 = dist.ppf(1 - alpha / 2) ** 2 * clusters / np.maximum(clusters - 1, 1)
     lo0, hi0 = _wilson(rate, n_kish, q2)
     lo1, hi1 = _wilson(rate, n_kish / m_tilde, q2)
     mixed = counts.above[:, 0] + counts.below[:, 0] > counts.sizes[:, 0]

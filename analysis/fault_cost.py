@@ -34,8 +34,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.stats import t as student
 
+from limbo.analysis import dist
 from limbo.analysis import table as t
 from limbo.analysis.data import Data
 from limbo.analysis.labels import cluster_codes
@@ -164,7 +164,7 @@ def mean_interval(rows: _Part) -> tuple[float, float, int]:
 def _around(value: float, se: float, k: int) -> tuple[float, float]:
     if k < 2 or math.isnan(se):
         return math.nan, math.nan
-    half = float(student.ppf(0.975, k - 1)) * se
+    half = float(dist.ppf(0.975, k - 1)) * se
     return value - half, value + half
 
 

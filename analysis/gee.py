@@ -24,9 +24,8 @@ from typing import Any
 
 import numpy as np
 from scipy import special
-from scipy.stats import norm
-from scipy.stats import t as student
 
+from limbo.analysis import dist
 from limbo.analysis.labels import cluster_codes
 
 NAN = float("nan")
@@ -56,8 +55,7 @@ class OddsRatio:
 
     def ci(self, alpha: float = 0.05) -> tuple[float, float]:
         """Interval exp(β ± q·SE), q the normal or t(df) quantile."""
-        dist = norm if self.df is None else student(self.df)
-        q = float(dist.ppf(1 - alpha / 2))
+        q = float(dist.ppf(1 - alpha / 2, self.df))
         if not (math.isfinite(self.beta) and math.isfinite(self.se)):
             return NAN, NAN
         return math.exp(self.beta - q * self.se), math.exp(self.beta + q * self.se)
@@ -85,7 +83,7 @@ def wald_p(beta: float, se: float, df: float | None = None) -> float:
     """Two-sided p of β/SE against the normal, or t(``df``)."""
     if not se > 0:
         return NAN
-    return float(2 * (norm if df is None else student(df)).sf(abs(beta / se)))
+    return float(2 * dist.sf(abs(beta / se), df))
 
 
 def _cluster_codes(groups: Sequence[Any] | Array) -> tuple[Array, int]:

@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.stats import binom, chi2
 
 from limbo.analysis.labels import cluster_codes
 from limbo.base.rng import derive_seed
@@ -58,6 +57,8 @@ def mcnemar_exact(b: int, c: int) -> McNemar:
     there is no discordant pair (b + c = 0), where scipy's binomtest would raise."""
     if b + c == 0:
         return McNemar(b, c, 0.0, 1.0)
+    from scipy.stats import binom  # here: importing scipy.stats costs 0.5 s (:mod:`.dist`)
+
     p = min(1.0, 2.0 * float(binom.cdf(min(b, c), b + c, 0.5)))
     return McNemar(b, c, float(min(b, c)), p)
 
@@ -100,6 +101,8 @@ def durkalski(d: Sequence[int] | Array) -> tuple[float, float]:
     if spread == 0:
         return 0.0, 1.0
     x2 = float(d.sum()) ** 2 / spread
+    from scipy.stats import chi2
+
     return x2, float(chi2.sf(x2, 1))
 
 

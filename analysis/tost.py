@@ -19,9 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.stats import norm
-from scipy.stats import t as student
 
+from limbo.analysis import dist
 from limbo.analysis.labels import cluster_codes
 
 NAN = float("nan")
@@ -90,13 +89,12 @@ def _tost(d: float, se: float, margin: float, df: float | None = None) -> Tost:
     with q from the normal, or from t(``df``). With SE = 0 (every episode alike) the
     difference is known exactly: each test rejects exactly when ``d`` lies strictly inside
     its margin."""
-    dist, shape = (norm, ()) if df is None else (student, (df,))  # not frozen: 2 ms a call
     if se == 0:
         p_lo, p_up = float(d <= -margin), float(d >= margin)
     else:
-        p_lo = float(dist.sf((d + margin) / se, *shape))
-        p_up = float(dist.cdf((d - margin) / se, *shape))
-    q = float(dist.ppf(0.95, *shape))
+        p_lo = float(dist.sf((d + margin) / se, df))
+        p_up = float(dist.cdf((d - margin) / se, df))
+    q = float(dist.ppf(0.95, df))
     return Tost(d, p_lo, p_up, max(p_lo, p_up), d - q * se, d + q * se, margin)
 
 

@@ -1,6 +1,6 @@
 """A command imports what it uses and nothing else: ``limbo --help`` no command at all, ``limbo
 list services`` and ``limbo status`` neither the analysis stack nor a provider's SDK nor the MCP
-SDK. (What is asserted is which modules load — behaviour; how long they take is
+SDK (nor asyncio). (What is asserted is which modules load — behaviour; how long they take is
 ``benchmarks/bench_startup.py``'s.)"""
 
 from __future__ import annotations
@@ -55,6 +55,7 @@ def test_status_imports_neither_analysis_nor_providers(tmp_path: Path) -> None:
     assert not {m for m in found if m.startswith("limbo.providers.")} - {
         "limbo.providers.options"}
     assert "limbo.commands.run" not in found and "limbo.experiments.grid" not in found
+    assert "asyncio" not in found  # it reads proxy journals, and never runs an event loop
 
 
 def test_a_mistyped_command_is_one_line_naming_the_choices() -> None:

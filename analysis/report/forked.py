@@ -4,11 +4,13 @@ in memory (nothing is sent to it but a range of buckets or a figure's number) an
 finished bytes.
 
 Bucket workers are forked once the runs are loaded, one per core but this one's, and pack
-while this process builds the tables. Figure workers are forked once the tables are built, one
-per core, so that they start with the selections and rates the tables computed (a figure drawn
-before them computes Table 0 again, a third more CPU). At the paper's scale on two cores this
-runs the build's three parts — tables, buckets, figures, each a third of its CPU — two at a
-time. Where ``fork`` is not available, or ``workers`` is 0 (``limbo view``, whose rebuilds run
+while this process builds the tables. Figure workers are forked once the tables a figure draws
+from are built, so that they start with the selections and rates the tables computed (a figure
+drawn before them computes Table 0 again, a third more CPU): Figure 0's as soon as Table 0 is
+built, the paper's figures' once Tables 3-13 are. Figure 0, half the figures' CPU on the
+paper grid, then draws while the other tables are built instead of after them, which keeps it
+off the build's critical path. At the paper's scale on two cores this runs the build's three
+parts — tables, buckets, figures — side by side. Where ``fork`` is not available, or ``workers`` is 0 (``limbo view``, whose rebuilds run
 beside its server's threads), everything runs here instead.
 
 A worker that dies (killed, out of memory) loses nothing: what it had not sent back is done
@@ -21,7 +23,7 @@ import contextlib
 import gc
 import multiprocessing
 import os
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -100,13 +102,12 @@ class Workers:
         self._pools.append(pool)
         return pool
 
-    def draw(self) -> None:
-        """Hand the figures to workers forked now (call once the tables are built)."""
-        from limbo.analysis.figures import FIGURES
-
-        if self.count > 0:
-            pool = self._pool(self.count)
-            self._figures = {n: pool.submit(_figure, n) for n in FIGURES}
+    def draw(self, numbers: Collection[int]) -> None:
+        """Hand figures ``numbers`` to workers forked now (call once the tables they draw
+        from are built)."""
+        if self.count > 0 and numbers:
+            pool = self._pool(min(self.count, len(numbers)))
+            self._figures.update((n, pool.submit(_figure, n)) for n in numbers)
 
     def figure(self, number: int) -> tuple[dict[str, bytes], str]:
         """Figure ``number``'s files and why it was not drawn (see

@@ -146,8 +146,6 @@ def build(paths: Sequence[Path], weighting: str = "template", version: int = 0,
     ``workers``, the figures and every episode bucket are made by that many forked processes
     (:mod:`~limbo.analysis.report.forked`) while this one builds the tables, and the site
     holds the buckets; without, buckets are made when asked for (:meth:`Site.bucket`)."""
-    from limbo.analysis.tables import TABLES, build_safely
-
     loaded = load(paths, fallback)
     frame = loaded.frame
     buckets = bucket_count(len(frame))
@@ -162,18 +160,30 @@ def build(paths: Sequence[Path], weighting: str = "template", version: int = 0,
     with forked(site, drawn, workers) as pool:
         for file_no in range(len(loaded.files)):  # opened once, shared by the workers
             loaded.line(file_no, 0, 0)
-        # The figures draw from the selections of Table 0 and the paper's (3-13): their workers
-        # are forked once those are built; Tables 14-16, which no figure draws from, are
-        # built here meanwhile.
-        first = [n for n in TABLES if n <= LAST_DRAWN_FROM]
-        tables, failures = build_safely(data, first)
-        pool.draw()
-        more, failed = build_safely(data, [n for n in TABLES if n not in first])
-        tables, failures = tables + more, failures + failed
+        tables, failures = _tables_and_figures(data, pool)
         site.files.update(_pages(paths, loaded, tables, failures, pool, version))
         if workers:
             site.files.update((bucket_file(n), script) for n, script in pool.buckets())
     return site
+
+
+def _tables_and_figures(data: Data, pool: Workers) -> tuple[list[Table], list[str]]:
+    """Every table, built here, and the figures handed to workers as soon as the tables they
+    draw from are built: Figure 0 (the summary) after Table 0, the paper's figures after
+    Tables 3-13; Tables 14-16, which no figure draws from, last."""
+    from limbo.analysis.figures import FIGURES
+    from limbo.analysis.tables import TABLES, build_safely
+
+    tables: list[Table] = []
+    failures: list[str] = []
+    steps = [([n for n in TABLES if n == 0], [n for n in FIGURES if n == 0]),
+             ([n for n in TABLES if 0 < n <= LAST_DRAWN_FROM], [n for n in FIGURES if n != 0]),
+             ([n for n in TABLES if n > LAST_DRAWN_FROM], [])]
+    for numbers, figures in steps:
+        built, failed = build_safely(data, numbers)
+        tables, failures = tables + built, failures + failed
+        pool.draw(figures)
+    return tables, failures
 
 
 def _pages(paths: Sequence[Path], loaded: Loaded, tables: list[Table], failures: list[str],

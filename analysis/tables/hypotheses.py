@@ -14,7 +14,7 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from limbo.analysis import paper
+from limbo.analysis import dist, paper
 from limbo.analysis import table as t
 from limbo.analysis.data import Data, absent
 from limbo.analysis.gee import gee_clustered
@@ -47,9 +47,7 @@ def _or(result: OddsRatio, label: str) -> str:
 
 def _firth(y: np.ndarray, x: np.ndarray) -> OddsRatio:
     beta, se = firth_logit(y, np.column_stack([np.ones(len(x)), x]))
-    from scipy.stats import norm
-
-    p = float(2 * norm.sf(abs(beta[1] / se[1])))
+    p = float(2 * dist.sf(abs(beta[1] / se[1])))
     return OddsRatio(float(beta[1]), float(se[1]), p, 0, "Firth, penalised: an arm is at 0%/100%")
 
 

@@ -167,21 +167,23 @@ def scan(run_dir: Path, live: Callable[[Path], bool] = lambda p: False) -> Scan:
     but without building the record (:func:`~limbo.log.reader.glance`). A file for which ``live`` says another writer may be appending
     right now has its unterminated last line ignored (it is being written), not reported."""
     out = Scan()
-    first: dict[str, str] = {}
+    first: dict[str, tuple[str, int]] = {}  # where each id was first seen: (file name, line)
     for path in record_files(run_dir):
-        stats = out.files.setdefault(path.name, FileStats())
+        name = path.name
+        stats = out.files.setdefault(name, FileStats())
         for line in lines(path):
             if line.torn and live(path):
                 continue  # being written
             found = _refused(path, line.number, glance(line.raw))
             if not isinstance(found, Skip) and found.episode_id in out.ids:
-                found = Skip("duplicate", f"duplicate of {first[found.episode_id]}")
+                where, number = first[found.episode_id]
+                found = Skip("duplicate", f"duplicate of {where} line {number}")
             if isinstance(found, Skip):
                 out.bad.append(BadLine(path, line.number, found.reason, line.raw, line.torn))
                 stats.bad += 1
                 continue
             _count(out, found, path, line.number)
-            first[found.episode_id] = f"{path.name} line {line.number}"
+            first[found.episode_id] = (name, line.number)
             stats.records += 1
     return out
 

@@ -28,7 +28,6 @@ the two).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import os
@@ -78,6 +77,8 @@ class Journal:
         entry that is (a call's event waits for its result's: one write for the two)."""
         self._deferred.append(entry)
         if soon and not self._flushing:
+            import asyncio  # here: `limbo status` reads journals and never runs a loop
+
             self._flushing = True
             asyncio.get_running_loop().call_soon(self.flush)
 
