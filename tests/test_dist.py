@@ -72,3 +72,22 @@ def test_the_tables_import_no_statistics_package_until_a_model_is_fitted(tmp_pat
         "for n in (0, 3, 4, 5, 6, 7, 8, 9, 10, 14, 15, 16):\n    TABLES[n](data)\n")
     assert not {"scipy.stats", "scipy.optimize"} & found
     assert not {m.split(".")[0] for m in found} & {"statsmodels", "matplotlib"}
+
+
+def test_every_table_reads_the_log_alone_and_loads_no_harness(tmp_path, monkeypatch) -> None:
+    """What the tables say of a run — Table 8's note of the paper's harnesses without
+    episodes, H5's untested ones — comes from the paper's list and the records, never from the
+    harnesses registered on the reading machine: a plugin or an installed production harness
+    changes no table, and reading a run loads no harness (nor the simulation's world)."""
+    from limbo.cli import main
+
+    monkeypatch.setenv("LIMBO_HARNESS_DIR", str(tmp_path / "none"))  # no production harness
+    run = tmp_path / "run"  # E3 in the minimal harness: Tables 8, 9 and H5 have rows
+    assert main(["run", "e3", "--template", "charge_invoice", "--instances", "1", "--out",
+                 str(run), "--quiet"]) == 0
+    found = _loaded_after(
+        "from pathlib import Path\nfrom limbo.analysis.data import Data\n"
+        "from limbo.analysis.loader import load\nfrom limbo.analysis.tables import TABLES\n"
+        f"data = Data(load([Path({str(run)!r})]))\n"
+        "for table in TABLES.values():\n    table(data)\n")
+    assert not {m for m in found if m.startswith("limbo.harnesses") or m == "limbo.sim.world"}

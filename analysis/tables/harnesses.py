@@ -11,22 +11,16 @@ from limbo.analysis.arms import Matched
 from limbo.analysis.data import Data, absent, ordered
 from limbo.analysis.tables.common import excluded, none_rated, rate_of, weighting_note
 
-
-def known_harnesses() -> list[str]:
-    """Every registered harness (built-in, production CLIs of E3 and plugins alike)."""
-    from limbo.base.registry import entries
-
-    names = list(entries("harness"))
-    return sorted(names, key=lambda h: (HARNESS_ORDER.index(h) if h in HARNESS_ORDER
-                                        else len(HARNESS_ORDER), h))
-
-
 HARNESS_ORDER = ("minimal", "codex", "copilot", "claude-code", "hermes")
-"""The paper's row order; other harnesses follow by name."""
+"""The paper's harnesses, in its row order; other harnesses with episodes follow by name.
+
+A note names those of them without episodes, and H5 those it could not test. It is the paper's
+list, not today's registry: what a table says of a run must not change with the plugins or
+production harnesses installed on the machine that reads it (and reading it loads no harness)."""
 
 
 def missing_note(present: set[str]) -> str:
-    missing = [h for h in known_harnesses() if h not in present]
+    missing = [h for h in HARNESS_ORDER if h not in present]
     if not missing:
         return ""
     return (f"No episodes for {', '.join(missing)}: their rows are omitted, not filled "

@@ -20,7 +20,7 @@ from limbo.analysis.data import Data, absent
 from limbo.analysis.gee import gee_clustered
 from limbo.analysis.stats import OddsRatio, Rate, Shapley, firth_logit, glmm_agq, separation
 from limbo.analysis.tables.e1 import COLUMNS, column_rows, shapley_blocks, shapley_for
-from limbo.analysis.tables.harnesses import guard_arms, known_harnesses
+from limbo.analysis.tables.harnesses import HARNESS_ORDER, guard_arms
 from limbo.analysis.tost import tost_clustered_arms
 from limbo.analysis.uncertainty import Uncertainty
 
@@ -230,7 +230,7 @@ def h6(data: Data) -> Finding:
         parts.append(f"{harness}: dup {_pct(dup)} under guard, TS loss {100 * loss:+.1f} pp")
     if not parts:
         return prediction, "no harness with both vanilla and guard episodes", "untested", 0
-    missing = [h for h in known_harnesses() if h not in set(rows["harness"])]
+    missing = [h for h in HARNESS_ORDER if h not in set(rows["harness"])]
     verdict = _verdict(all(passes), not all(passes))
     if missing and all(passes):
         verdict += f" (untested: {', '.join(missing)})"
