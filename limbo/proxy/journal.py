@@ -59,6 +59,7 @@ class Journal:
         flags = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC | (os.O_CREAT | os.O_EXCL if new else 0)
         self._deferred: list[Callable[[], dict[str, Any]]] = []
         self._flushing = False
+        self._loop: asyncio.AbstractEventLoop | None = None
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self.fd = os.open(path, flags, 0o600)
@@ -79,7 +80,8 @@ class Journal:
         self._deferred.append(entry)
         if soon and not self._flushing:
             self._flushing = True
-            asyncio.get_running_loop().call_soon(self.flush)
+            self._loop = self._loop or asyncio.get_running_loop()
+            self._loop.call_soon(self.flush)
 
     def flush(self) -> None:
         """Append the deferred entries now."""

@@ -43,6 +43,8 @@ _SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]")
 """Where a lone surrogate may hide: a JSON escape of one, or one already decoded (in a text
 read back from a message's string, encoded with ``surrogatepass``)."""
 _ID = re.compile(rb'"id"\s*:\s*(-?\d{1,18})\s*[,}]')
+_DECODER = json.JSONDecoder(parse_constant=str)
+"""Made once (``json.loads`` with an option makes a decoder per call)."""
 
 
 class BadMessage(ValueError):
@@ -62,16 +64,22 @@ def loads(text: str | bytes) -> Any:
     :data:`MAX_DEPTH`, or holds a lone surrogate (which no UTF-8 text can carry on)."""
     raw = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
     try:
-        value = json.loads(text, parse_constant=str)
+        value = _DECODER.decode(text if isinstance(text, str) else _decoded(text))
     except RecursionError:
         raise BadMessage(f"nested deeper than {MAX_DEPTH} levels", peek_id(raw)) from None
     except UnicodeDecodeError:
         raise BadMessage("not UTF-8", peek_id(raw)) from None
     if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH and _depth(value) > MAX_DEPTH:
         raise BadMessage(f"nested deeper than {MAX_DEPTH} levels", _ident(value))
-    if _SURROGATE.search(raw) and not _encodable(value):
+    if (b"\\u" in raw or b"\xed" in raw) and _SURROGATE.search(raw) and not _encodable(value):
         raise BadMessage("a string holds a lone UTF-16 surrogate", _ident(value))
     return value
+
+
+def _decoded(raw: bytes) -> str:
+    """``raw`` as text, as :func:`json.loads` decodes bytes (UTF-8, or the UTF-16 or UTF-32 its
+    first bytes show)."""
+    return raw.decode(json.detect_encoding(raw), "surrogatepass")
 
 
 def peek_id(raw: bytes) -> int | None:
