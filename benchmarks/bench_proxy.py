@@ -12,8 +12,9 @@ HTTP the server runs with ``--http``, the proxy with ``--listen`` and ``--upstre
 Fair: both paths speak the same protocol version (the ``initialize`` handshake's: the SDK's
 client would otherwise speak the newer stateless era straight to the server, and the handshake
 through the proxy — two different protocols; the version each negotiated is printed and must
-agree), run in B alternating blocks (direct, proxied, direct, ...) so that a machine busy with
-something else slows both alike, and the load average is printed at the start and the end.
+agree), run in B alternating blocks (direct, proxied, direct, ...; each way first in its share
+of the blocks) so that a machine busy with something else slows both alike, and the load
+average is printed at the start and the end.
 ``--baseline`` adds a third way in the same blocks: the proxy of another checkout (its
 environment's ``limbo``, as in :mod:`ab`), so that old and new meet the same load.
 
@@ -188,9 +189,11 @@ async def _measure(calls: int, blocks: int, ways: list[Way]) -> list[str]:
         for client in clients:  # warm every path up
             await _block(client, "read", 20, 0)
         per = max(1, calls // blocks)
+        paired = list(enumerate(zip(ways, clients, strict=True)))
         for b in range(blocks):
             for kind in ("read", "write"):
-                for i, (way, client) in enumerate(zip(ways, clients, strict=True)):
+                turn = b % len(paired)  # each way goes first in as many blocks as the others
+                for i, (way, client) in paired[turn:] + paired[:turn]:
                     used = _cpu(way.pid)
                     way.times[kind] += await _block(client, kind, per, 10_000_000 * i + b * per)
                     way.cpu[kind] += _cpu(way.pid) - used

@@ -200,3 +200,32 @@ def test_lines_are_read_whatever_the_reads_cut_them_into() -> None:
     answers = asyncio.run(go())
     assert sorted((a["id"], a["result"]["echo"]) for a in answers) == [
         (i, f"m{i}") for i in range(5)]
+
+
+def test_an_answer_passed_on_unchanged_goes_as_the_bytes_it_came_in() -> None:
+    """The upstream's result reaches the agent byte for byte (``1.50`` stays ``1.50``, an
+    escape stays an escape), under the agent's own id; an answer holding NaN is read as
+    usual (NaN as a string, strict JSON) and written anew."""
+    async def go() -> list[bytes]:
+        upstream, up_serving, up_in, up_out = await _paired()
+
+        async def forward(message: dict[str, Any]) -> Any:
+            return await upstream.request("tools/call", timeout=5.0)
+
+        agent, agent_serving, agent_in, agent_out = await _paired(forward, server=True)
+        answers = []
+        for body in (b'{"items": [{"name": "caf\\u00e9", "n": 1.50}], "note": "\xc3\xa9"}',
+                     b'{"n": NaN}'):
+            agent_out.write(_line({"id": "a-1", "method": "tools/call"}))
+            ident = json.loads(await up_in.readline())["id"]
+            up_out.write(b'{"jsonrpc": "2.0", "id": %d, "result": %s}\n' % (ident, body))
+            answers.append(await agent_in.readline())
+        for peer in (up_out, agent_out):
+            peer.close()
+        await asyncio.gather(up_serving, agent_serving)
+        return answers
+
+    exact, renewed = asyncio.run(go())
+    assert exact == (b'{"jsonrpc":"2.0","id":"a-1","result":{"items": [{"name": "caf\\u00e9", '
+                     b'"n": 1.50}], "note": "\xc3\xa9"}}\n')
+    assert json.loads(renewed) == {"jsonrpc": "2.0", "id": "a-1", "result": {"n": "NaN"}}

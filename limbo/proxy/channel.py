@@ -38,12 +38,14 @@ from limbo.proxy.wire import (
     BadMessage,
     ChannelClosed,
     Handler,
+    Relayed,
     RpcError,
     cancelled_id,
     expire,
     loads,
     peek_id,
     refusal,
+    relayed,
     valid_id,
 )
 
@@ -223,6 +225,12 @@ class Channel:
             future.set_exception(ChannelClosed(f"its answer was unreadable: {exc}"))
 
     def _dispatch(self, line: bytes) -> None:
+        answer = None if self.server else relayed(line)
+        if answer is not None:  # the usual answer: read in one pass, its bytes kept
+            future = self._pending.get(answer[0])
+            if future is not None and not future.done():
+                future.set_result(answer[1])
+            return
         try:
             message = loads(line)
         except BadMessage as exc:
@@ -287,10 +295,20 @@ class Channel:
                 del self._answering[key]
             self._tasks.discard(asyncio.current_task(self.loop))  # done: nothing to call back
         if "id" in message and key not in self._cancelled:
-            self.send({"id": ident, **reply})
+            self._send_reply(ident, reply)
         self._cancelled.discard(key)
         if self.on_answered is not None:
             self.on_answered()
+
+    def _send_reply(self, ident: Any, reply: dict[str, Any]) -> None:
+        """The answer to request ``ident``: a result the upstream sent and nothing changed goes
+        as the bytes it came in (:func:`limbo.proxy.wire.relayed`)."""
+        result = reply.get("result")
+        if type(result) is not Relayed:
+            self.send({"id": ident, **reply})
+            return
+        head = '{"jsonrpc":"2.0","id":' + ENCODE.encode(ident) + ',"result":'
+        self.writer.write(head.encode("utf-8", "backslashreplace") + result.raw + b"}\n")
 
     async def _reply(self, message: dict[str, Any]) -> dict[str, Any]:
         try:
