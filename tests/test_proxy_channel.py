@@ -1,4 +1,4 @@
-"""The proxy's stdio channel on its own, over a real socket pair: what it does with answers of
+"""The proxy's stdio channel on its own, over real pipes: what it does with answers of
 any shape, lines past its limit and answers it cannot read (the request they name fails at
 once, rather than waiting out its timeout), a ``notifications/cancelled`` (the request stops
 and gets no answer), and a handler that fails (an internal error; the channel reads on)."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
+import os
 from typing import Any
 
 import pytest
@@ -22,12 +22,18 @@ async def _nothing(message: dict[str, Any]) -> Any:
 
 async def _paired(handler: Handler = _nothing, server: bool = False, limit: int = 1 << 16
                   ) -> tuple[Channel, asyncio.Future[None], asyncio.StreamReader, Any]:
-    """A channel over a socket pair, serving (``server``: as the agent's side, else as the
+    """A channel over a pair of pipes, serving (``server``: as the agent's side, else as the
     proxy's to a stdio upstream), and the other end's reader and writer."""
-    near, far = socket.socketpair()
-    reader, writer = await asyncio.open_connection(sock=near, limit=limit)
-    peer_in, peer_out = await asyncio.open_connection(sock=far, limit=1 << 24)
-    channel = Channel(reader, writer, handler, server=server, limit=limit)
+    loop = asyncio.get_running_loop()
+    theirs, to_us = os.pipe()
+    to_them, ours = os.pipe()
+    writer, _ = await loop.connect_write_pipe(asyncio.Protocol, open(ours, "wb", buffering=0))
+    channel = Channel(writer, handler, server=server, limit=limit)
+    channel.read(theirs)
+    peer_in = asyncio.StreamReader(limit=1 << 24)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(peer_in),
+                                 open(to_them, "rb", buffering=0))
+    peer_out, _ = await loop.connect_write_pipe(asyncio.Protocol, open(to_us, "wb", buffering=0))
     return channel, asyncio.ensure_future(channel.serve()), peer_in, peer_out
 
 
@@ -153,11 +159,8 @@ def test_a_cancelled_request_is_told_and_gets_no_answer() -> None:
             told.append(request["id"])
             release.set()
 
-        near, far = socket.socketpair()
-        reader, writer = await asyncio.open_connection(sock=near)
-        peer_in, peer_out = await asyncio.open_connection(sock=far)
-        channel = Channel(reader, writer, held, server=True, on_cancel=cancel)
-        serving = asyncio.ensure_future(channel.serve())
+        channel, serving, peer_in, peer_out = await _paired(held, server=True)
+        channel.on_cancel = cancel
         peer_out.write(_line({"id": "held-1", "method": "tools/call"}))
         await asyncio.wait_for(started.wait(), 10)
         peer_out.write(_line({"method": "notifications/cancelled",
@@ -171,3 +174,58 @@ def test_a_cancelled_request_is_told_and_gets_no_answer() -> None:
 
     answers, told = asyncio.run(go())
     assert answers == [{"jsonrpc": "2.0", "id": 7, "result": {}}] and told == ["held-1"]
+
+
+def test_lines_are_read_whatever_the_reads_cut_them_into() -> None:
+    """Several messages in one read, one message over several reads (its newline last, or
+    none at all before the other side closes): each is handled once, whole."""
+    async def go() -> list[dict[str, Any]]:
+        channel, serving, peer_in, peer_out = await _paired(_echo, server=True, limit=4096)
+        peer_out.write(b"".join(_line({"id": i, "method": f"m{i}"}) for i in range(3)))
+        split = _line({"id": 3, "method": "m3", "params": {"pad": "p" * 3000}})
+        for cut in (split[:7], split[7:2000], split[2000:-1], split[-1:]):
+            peer_out.write(cut)
+            await asyncio.sleep(0.02)  # each piece its own read
+        peer_out.write(_line({"id": 4, "method": "m4"}).strip())  # no newline: the last line
+        answers = [json.loads(await peer_in.readline()) for _ in range(4)]
+        await asyncio.sleep(0.02)
+        peer_out.close()
+        await serving
+        answers.append(json.loads(await peer_in.readline()))
+        return answers
+
+    async def _echo(message: dict[str, Any]) -> Any:
+        return {"echo": message["method"]}
+
+    answers = asyncio.run(go())
+    assert sorted((a["id"], a["result"]["echo"]) for a in answers) == [
+        (i, f"m{i}") for i in range(5)]
+
+
+def test_an_answer_passed_on_unchanged_goes_as_the_bytes_it_came_in() -> None:
+    """The upstream's result reaches the agent byte for byte (``1.50`` stays ``1.50``, an
+    escape stays an escape), under the agent's own id; an answer holding NaN is read as
+    usual (NaN as a string, strict JSON) and written anew."""
+    async def go() -> list[bytes]:
+        upstream, up_serving, up_in, up_out = await _paired()
+
+        async def forward(message: dict[str, Any]) -> Any:
+            return await upstream.request("tools/call", timeout=5.0)
+
+        agent, agent_serving, agent_in, agent_out = await _paired(forward, server=True)
+        answers = []
+        for body in (b'{"items": [{"name": "caf\\u00e9", "n": 1.50}], "note": "\xc3\xa9"}',
+                     b'{"n": NaN}'):
+            agent_out.write(_line({"id": "a-1", "method": "tools/call"}))
+            ident = json.loads(await up_in.readline())["id"]
+            up_out.write(b'{"jsonrpc": "2.0", "id": %d, "result": %s}\n' % (ident, body))
+            answers.append(await agent_in.readline())
+        for peer in (up_out, agent_out):
+            peer.close()
+        await asyncio.gather(up_serving, agent_serving)
+        return answers
+
+    exact, renewed = asyncio.run(go())
+    assert exact == (b'{"jsonrpc":"2.0","id":"a-1","result":{"items": [{"name": "caf\\u00e9", '
+                     b'"n": 1.50}], "note": "\xc3\xa9"}}\n')
+    assert json.loads(renewed) == {"jsonrpc": "2.0", "id": "a-1", "result": {"n": "NaN"}}

@@ -11,9 +11,10 @@ it handed the kernel, so after ``kill -9`` every ``ack`` is there. A lost machin
 last answers: their writes are then ``intent`` lines without an ``ack``, which reconciliation
 settles against the upstream's own state, as it does every write whose answer never came.
 Everything else (the agent's calls and results, the fault) is appended without a sync of its
-own, and later still (:meth:`Journal.defer`): once the answer in hand is on its way, at the
-event loop's next turn, in one write with the lines deferred beside it (a call's line with its
-result's) — off the path between the agent and its answer. A ledger line is never deferred, and goes after the lines deferred
+own, and later still (:meth:`Journal.defer`): once the answer in hand is on its way — right
+after it is written over stdio, at the event loop's next turn over HTTP — in one write with the
+lines deferred beside it (a call's line with its result's), off the path between the agent and
+its answer. A ledger line is never deferred, and goes after the lines deferred
 before it, so the journal keeps their order; a killed proxy may lose the event lines of its
 last turn, never a ledger line.
 
@@ -58,6 +59,7 @@ class Journal:
         flags = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC | (os.O_CREAT | os.O_EXCL if new else 0)
         self._deferred: list[Callable[[], dict[str, Any]]] = []
         self._flushing = False
+        self._loop: asyncio.AbstractEventLoop | None = None
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self.fd = os.open(path, flags, 0o600)
@@ -80,7 +82,8 @@ class Journal:
             import asyncio  # here: `limbo status` reads journals and never runs a loop
 
             self._flushing = True
-            asyncio.get_running_loop().call_soon(self.flush)
+            self._loop = self._loop or asyncio.get_running_loop()
+            self._loop.call_soon(self.flush)
 
     def flush(self) -> None:
         """Append the deferred entries now."""

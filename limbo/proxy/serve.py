@@ -179,11 +179,11 @@ class ProxyServer:
         from limbo.proxy.wire import LINE_LIMIT
 
         loop = asyncio.get_running_loop()
-        reader = asyncio.StreamReader(limit=LINE_LIMIT)
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
         writer, _ = await loop.connect_write_pipe(asyncio.Protocol, sys.stdout)
-        channel = Channel(reader, writer, self._message, on_failure=self.failed,
-                          on_cancel=self.cancel)
+        channel = Channel(writer, self._message, on_failure=self.failed, on_cancel=self.cancel,
+                          limit=LINE_LIMIT, on_answered=self.session.answered)
+        self.session.answers_told = True
+        channel.read(sys.stdin.fileno())
         self.announce("limbo proxy: serving the episode on stdio")
         serving = asyncio.ensure_future(channel.serve())
         try:

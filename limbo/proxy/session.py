@@ -70,6 +70,9 @@ class Session:
         self._background: set[asyncio.Task[Any]] = set()
         self.ended = asyncio.Event()
         """The agent finished or went: held calls are answered, later ones refused."""
+        self.answers_told = False
+        """Whether the face serving the agent calls :meth:`answered` once each answer is on its
+        way (over stdio); else a result's event line is journaled at the loop's next turn."""
 
     # -- the clock and the journal ------------------------------------------------------------
 
@@ -79,15 +82,21 @@ class Session:
 
     def emit(self, type_: str, **fields: Any) -> None:
         """One event of the record's event log, stamped now, journaled (without a sync) once
-        the answer in hand is on its way — a call's with its result's; a field given as a
-        function is computed then."""
+        the answer in hand is on its way — a call's with its result's, a result's when its
+        answer has gone (:attr:`answers_told`), others at the loop's next turn; a field given
+        as a function is computed then."""
         t = self.now()
 
         def entry() -> dict[str, Any]:
             return {"t": t, "type": type_,
                     **{k: v() if callable(v) else v for k, v in fields.items()}}
 
-        self.journal.defer(entry, soon=type_ != "call")
+        self.journal.defer(entry, soon=type_ != "call" and (type_ != "result"
+                                                            or not self.answers_told))
+
+    def answered(self) -> None:
+        """An answer to the agent is on its way: journal the event lines waiting for it."""
+        self.journal.flush()
 
     def ledger_entry(self, entry: dict[str, Any], forwarding: bool = False) -> None:
         """One ledger entry: an ``intent`` (``forwarding``) on disk before the write is

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -46,6 +45,7 @@ from limbo.proxy.channel import Channel
 from limbo.proxy.http import is_loopback
 from limbo.proxy.httplink import ANSWER_LIMIT, HttpLink
 from limbo.proxy.redact import is_credential
+from limbo.proxy.stdio import UpstreamProcess
 from limbo.proxy.wire import INTERNAL_ERROR, METHOD_NOT_FOUND, ChannelClosed, RpcError
 
 CALL_TIMEOUT_S = 120.0
@@ -54,8 +54,6 @@ the wall wait is this times ``--time-scale`` (four client timeouts)."""
 START_TIMEOUT_S = 60.0
 """How long the upstream may take to answer the handshake, and each request before the agent
 may call (the listings, the task's setup, the snapshot), whatever the time scale."""
-STOP_TIMEOUT_S = 5.0
-"""How long a stdio upstream may take to exit once its stdin is closed."""
 
 
 class UpstreamLost(Exception):
@@ -324,38 +322,25 @@ class StdioUpstream(Upstream):
 
     def __init__(self, spec: UpstreamSpec, call_timeout: float = CALL_TIMEOUT_S) -> None:
         super().__init__(spec, call_timeout)
-        self.proc: asyncio.subprocess.Process | None = None
-        self.channel: Channel | None = None
+        self.process: UpstreamProcess | None = None
         self._reading: asyncio.Task[None] | None = None
 
     async def __aenter__(self) -> StdioUpstream:
         argv = self.spec.command
+        self.link = channel = Channel(None, self.asked, server=False, limit=ANSWER_LIMIT)
+        self.process = UpstreamProcess(channel)
         try:
-            self.proc = await asyncio.create_subprocess_exec(
-                *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                env=dict(os.environ), limit=ANSWER_LIMIT, start_new_session=True)
+            await self.process.start(argv)
         except OSError as exc:
             raise UsageError(f"--upstream-cmd: cannot start {argv[0]!r}: "
                              f"{exc.strerror or exc}") from None
-        assert self.proc.stdout is not None
-        self.link = self.channel = Channel(self.proc.stdout, self.proc.stdin, self.asked,
-                                           server=False, limit=ANSWER_LIMIT)
-        self._reading = asyncio.ensure_future(self.channel.serve())
+        self._reading = asyncio.ensure_future(channel.serve())
         await self._handshake()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        if self.channel is not None:
-            self.channel.close()
-        if self.proc is not None and self.proc.returncode is None:
-            try:
-                await asyncio.wait_for(self.proc.wait(), STOP_TIMEOUT_S)
-            except TimeoutError:
-                with contextlib.suppress(ProcessLookupError):
-                    self.proc.kill()
-                await self.proc.wait()
-        if self._reading is not None:
-            await asyncio.gather(self._reading, return_exceptions=True)
+        if self.process is not None:
+            await self.process.stop(self._reading)
 
 
 class HttpUpstream(Upstream):

@@ -8,8 +8,9 @@ and costs 2 to 5 ms per hop on a busy machine (measured: a proxy that only forwa
 SDK's server and client added that much to each call). The proxy is a relay: it parses each
 message once with ``json``, answers or forwards it, and writes one line (stdio:
 :mod:`limbo.proxy.channel`) or one body (HTTP: :mod:`limbo.proxy.http` and
-:mod:`limbo.proxy.httplink`). The messages are still MCP's: what the proxy says is checked by
-the SDK's own client in the tests.
+:mod:`limbo.proxy.httplink`); over stdio an upstream's answer it passes on unchanged goes on
+as the bytes it came in (:func:`relayed`). The messages are still MCP's: what the proxy says is
+checked by the SDK's own client in the tests.
 
 What no well-behaved peer sends is answered, never fatal: a message nested deeper than
 :data:`MAX_DEPTH`, longer than :data:`LINE_LIMIT` or holding a lone surrogate (which no UTF-8
@@ -43,6 +44,8 @@ _SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]")
 """Where a lone surrogate may hide: a JSON escape of one, or one already decoded (in a text
 read back from a message's string, encoded with ``surrogatepass``)."""
 _ID = re.compile(rb'"id"\s*:\s*(-?\d{1,18})\s*[,}]')
+_DECODER = json.JSONDecoder(parse_constant=str)
+"""Made once (``json.loads`` with an option makes a decoder per call)."""
 
 
 class BadMessage(ValueError):
@@ -62,16 +65,80 @@ def loads(text: str | bytes) -> Any:
     :data:`MAX_DEPTH`, or holds a lone surrogate (which no UTF-8 text can carry on)."""
     raw = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
     try:
-        value = json.loads(text, parse_constant=str)
+        value = _DECODER.decode(text if isinstance(text, str) else _decoded(text))
     except RecursionError:
         raise BadMessage(f"nested deeper than {MAX_DEPTH} levels", peek_id(raw)) from None
     except UnicodeDecodeError:
         raise BadMessage("not UTF-8", peek_id(raw)) from None
-    if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH and _depth(value) > MAX_DEPTH:
-        raise BadMessage(f"nested deeper than {MAX_DEPTH} levels", _ident(value))
-    if _SURROGATE.search(raw) and not _encodable(value):
-        raise BadMessage("a string holds a lone UTF-16 surrogate", _ident(value))
+    why = problem(raw, value)
+    if why is not None:
+        raise BadMessage(why, _ident(value))
     return value
+
+
+def problem(raw: bytes, value: Any) -> str | None:
+    """Why ``value``, read from ``raw``, is no message the proxy takes although it is JSON:
+    nested too deep, or holding a lone surrogate (``None``: it is one)."""
+    if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH and _depth(value) > MAX_DEPTH:
+        return f"nested deeper than {MAX_DEPTH} levels"
+    if (b"\\u" in raw or b"\xed" in raw) and _SURROGATE.search(raw) and not _encodable(value):
+        return "a string holds a lone UTF-16 surrogate"
+    return None
+
+
+def _decoded(raw: bytes) -> str:
+    """``raw`` as text, as :func:`json.loads` decodes bytes (UTF-8, or the UTF-16 or UTF-32 its
+    first bytes show)."""
+    return raw.decode(json.detect_encoding(raw), "surrogatepass")
+
+
+# -- an answer passed on as the bytes it came in --------------------------------------------
+#
+# The proxy reads every answer (the journal logs it, a fault may change it), but an answer it
+# passes on unchanged need not be encoded anew for the agent: for a read listing thousands of
+# records that costs more than the rest of the hop. An answer in the usual shape,
+# {"jsonrpc": "2.0", "id": N, "result": {...}}, is read in one pass that also finds where its
+# result's bytes lie; whatever is not in that shape, holds NaN or an infinity (which the proxy
+# writes as strings), nests too deep or holds a lone surrogate is read by loads, as any line.
+
+_HEAD = re.compile(r'\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*(\d{1,18})\s*,\s*"result"\s*:\s*')
+_TAIL = re.compile(r"\s*\}\s*")
+
+
+class Relayed(dict[str, Any]):
+    """A result as the upstream sent it, and its bytes (:attr:`raw`). Never changed in place:
+    where the proxy changes an answer (a stale read, a fault's failure or phantom) it builds a
+    new one."""
+
+    raw: bytes
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(name)  # NaN or an infinity: the bytes are no JSON to pass on
+
+
+_EXACT = json.JSONDecoder(parse_constant=_no_constant)
+
+
+def relayed(line: bytes) -> tuple[int, Relayed] | None:
+    """The id and result of an answer in the usual shape, its result's bytes kept; ``None``:
+    read the line with :func:`~limbo.proxy.wire.loads`."""
+    try:
+        text = line.decode("utf-8")
+        head = _HEAD.match(text)
+        if head is None:
+            return None
+        result, end = _EXACT.raw_decode(text, head.end())
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(result, dict) or not _TAIL.fullmatch(text, end):
+        return None
+    raw = line[head.end():end] if len(text) == len(line) else text[head.end():end].encode()
+    if problem(raw, result) is not None:
+        return None
+    found = Relayed(result)
+    found.raw = raw
+    return int(head.group(1)), found
 
 
 def peek_id(raw: bytes) -> int | None:
