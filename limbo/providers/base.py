@@ -22,7 +22,7 @@ from limbo.base.errors import ModelError, UsageError
 from limbo.base.rng import Rng, generator
 from limbo.base.secrets import MASK, MIN_LEN, scrub, watch
 from limbo.episode.models import EpisodeContext, Message, ModelAdapter, ModelTurn, ToolDef
-from limbo.providers import clients
+from limbo.providers import clients, eager
 from limbo.providers.cache import ResponseCache, default_cache
 from limbo.providers.calls import current as call_count
 from limbo.providers.encoded import wire_bytes
@@ -154,10 +154,14 @@ class ProviderAdapter(ModelAdapter):
         the running event loop."""
         pool = clients.current()
         if pool is not None:
-            return pool.get(self.limit_key, lambda: self._make_client(self._key))
+            return pool.get(self.limit_key, self._new_client)
         if self._client is None:
-            self._client = self._make_client(self._key)
+            self._client = self._new_client()
         return self._client
+
+    def _new_client(self) -> Any:
+        eager.install()  # on this loop, requests leave as they are made (Python 3.11)
+        return self._make_client(self._key)
 
     def _make_client(self, key: str) -> Any:
         """A new SDK client (no retries of its own; the timeout is given per request), for
