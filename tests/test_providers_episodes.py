@@ -27,6 +27,7 @@ from support.staged import Drop, HttpError, StreamError, Truncate
 from limbo.base.errors import UsageError
 from limbo.episode.models import ModelTurn, ToolCall
 from limbo.episode.run_one import run_episode
+from limbo.providers.retry import RetryPolicy
 
 FAULTS = ["none", "timeout_post", "http500_post"]
 
@@ -139,6 +140,50 @@ def test_exhausted_retries_end_the_episode_as_model_error_with_a_full_record(
     assert len(bridge.sleeps.waits) == 4
     assert all(0.5 * 2 ** i <= w <= 2 ** i for i, w in enumerate(bridge.sleeps.waits))
     assert bridge.inner.calls == 2 + 5
+
+
+UNSTREAMED = [v for v in VARIANTS if not v[2].get("stream")]
+
+
+@pytest.mark.parametrize(("label", "provider", "params"), UNSTREAMED,
+                         ids=[v[0] for v in UNSTREAMED])
+def test_a_call_refused_more_often_than_its_attempts_is_answered_in_the_end(
+        gw, cell, label, provider, params) -> None:
+    # A busy endpoint refuses the same call seven times (429 + Retry-After), more than the
+    # five attempts a failing call gets, then takes it: a refusal is "not yet", not a failure.
+    reference = run_episode(cell)
+    refused = {n: HttpError(429, retry_after_s=0.01) for n in range(2, 2 + 7)}
+    bridge = Bridge(gw, provider, params, inject=refused)
+    record = run_episode(cell, bridge)
+    assert record["outcome"]["termination"] == "finished"
+    assert plain(record) == plain(reference)
+    assert bridge.requests == reference["outcome"]["model_turns"] + 7
+    assert bridge.sleeps.waits == [0.01] * 7  # the server's Retry-After, each time
+
+
+@pytest.mark.parametrize(("label", "provider", "params"), VARIANTS[::3], ids=IDS[::3])
+def test_failures_between_refusals_still_spend_the_attempts(gw, cell, label, provider,
+                                                             params) -> None:
+    staged = [HttpError(500), HttpError(429, retry_after_s=0.01)] * 4 + [HttpError(500)]
+    bridge = Bridge(gw, provider, params, inject=dict(enumerate(staged, start=2)))
+    record = run_episode(cell, bridge)
+    assert record["outcome"]["termination"] == "model_error"
+    assert "gave up after 5 attempts; last error" in record["outcome"]["termination_reason"]
+    assert bridge.inner.calls == 1 + len(staged)
+
+
+@pytest.mark.parametrize(("label", "provider", "params"), VARIANTS[::3], ids=IDS[::3])
+def test_a_server_that_refuses_forever_ends_the_episode(gw, cell, label, provider,
+                                                        params) -> None:
+    # Retry-After: 0 forever: each refusal is charged at least a second of the budget.
+    forever = {n: HttpError(429, retry_after_s=0) for n in range(2, 40)}
+    bridge = Bridge(gw, provider, params, inject=forever, policy=RetryPolicy(max_refused_s=6))
+    record = run_episode(cell, bridge)
+    out = record["outcome"]
+    assert out["termination"] == "model_error"
+    assert "gave up when refused for 6 s" in out["termination_reason"]
+    assert "HTTP 429" in out["termination_reason"]
+    assert bridge.inner.calls == 1 + 7 and bridge.sleeps.waits == [0.0] * 6  # the 7th: no wait left
 
 
 def test_backoff_jitter_comes_from_the_cells_seed(gw, cell) -> None:

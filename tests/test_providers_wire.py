@@ -200,6 +200,42 @@ def test_with_retries_stops_on_a_non_retryable_failure_and_when_attempts_run_out
         asyncio.run(with_retries(broken, policy, classify, lambda: random.Random(1), "m"))
 
 
+def test_a_refusal_is_not_now_and_a_failure_is_wrong() -> None:
+    from limbo.providers.base import refusal
+
+    assert refusal(429, None, None) and refusal(429, "rate_limit_exceeded", 2.0)
+    assert refusal(529, "overloaded_error", None)
+    assert refusal(503, None, 5.0) and not refusal(503, None, None)  # down, for all we know
+    assert not refusal(429, "insufficient_quota", None)  # a spent balance: waiting won't help
+    assert not refusal(500, None, 5.0) and not refusal(408, None, None)
+
+
+def test_refusals_spend_their_own_budget_not_the_attempts() -> None:
+    waits: list[float] = []
+
+    async def sleep(s):
+        waits.append(s)
+
+    answers = ["refused"] * 9 + ["failed"] * 2 + ["refused", "ok"]
+
+    async def busy():
+        what = answers.pop(0)
+        if what != "ok":
+            raise ConnectionError(what)
+        return what
+
+    def classify(exc):
+        return Retryable(str(exc), 2.0 if str(exc) == "refused" else None,
+                         refused=str(exc) == "refused")
+
+    policy = RetryPolicy(max_attempts=3, max_refused_s=30, sleep=sleep)
+    assert asyncio.run(with_retries(busy, policy, classify, lambda: random.Random(1), "m")) == "ok"
+    assert waits[:9] == [2.0] * 9 and len(waits) == 12
+    answers[:] = ["refused"] * 20
+    with pytest.raises(ModelError, match="gave up when refused for 30 s"):
+        asyncio.run(with_retries(busy, policy, classify, lambda: random.Random(1), "m"))
+
+
 def test_scrub_masks_credentials(monkeypatch) -> None:
     monkeypatch.setenv("SOME_SERVICE_TOKEN", "tok-abcdefgh1234")
     text = scrub("a tok-abcdefgh1234 b sk-proj-ABCDEFGHIJKLMNOP c sk-ant-abcdefghijklmnop d")

@@ -22,7 +22,7 @@ from limbo.base.errors import ModelError, UsageError
 from limbo.base.rng import Rng, generator
 from limbo.base.secrets import MASK, MIN_LEN, scrub, watch
 from limbo.episode.models import EpisodeContext, Message, ModelAdapter, ModelTurn, ToolDef
-from limbo.providers import clients
+from limbo.providers import clients, eager
 from limbo.providers.cache import ResponseCache, default_cache
 from limbo.providers.calls import current as call_count
 from limbo.providers.encoded import wire_bytes
@@ -49,6 +49,8 @@ provider, not what the model answers, and the endpoint and API, which the key ho
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 RETRYABLE_CODES = frozenset({"rate_limit_exceeded", "server_error", "rate_limit_error",
                              "overloaded_error", "api_error", "internal_server_error"})
+REFUSAL_CODES = frozenset({"rate_limit_exceeded", "rate_limit_error", "overloaded_error"})
+"""Codes that say "not now" rather than "went wrong" (:func:`refusal`)."""
 NO_KEY = "not-needed"
 MAX_CONNECTIONS = 1000
 """Connections one shared client may hold to its endpoint (the SDKs' own cap)."""
@@ -152,10 +154,14 @@ class ProviderAdapter(ModelAdapter):
         the running event loop."""
         pool = clients.current()
         if pool is not None:
-            return pool.get(self.limit_key, lambda: self._make_client(self._key))
+            return pool.get(self.limit_key, self._new_client)
         if self._client is None:
-            self._client = self._make_client(self._key)
+            self._client = self._new_client()
         return self._client
+
+    def _new_client(self) -> Any:
+        eager.install()  # on this loop, requests leave as they are made (Python 3.11)
+        return self._make_client(self._key)
 
     def _make_client(self, key: str) -> Any:
         """A new SDK client (no retries of its own; the timeout is given per request), for
@@ -317,12 +323,12 @@ class ProviderAdapter(ModelAdapter):
         if isinstance(exc, transport_errors()):  # raised mid-stream, not wrapped by every SDK
             return Retryable(f"connection error ({type(exc).__name__})")
         if isinstance(exc, sdk.APIStatusError):
-            status = exc.status_code
+            status, wait = exc.status_code, retry_after(exc.response.headers)
             if status in RETRYABLE_STATUS or status >= 500 or _code(exc) in RETRYABLE_CODES:
-                return Retryable(describe(exc), retry_after(exc.response.headers))
+                return Retryable(describe(exc), wait, refusal(status, _code(exc), wait))
             return None
         if isinstance(exc, StreamFailure) and exc.code in RETRYABLE_CODES:
-            return Retryable(f"stream failed: {exc}")
+            return Retryable(f"stream failed: {exc}", refused=exc.code in REFUSAL_CODES)
         if isinstance(exc, sdk.APIError) and _code(exc) in RETRYABLE_CODES:
             return Retryable(describe(exc))
         return None
@@ -339,6 +345,17 @@ class ProviderAdapter(ModelAdapter):
             return UsageError(self.scrub(f"{self.spec}: not found at the provider (HTTP 404): "
                                          f"{describe(exc)}" + (f"; {hint}" if hint else "")))
         return ModelError(self.scrub(f"{self.spec}: {describe(exc)}"))
+
+
+def refusal(status: int, code: str | None, retry_after_s: float | None) -> bool:
+    """Whether an error status says the provider did not take the call, yet (it spends the
+    refusal budget, not an attempt: :mod:`limbo.providers.retry`): a 429 — unless it says the
+    account's quota is spent (OpenAI's ``insufficient_quota``), which waiting does not cure —,
+    Anthropic's 529 "overloaded", and a 503 that says when to come back (``Retry-After``); a
+    503 without one is as likely a server that is down."""
+    if code == "insufficient_quota":
+        return False
+    return status in (429, 529) or (status == 503 and retry_after_s is not None)
 
 
 @functools.cache

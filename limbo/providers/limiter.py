@@ -4,8 +4,8 @@ endpoint and key, shared by every episode of the process.
 ``--concurrency`` says how many *episodes* may run at once; a provider says, with ``429`` (and
 ``503``/``529`` "overloaded"), how many *calls* it will take. Without a shared limiter every
 episode learns that on its own: a grid at ``--concurrency 128`` against an endpoint that takes
-16 calls at a time sends wave after wave of refused calls, each costing the episode an attempt,
-until some run out of attempts and end as ``model_error``. With one, the process learns it once.
+16 calls at a time sends wave after wave of refused calls, each waiting out its
+``Retry-After`` (:mod:`limbo.providers.retry`). With one, the process learns it once.
 
 The decisions live in :class:`AimdState`, a plain synchronous class that is handed the time,
 so that a limiter shared across processes (an actor) can reuse it unchanged:

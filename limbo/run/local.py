@@ -117,6 +117,7 @@ class _Stream:
     def __init__(self, settings: Settings, sink: Callable[[Cell, EpisodeRecord], None],
                  budget: Budget | None) -> None:
         self.settings, self.sink, self.budget = settings, sink, budget
+        self.stopped = False
 
     async def one(self, cell: Cell) -> None:
         try:
@@ -130,31 +131,30 @@ class _Stream:
         self.sink(cell, record)
 
     async def cells(self, cells: Iterator[Cell]) -> None:
-        if self.settings.concurrency <= 1:
-            for cell in cells:
-                if self.budget is not None and not await self.budget.admit():
-                    return
-                await self.one(cell)
-            return
-        running: set[asyncio.Task[None]] = set()
+        """Run ``cells`` on ``concurrency`` lanes, each taking the next cell as soon as its
+        episode ends, in the same step: no turn of the event loop between an episode's end and
+        the next one's start (a central loop that waited for any episode to end and then
+        started one took a turn or two, each behind every other ready episode's work: about
+        12 ms an episode at 64 in flight)."""
+        source = iter(cells)  # one stream of cells, shared by the lanes
+        lanes = [asyncio.ensure_future(self._lane(source))
+                 for _ in range(max(1, self.settings.concurrency))]
         try:
-            for cell in cells:
-                while len(running) >= self.settings.concurrency:
-                    running = await _reap(running)
-                if self.budget is not None and not await self.budget.admit():
-                    break
-                running.add(asyncio.ensure_future(self.one(cell)))
-            while running:
-                running = await _reap(running)
+            done, _ = await asyncio.wait(lanes, return_when=asyncio.FIRST_EXCEPTION)
+            for lane in done:
+                lane.result()  # a UsageError (a rejected API key) or a failed write stops the run
         finally:
-            for task in running:
-                task.cancel()
-            if running:
-                await asyncio.wait(running)
+            for lane in lanes:
+                lane.cancel()
+            await asyncio.wait(lanes)
 
-
-async def _reap(running: set[asyncio.Task[None]]) -> set[asyncio.Task[None]]:
-    done, pending = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
-    for task in done:
-        task.result()  # a UsageError (a rejected API key) or a failed write stops the run
-    return pending
+    async def _lane(self, cells: Iterator[Cell]) -> None:
+        """Episodes one after another, while cells remain and the budget admits them; once it
+        refuses one, no lane starts another."""
+        for cell in cells:
+            if self.stopped:
+                return
+            if self.budget is not None and not await self.budget.admit():
+                self.stopped = True
+                return
+            await self.one(cell)
