@@ -21,14 +21,15 @@ import asyncio
 import contextlib
 import multiprocessing
 import os
+import selectors
 import signal
 import socket
 import sys
 import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
-from multiprocessing.connection import Connection, wait
-from typing import Any
+from multiprocessing.connection import Connection
+from typing import Any, cast
 
 from limbo.base.errors import UsageError
 from limbo.base.runtime import stopwatch
@@ -38,7 +39,15 @@ from limbo.run.budget import Budget, SharedBudget
 from limbo.run.context import Item, RunContext, Settings, Sink
 from limbo.run.leases import LeasedLimiter
 from limbo.run.limiter_host import LimiterHost, SocketHost
-from limbo.run.local import CHUNK, HOLD_S, InProcess, RunAborted, encoded, stream
+from limbo.run.local import (
+    CHUNK,
+    HOLD_S,
+    InProcess,
+    RunAborted,
+    encoded,
+    freeze_heap,
+    stream,
+)
 from limbo.run.summary import tallied
 from limbo.sim.cell import Cell
 
@@ -182,6 +191,7 @@ class _Given:
 def _worker(conn: Connection, given: _Given, siblings: list[Connection],
             scrub: Callable[[str], str]) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    freeze_heap()  # what it inherits, the parent's cells among them, lives until it exits
     for fd in given.close:
         with contextlib.suppress(OSError):
             os.close(fd)
@@ -244,16 +254,23 @@ class Pool:
         """Run the chunks of cells ``todo``, handing each group of records a worker sends to
         ``emit`` (the writer writes a group at once: one system call, not one per record)."""
         live = dict(self.procs)
+        # One selector, each worker registered once: ``multiprocessing.connection.wait`` and
+        # ``Connection.poll`` build one per call, a third of the parent's loop.
+        ready = selectors.DefaultSelector()
+        for conn in live:
+            ready.register(conn, selectors.EVENT_READ)
         try:
             while live:
-                for conn in wait(list(live)):
-                    while conn in live and conn.poll(0):  # all that has arrived, then wait
-                        if not self._handle(conn, live, todo, emit):
-                            live.pop(conn)
+                for key, _ in ready.select():  # one message each (a worker with more to
+                    conn = cast(Connection, key.fileobj)  # say is ready again at once)
+                    if conn in live and not self._handle(conn, live, todo, emit):
+                        live.pop(conn)
+                        ready.unregister(conn)
         except KeyboardInterrupt:
             self._drain(live, emit)
             raise
         finally:
+            ready.close()
             self.stop()
 
     def _handle(self, conn: Any, live: dict[Connection, Any], chunks: Iterator[list[Cell]],
