@@ -243,7 +243,8 @@ def check_size(grid: Grid) -> int:
 
 def expand(grid: Grid) -> Expansion:
     """All runnable cells of ``grid``, in a deterministic order, in a list (use
-    :func:`iter_cells` or :class:`CellSource` to stream them instead)."""
+    :func:`iter_cells` or :class:`~limbo.experiments.source.CellSource` to stream them
+    instead)."""
     check_size(grid)
     out = Expansion()
     out.cells.extend(iter_cells(grid, out.dropped))
@@ -300,21 +301,6 @@ def _why_not(cell: dict[str, object], faults: dict[str, Any], ops: dict[str, Any
         return None
     where = "a focal write that is not a batch write" if fault.batch_only else cell["focal_write"]
     return f"{cell['fault']} cannot act on {where}"
-
-
-class CellSource:
-    """The cells of a grid, expanded afresh on each iteration, so that a run can pass over
-    them twice (its plan, then the run) without holding them; :attr:`dropped` counts what
-    the last complete pass dropped."""
-
-    def __init__(self, grid: Grid) -> None:
-        self.grid = grid
-        self.dropped: Counter[str] = Counter()
-
-    def __iter__(self) -> Iterator[Cell]:
-        dropped: Counter[str] = Counter()
-        yield from iter_cells(self.grid, dropped)
-        self.dropped = dropped
 
 
 def _unavailable(harnesses: list[str]) -> dict[str, str]:

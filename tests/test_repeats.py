@@ -22,7 +22,8 @@ import pytest
 from jsonschema import Draft202012Validator
 from support.hostile import LIMBO, cli, records, refused, untouched
 
-from limbo.experiments.grid import CellSource, load_grid, validated
+from limbo.experiments.grid import load_grid, validated
+from limbo.experiments.source import CellSource
 from limbo.log.replicates import GRADED, Replicates, cells_and_outcomes, pass_hat
 from limbo.log.store import record_files
 from limbo.run.plan import plan

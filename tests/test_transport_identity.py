@@ -10,7 +10,8 @@ import json
 from support.bad_server import CHAT_OK, BadServer, Reply
 from support.hostile import cli, records
 
-from limbo.experiments.grid import CellSource, load_grid
+from limbo.experiments.grid import load_grid
+from limbo.experiments.source import CellSource
 from limbo.run.plan import plan
 from limbo.sim.cell import Cell
 

@@ -45,12 +45,12 @@ from limbo.commands.run_output import Progress, report_end, say
 from limbo.experiments.design import design
 from limbo.experiments.grid import (
     FACTOR_FIELDS,
-    CellSource,
     Grid,
     resolved,
     world_facts,
     world_paths,
 )
+from limbo.experiments.source import CellSource
 from limbo.log.errored import retried
 from limbo.log.rerun import where
 from limbo.log.store import scan

@@ -112,7 +112,7 @@ def dry_run(grid: Any, shard: tuple[int, int] | None, args: Any, console: Any, o
     print, per model and per real harness, what running them would take: for real models, the
     forecast of the pass (:mod:`limbo.commands.run_forecast`), from what ``out`` holds."""
     from limbo.commands.run_forecast import forecast_of
-    from limbo.experiments.grid import CellSource
+    from limbo.experiments.source import CellSource
     from limbo.run.outlook import model_line, total_line
     from limbo.run.plan import in_shard
 

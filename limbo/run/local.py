@@ -47,8 +47,9 @@ def freeze_heap() -> None:
     the SDKs loaded, during which no answer waiting on the event loop is read. Frozen, a
     collection walks only what the episodes made. Forked workers inherit the frozen heap and,
     since a collection no longer writes to it, keep sharing its pages. Called once by each
-    ``limbo run`` process and each Ray worker, never by library code: a caller that lives on
-    would keep what it frees later in a cycle."""
+    ``limbo run`` process, each forked worker (whose inherited heap, the parent's cells
+    among it, lives until it exits) and each Ray worker, never by library code: a caller that
+    lives on would keep what it frees later in a cycle."""
     gc.freeze()
 
 

@@ -43,29 +43,32 @@ class Tally:
     """Episodes with a provider turn of unknown price."""
 
     def add(self, outcome: Mapping[str, Any]) -> None:
+        term = outcome["termination"]
+        self.count(outcome, term, errored(term), rated(outcome["fault_fired"], term))
+
+    def count(self, outcome: Mapping[str, Any], term: str, error: bool, rates: bool) -> None:
+        """:meth:`add` told the outcome's termination and whether it is errored and rated
+        (:class:`Summary` adds each outcome to three tallies and asks once)."""
         self.episodes += 1
         calls = outcome.get("model_calls")
-        if isinstance(calls, Mapping):
+        if calls is not None and isinstance(calls, Mapping):
             self._calls(calls)
         cost = outcome.get("cost_usd")
         if cost is None:
             self.cost_unknown += 1
         else:
             self.cost += cost
-        term = outcome["termination"]
-        if errored(term):  # the sandbox, the adapter, the provider or the machine failed
+        if error:  # the sandbox, the adapter, the provider or the machine failed
             self.infra += term == "infra_error"
             self.model_error += term == "model_error"
             self.timeout += term == "timeout"
-            return
-        if not rated(outcome["fault_fired"], term):
-            return
-        self.fired += 1
-        self.rated += 1
-        self.duplicate += outcome["duplicate"]
-        self.task_success += outcome["task_success"]
-        self.exactly_once += outcome["exactly_once"]
-        self.overclaim += outcome["overclaim"]
+        elif rates:
+            self.fired += 1
+            self.rated += 1
+            self.duplicate += outcome["duplicate"]
+            self.task_success += outcome["task_success"]
+            self.exactly_once += outcome["exactly_once"]
+            self.overclaim += outcome["overclaim"]
 
     def _calls(self, calls: Mapping[str, Any]) -> None:
         self.responses += int(calls.get("responses") or 0)
@@ -118,16 +121,15 @@ class Summary:
         return summary
 
     def add(self, cell: Mapping[str, Any], outcome: Mapping[str, Any]) -> None:
-        self.total.add(outcome)
-        fault = cell["fault"]
+        fault, term = cell["fault"], outcome["termination"]
         family = self.families.get(fault)
         if family is None:
             family = self.families[fault] = family_of(fault)
-        self.by_family[family].add(outcome)
-        self.by_model[cell["model"]].add(outcome)
-        if errored(outcome["termination"]):
-            self.errors.add(outcome["termination"], outcome.get("termination_reason"),
-                            cell["model"])
+        error, rates = errored(term), rated(outcome["fault_fired"], term)
+        for tally in (self.total, self.by_family[family], self.by_model[cell["model"]]):
+            tally.count(outcome, term, error, rates)
+        if error:
+            self.errors.add(term, outcome.get("termination_reason"), cell["model"])
 
 
 TALLIED_CELL = ("model", "fault")
