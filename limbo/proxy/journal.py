@@ -34,9 +34,12 @@ import json
 import os
 from collections.abc import Callable, Collection
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from limbo.base.errors import UsageError
+
+if TYPE_CHECKING:
+    import asyncio
 
 FOLDER = "proxy"
 _ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False,
