@@ -28,7 +28,7 @@ def run_until(env: simpy.Environment, at: float) -> None:
     if at <= now:
         raise ValueError(f"until ({at}) must be greater than the current simulation time")
     stop = now + (at - now)
-    stop_id = next(env._eid)  # the id run's stop event takes: events scheduled from now on follow it
+    stop_id = next(env._eid)  # run's stop event's id: events scheduled from now on follow it
     queue, step = env._queue, env.step
     while queue:
         t, priority, eid, _ = queue[0]

@@ -178,7 +178,8 @@ class World:
 
     def facts(self) -> Facts:
         """The episode's result, as the world holds it now."""
-        return Facts(self.log.events, self.ledger, self.opening().intents, self.fault.fired, self._focal_class())
+        return Facts(self.log.events, self.ledger, self._opening.intents, self.fault.fired,
+                     self._focal_class())
 
     def _focal_class(self) -> dict[str, str] | None:
         for step in self.task.template.steps:
