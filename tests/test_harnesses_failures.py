@@ -6,10 +6,11 @@ time (``timeout``), and a harness that is not installed."""
 from __future__ import annotations
 
 import asyncio
+import sys
 
 import pytest
 from support.cells import cell_for
-from support.harness_runs import require, without_ids
+from support.harness_runs import crashed, require, without_ids
 from support.model_servers import OnPolicy
 
 from limbo.base.errors import ModelError
@@ -88,9 +89,18 @@ class Overruns(CodexHarness):
         return ["sleep", "60"], env
 
 
+class Crashes(CodexHarness):
+    """A harness process killed by a signal nobody sent it (an interpreter that crashes)."""
+
+    def command(self, home, prompt, at):
+        _, env = super().command(home, prompt, at)
+        return [sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGBUS)"], env
+
+
 @pytest.mark.parametrize(("driver", "termination", "needle"), [
     (BrokenConfig, "infra_error", "config.toml"),
     (Overruns, "timeout", "ran past 0.3 s"),
+    (Crashes, "infra_error", "harness died of SIGBUS (signal 7)"),
 ])
 def test_a_harness_that_breaks_or_overruns_is_recorded_with_why(driver, termination,
                                                                 needle) -> None:
@@ -101,6 +111,7 @@ def test_a_harness_that_breaks_or_overruns_is_recorded_with_why(driver, terminat
     facts = record["runtime"]["harness"]
     assert facts["exit_code"] != 0 or facts["killed"]
     assert outcome["tool_calls"] == 0 and record["ledger"] == []
+    assert crashed(record) == (driver is Crashes)  # only a crash is run again by the test runs
 
 
 def test_a_harness_that_is_not_installed_is_an_infra_error(monkeypatch, tmp_path) -> None:

@@ -167,7 +167,7 @@ class ProductionHarness:
             self.out.reason = f"harness {outcome.killed}; stderr: {tail}"
         elif outcome.exit_code != 0:
             self.out.termination = "infra_error"
-            self.out.reason = f"harness exited with {outcome.exit_code}; stderr: {tail}"
+            self.out.reason = f"harness {process.ended_how(outcome.exit_code)}; stderr: {tail}"
         elif self.out.turns == 0:
             self.out.termination = "infra_error"
             self.out.reason = (f"the harness never offered the sandbox's tools to its model "

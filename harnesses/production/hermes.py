@@ -49,4 +49,6 @@ class HermesHarness(ProductionHarness):
             {"ts": NEVER_STALE, "rev": None, "ver": self.install.version, "behind": 0}))
         argv = [str(self.install.command(self.base())), "chat", "-q", prompt, "-Q", "--yolo",
                 "--source", "tool"]
-        return argv, {"HERMES_HOME": str(config)}
+        # A crash of the interpreter itself (a signal, not an exception) prints its Python stack
+        # to stderr, which the record keeps: without it such a death leaves an empty tail.
+        return argv, {"HERMES_HOME": str(config), "PYTHONFAULTHANDLER": "1"}

@@ -34,6 +34,17 @@ class ProcessOutcome:
     stderr_tail: str = ""
 
 
+def ended_how(exit_code: int | None) -> str:
+    """``exit_code`` in words: a negative code is the signal that ended the process."""
+    if exit_code is not None and exit_code < 0:
+        try:
+            name = signal.Signals(-exit_code).name
+        except ValueError:
+            name = "an unknown signal"
+        return f"died of {name} (signal {-exit_code})"
+    return f"exited with {exit_code}"
+
+
 async def _read_lines(stream: asyncio.StreamReader, out: ProcessOutcome) -> None:
     while line := await stream.readline():
         if len(out.events) >= MAX_LINES:
