@@ -5,8 +5,8 @@ clusters G behind it: with few clusters the uncorrected sandwich is biased low a
 reference overstates the evidence (with 16 clusters a p of 1e-27 where the honest one is
 about 1e-7). :func:`gee_clustered` is the estimate ``reference/stats.md`` §8 asks for: groups =
 the world, the Mancl–DeRouen bias-reduced covariance, and a t reference with G − p degrees of
-freedom (p regression parameters; Li & Redden) — statsmodels gives the covariance, the t step is
-done here. It refuses fewer than :data:`MIN_CLUSTERS` clusters, where no sandwich is credible.
+freedom (p regression parameters; Li & Redden) — :mod:`.gee_solver` gives the covariance
+(statsmodels' numbers), the t step is done here. It refuses fewer than :data:`MIN_CLUSTERS` clusters, where no sandwich is credible.
 
 Refusals and cautions travel in the result (NaN estimate and a ``note``), as every odds ratio of
 the tables does: a table row then says why there is no number instead of the table failing.
@@ -17,7 +17,6 @@ gives the penalised estimate the tables show instead.
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,7 +24,7 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from limbo.analysis import dist
+from limbo.analysis import dist, gee_solver
 from limbo.analysis.labels import cluster_codes
 
 NAN = float("nan")
@@ -91,25 +90,16 @@ def _cluster_codes(groups: Sequence[Any] | Array) -> tuple[Array, int]:
     return codes, int(codes.max()) + 1 if len(codes) else 0
 
 
-def _fit(y: Array, x: Array, codes: Array, cov_struct: str, cov_type: str) -> Any:
-    """statsmodels' logit GEE of y on (1, x) with rows sorted by cluster; returns the results
-    and the extras every odds ratio carries (intercept; α of an exchangeable structure)."""
-    # The modules themselves: statsmodels.api would also import its plotting (matplotlib).
-    from statsmodels.genmod import cov_struct as structures
-    from statsmodels.genmod.families import Binomial
-    from statsmodels.genmod.generalized_estimating_equations import GEE
-
-    order = np.argsort(codes, kind="stable")
-    structure = {"exchangeable": structures.Exchangeable,
-                 "independence": structures.Independence}[cov_struct]()
-    design = np.column_stack([np.ones(len(x)), x[order]])
-    model = GEE(y[order], design, groups=codes[order], family=Binomial(), cov_struct=structure)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        res = model.fit(maxiter=500, ctol=1e-10, cov_type=cov_type)
+def _fit(y: Array, x: Array, codes: Array, cov_struct: str, cov_type: str) -> tuple[gee_solver.GeeFit, dict[str, float]]:
+    """The logit GEE of y on (1, x) (:mod:`.gee_solver`), and the extras every odds ratio
+    carries (intercept; α of an exchangeable structure)."""
+    if cov_struct not in ("exchangeable", "independence"):
+        raise ValueError(f"cov_struct {cov_struct!r}: exchangeable or independence")
+    design = np.column_stack([np.ones(len(x)), x])
+    res = gee_solver.fit(y, design, codes, cov_struct == "exchangeable", cov_type)
     extra = {"intercept": float(res.params[0])}
     if cov_struct == "exchangeable":
-        extra["alpha"] = float(np.asarray(structure.dep_params))
+        extra["alpha"] = res.alpha
     return res, extra
 
 

@@ -91,3 +91,20 @@ def test_every_table_reads_the_log_alone_and_loads_no_harness(tmp_path, monkeypa
         f"data = Data(load([Path({str(run)!r})]))\n"
         "for table in TABLES.values():\n    table(data)\n")
     assert not {m for m in found if m.startswith("limbo.harnesses") or m == "limbo.sim.world"}
+
+
+@pytest.mark.parametrize("x", [0.0, 1e-300, 1e-12, 0.003, 0.5, 1.0, 3.84, 7.5, 40.0, 800.0])
+def test_durkalskis_tail_is_scipy_stats_bit_for_bit(x: float) -> None:
+    from scipy import special
+
+    assert special.chdtrc(1, x) == stats.chi2.sf(x, 1)
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 30, 31, 200, 1001, 5000])
+def test_the_exact_mcnemar_tail_is_the_binomial_one(n: int) -> None:
+    from limbo.analysis.paired import half_binomial_cdf
+
+    for k in sorted({0, 1, n // 3, n // 2, n - 1, n}):
+        exact = sum(math.comb(n, i) for i in range(k + 1)) / 2**n
+        assert half_binomial_cdf(k, n) == exact  # correctly rounded, so equal to the last bit
+        assert exact == pytest.approx(float(stats.binom.cdf(k, n, 0.5)), rel=1e-12, abs=1e-300)
