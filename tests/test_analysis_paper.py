@@ -361,6 +361,21 @@ def test_table12(tables: dict, records: list[Row]) -> None:
     assert tables[h6_key]["shown"].startswith(f"minimal: dup {100 * kish(guard, dup)[0]:.1f}%")
 
 
+def test_the_model_fits_import_neither_scipy_stats_nor_statsmodels_gee(runs: list[Path]) -> None:
+    """Table 12's GEE and Table 13's exact McNemar on every paper grid: the numpy GEE
+    (:mod:`limbo.analysis.gee_solver`) and the integer binomial tail, because importing
+    scipy.stats (statsmodels' GEE does) cost more CPU than the fits."""
+    code = ("import json, sys\nfrom pathlib import Path\nfrom limbo.analysis.data import Data\n"
+            "from limbo.analysis.loader import load\nfrom limbo.analysis.tables import TABLES\n"
+            f"data = Data(load([Path(p) for p in {list(map(str, runs))!r}]))\n"
+            "shown = [TABLES[n](data) for n in (12, 13)]\nprint(json.dumps(sorted(sys.modules)))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, check=True)
+    found = set(json.loads(done.stdout.strip().splitlines()[-1]))
+    assert "scipy.optimize" in found  # the mixed model was fitted
+    assert not {m for m in found if m.startswith(("scipy.stats", "statsmodels.genmod"))}
+
+
 def test_table13(tables: dict, records: list[Row]) -> None:
     """Must-show 3: on the reference E2 run every row prints the clustered p (sign flip over
     worlds) and the unclustered one (exact McNemar), each equal to a count by hand, and the
