@@ -49,7 +49,10 @@ def test_no_key_in_records_cache_logs_or_output(tmp_path, caplog, capsys) -> Non
     echo = HttpError(400, message=f"bad key {FAKE_OPENAI_KEY} / {FAKE_ANTHROPIC_KEY}")
     with threaded as gw:
         for label, provider, params in VARIANTS:
-            injections = ({}, {2: HttpError(500)}, {1: echo}, {n: HttpError(503) for n in range(1, 6)})
+            # the last fails past the retries with 500s (503s would also pause the call limiter,
+            # a second a time in real time)
+            injections = ({}, {2: HttpError(500)}, {1: echo},
+                          {n: HttpError(500) for n in range(1, 6)})
             for i, inject in enumerate(injections):
                 bridge = Bridge(gw, provider, params, inject=inject,
                                 cache=ResponseCache(tmp_path / "cache" / f"{label}-{i}"))
