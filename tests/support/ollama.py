@@ -20,6 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from limbo.episode.models import Message, ModelTurn, ToolCall, ToolDef
+from support.bad_server import POLL_S
 
 Answer = Callable[[list[Message], list[ToolDef]], ModelTurn]
 ROLES = ("system", "user", "assistant", "tool")
@@ -84,7 +85,7 @@ class OllamaServer:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(POLL_S,), daemon=True)
 
     def handle(self, path: str, raw: bytes) -> tuple[int, dict[str, Any]]:
         if path != "/api/chat":

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from support.bad_server import POLL_S
 from support.paced import Counts, Pace, _api, answer
 
 
@@ -100,7 +101,8 @@ class PlainServer(ThreadingHTTPServer):
 def serve(pace: Pace) -> Iterator[PlainServer]:
     """A :class:`PlainServer` answering in a background thread until the block ends."""
     server = PlainServer(pace)
-    thread = threading.Thread(target=server.serve_forever, name="limbo-plain", daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(POLL_S,), name="limbo-plain",
+                              daemon=True)
     thread.start()
     try:
         yield server
