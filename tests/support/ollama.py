@@ -69,6 +69,7 @@ class OllamaServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            wbufsize = -1  # one write an answer: see support/plain.py (40 ms a call)
 
             def log_message(self, *args: Any) -> None:
                 pass
@@ -85,7 +86,8 @@ class OllamaServer:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, args=(POLL_S,), daemon=True)
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(POLL_S,),
+                                       daemon=True)
 
     def handle(self, path: str, raw: bytes) -> tuple[int, dict[str, Any]]:
         if path != "/api/chat":
