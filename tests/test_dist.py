@@ -100,7 +100,7 @@ def test_durkalskis_tail_is_scipy_stats_bit_for_bit(x: float) -> None:
     assert special.chdtrc(1, x) == stats.chi2.sf(x, 1)
 
 
-@pytest.mark.parametrize("n", [1, 2, 7, 30, 31, 200, 1001, 5000])
+@pytest.mark.parametrize("n", [1, 2, 7, 30, 31, 200, 1001])
 def test_the_exact_mcnemar_tail_is_the_binomial_one(n: int) -> None:
     from limbo.analysis.paired import half_binomial_cdf
 
