@@ -54,10 +54,12 @@ check: $(BIN)/limbo-test-ready
 	$(BIN)/python tools/typecheck.py
 	env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest -m "$(FAST)" --durations=5
 
+# The whole suite runs in two pytest-xdist workers, one fixed half each (tests/support/marks.py,
+# half_of): the tests that start other processes beside those that run in-process.
 test: harnesses chromium
 	$(BIN)/ruff check .
 	$(BIN)/python tools/typecheck.py
-	$(BIN)/pytest
+	$(BIN)/pytest -n 2 --dist loadgroup
 
 bench: $(BIN)/limbo-run-ready
 	$(BIN)/python benchmarks/bench_episodes.py

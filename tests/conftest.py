@@ -10,7 +10,7 @@ import tempfile
 
 import pytest
 from support.cells import cell_for
-from support.marks import marks_of, skipped_whole
+from support.marks import half_of, marks_of, skipped_whole
 
 USER_SETTINGS = ("RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH", "RAY_AUTH_MODE", "RAY_ADDRESS",
                  "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME")
@@ -29,11 +29,15 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ.pop(name, None)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark each test from the one table of what leaves the fast loop (support/marks.py)."""
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark each test from the one table of what leaves the fast loop (support/marks.py), and,
+    under pytest-xdist, with the half of the suite its worker runs (:func:`half_of`)."""
+    halves = config.pluginmanager.hasplugin("xdist")
     for item in items:
         for name in marks_of(item.nodeid):
             item.add_marker(name)
+        if halves:
+            item.add_marker(pytest.mark.xdist_group(half_of(item.nodeid)))
 
 
 def pytest_ignore_collect(collection_path, config: pytest.Config) -> bool | None:
