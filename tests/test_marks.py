@@ -15,7 +15,7 @@ import re
 import tomllib
 from pathlib import Path
 
-from support.marks import MARKERS, MARKS, SLOW, marks_of, skipped_whole
+from support.marks import MARKERS, MARKS, SLOW, half_of, marks_of, skipped_whole
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
@@ -134,4 +134,17 @@ def test_make_check_deselects_the_markers_and_make_test_runs_everything() -> Non
     assert check is not None and test is not None
     assert '$(BIN)/pytest -m "$(FAST)"' in check.group(1)
     assert "$(BIN)/ruff check ." in check.group(1) and "tools/typecheck.py" in check.group(1)
-    assert re.search(r"^\t\$\(BIN\)/pytest$", test.group(1), re.M)  # the whole suite, no -m
+    # the whole suite, no -m, in the two fixed halves
+    assert re.search(r"^\t\$\(BIN\)/pytest -n 2 --dist loadgroup$", test.group(1), re.M)
+
+
+def test_the_two_halves_split_the_files_and_keep_each_file_whole() -> None:
+    """Every file falls in one half by its name (its tests, whatever their parameters, with it);
+    the process-starting families (harness CLIs, Ray) in theirs, and neither half empty."""
+    files = sorted(p.name for p in (ROOT / "tests").glob("test_*.py"))
+    halves = {f: half_of(f"tests/{f}::test_x[1]") for f in files}
+    assert set(halves.values()) == {"processes", "in-process"}
+    assert all(halves[f] == half_of(f"tests/{f}") for f in files)
+    assert all(halves[f] == "processes" for f, m in MARKS.items() if m[0] in ("harness", "ray")
+               and "::" not in f)
+    assert halves["test_analysis_paper.py"] == "in-process"
