@@ -54,12 +54,15 @@ check: $(BIN)/limbo-test-ready
 	$(BIN)/python tools/typecheck.py
 	env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest -m "$(FAST)" --durations=5
 
-# The whole suite runs in two pytest-xdist workers, one fixed half each (tests/support/marks.py,
-# half_of): the tests that start other processes beside those that run in-process.
+# The whole suite: all but the Ray tests in two pytest-xdist workers, one fixed half each
+# (tests/support/marks.py, half_of: the tests that start other processes beside those that run
+# in-process), then the Ray tests alone — a Ray node starting beside the other half's work timed
+# out registering with its head.
 test: harnesses chromium
 	$(BIN)/ruff check .
 	$(BIN)/python tools/typecheck.py
-	$(BIN)/pytest -n 2 --dist loadgroup
+	$(BIN)/pytest -n 2 --dist loadgroup -m "not ray"
+	$(BIN)/pytest -m ray
 
 bench: $(BIN)/limbo-run-ready
 	$(BIN)/python benchmarks/bench_episodes.py

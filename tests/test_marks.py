@@ -134,8 +134,9 @@ def test_make_check_deselects_the_markers_and_make_test_runs_everything() -> Non
     assert check is not None and test is not None
     assert '$(BIN)/pytest -m "$(FAST)"' in check.group(1)
     assert "$(BIN)/ruff check ." in check.group(1) and "tools/typecheck.py" in check.group(1)
-    # the whole suite, no -m, in the two fixed halves
-    assert re.search(r"^\t\$\(BIN\)/pytest -n 2 --dist loadgroup$", test.group(1), re.M)
+    # the whole suite: all but the Ray tests in the two fixed halves, then the Ray tests alone
+    assert re.search(r'^\t\$\(BIN\)/pytest -n 2 --dist loadgroup -m "not ray"\n'
+                     r'\t\$\(BIN\)/pytest -m ray$', test.group(1), re.M)
 
 
 def test_the_two_halves_split_the_files_and_keep_each_file_whole() -> None:
