@@ -81,3 +81,25 @@ def test_each_installed_cli_reports_its_pinned_version(name) -> None:
                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
                          env={"PATH": "/usr/bin:/bin", "HOME": "/nonexistent-home"})
     assert cls.install.version in out.stdout + out.stderr
+
+
+def test_hermes_as_the_driver_starts_it_installs_nothing(tmp_path) -> None:
+    """Left to itself hermes pip-installs an optional backend on first use (edge-tts, at every
+    start), from PyPI, into the venv that concurrent runs share. Asked in its own code whether
+    it may, under the driver's config and environment, it must say no."""
+    require("hermes")
+    from limbo.harnesses.production.base import Endpoints
+
+    cls = lookup("harness", "hermes")
+    home = tmp_path / "home"
+    home.mkdir()
+    at = Endpoints(openai="http://127.0.0.1:9/v1", anthropic="http://127.0.0.1:9",
+                   mcp="http://127.0.0.1:9/mcp")
+    argv, extra = cls.command(cls.__new__(cls), home, "task", at)  # needs no episode state
+    python = Path(argv[0]).parent / "python"
+    ask = "from tools.lazy_deps import _allow_lazy_installs as a; print(a())"
+    out = subprocess.run([str(python), "-c", ask], capture_output=True, text=True, timeout=120,
+                         stdin=subprocess.DEVNULL, cwd=tmp_path,
+                         env={"PATH": "/usr/bin:/bin", "HOME": str(home), **extra})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "False"

@@ -41,6 +41,10 @@ class HermesHarness(ProductionHarness):
             # Probing the host's Python toolchain (pip subprocesses) only adds a line to the
             # system prompt about this machine, which is not the agent's environment.
             "agent": {"environment_probe": False},
+            # Hermes pip-installs an optional backend's packages on first use (edge-tts for its
+            # speech tool, at start-up). That reaches PyPI mid-episode and rewrites the venv
+            # every concurrent run shares; the sandbox's tools need none of them.
+            "security": {"allow_lazy_installs": False},
         }
         (config / "config.yaml").write_text(json.dumps(settings, indent=1))  # JSON is YAML
         # Hermes asks PyPI for its latest version unless a fresh answer is cached; a cached
@@ -51,4 +55,5 @@ class HermesHarness(ProductionHarness):
                 "--source", "tool"]
         # A crash of the interpreter itself (a signal, not an exception) prints its Python stack
         # to stderr, which the record keeps: without it such a death leaves an empty tail.
-        return argv, {"HERMES_HOME": str(config), "PYTHONFAULTHANDLER": "1"}
+        return argv, {"HERMES_HOME": str(config), "PYTHONFAULTHANDLER": "1",
+                      "HERMES_DISABLE_LAZY_INSTALLS": "1"}
