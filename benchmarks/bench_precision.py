@@ -3,8 +3,8 @@ of issue 39 on ``examples/precision.toml``, simulated and run.
 
     python benchmarks/bench_precision.py [--reps 2000] [--seed 39] [--seeds 40]
 
-First ``--reps`` simulated replicates of the example's design (two ``policy/noisy`` arms at
-``p_blind`` 0.1 and 0.3, 350 worlds × two focal writes, ``dup:0.05``;
+First ``--reps`` simulated replicates of the example's design (its ``policy/noisy`` arms and
+worlds, two focal writes each, ``dup:0.05``;
 ``tests/support/precision_odds.py``): per arm, the mean worlds until the stop, the share of
 replicates whose stopped estimate is inside the full grid's 95% interval (clustered by world,
 as the tables print it) — beside the same for the mean of as many worlds chosen apart from
@@ -26,16 +26,22 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from support.precision_odds import against_full, odds, precision_facts
-
-GRID = Path(__file__).resolve().parents[1] / "examples" / "precision.toml"
+from support.precision_odds import (
+    EPISODES,
+    EXAMPLE,
+    RATES,
+    WORLDS,
+    against_full,
+    odds,
+    precision_facts,
+)
 
 
 def simulated(reps: int, seed: int) -> None:
     started = time.perf_counter()
     found = odds(np.random.default_rng(seed), reps)
     print(f"{reps} simulated replicates of examples/precision.toml (seed {seed}), dup:0.05:\n")
-    print("| p_blind | worlds (of 350) | inside | below | above | inside, n not chosen by "
+    print(f"| p_blind | worlds (of {WORLDS}) | inside | below | above | inside, n not chosen by "
           "the data | P(\\|Z\\| ≤ 1.96/√(W/n − 1)) | sequence holds p | full interval holds p |")
     print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for arm in found.arms:
@@ -52,14 +58,14 @@ def run(seeds: int) -> None:
     from limbo.cli import main
 
     print(f"\nexamples/precision.toml run under grid seeds 0-{seeds - 1}:\n")
-    print("| seed | episodes (of 1,400) | fewer | p_blind=0.1: worlds, estimate, full grid "
-          "| p_blind=0.3: worlds, estimate, full grid |")
-    print("| ---: | ---: | ---: | --- | --- |")
+    print(f"| seed | episodes (of {EPISODES:,}) | fewer | " + " | ".join(
+        f"p_blind={rate:g}: worlds, estimate, full grid" for rate in RATES) + " |")
+    print("| ---: | ---: | ---: |" + " --- |" * len(RATES))
     inside, reached, saved, held = 0, 0, 0, 0
     with tempfile.TemporaryDirectory() as tmp:
         for seed in range(seeds):
             full, precise = Path(tmp) / f"full{seed}", Path(tmp) / f"precise{seed}"
-            base = ["run", str(GRID), "--seed", str(seed), "--quiet"]
+            base = ["run", str(EXAMPLE), "--seed", str(seed), "--quiet"]
             with contextlib.redirect_stdout(io.StringIO()):
                 assert main([*base, "--out", str(full)]) == 0
                 assert main([*base, "--precision", "dup:0.05", "--out", str(precise)]) == 0

@@ -17,6 +17,7 @@ a world's two focal writes draw apart (world rates 0, ½ or 1) and the arms are 
 from __future__ import annotations
 
 import json
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +26,14 @@ from scipy.stats import norm
 
 from limbo.analysis.cluster import clustered_rate
 from support.sequential_sim import sequence
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "precision.toml"
+_GRID = tomllib.loads(EXAMPLE.read_text())
+RATES = tuple(float(model.split("p_blind=")[1]) for model in _GRID["models"])
+"""Each arm's ``p_blind``, as the example states it."""
+WORLDS: int = _GRID["instances"]
+EPISODES = 2 * len(RATES) * WORLDS
+"""The full grid's episodes: two focal writes per world and arm."""
 
 
 @dataclass(frozen=True)
@@ -61,8 +70,8 @@ class Odds:
     """Share of replicates where some arm ran out of worlds."""
 
 
-def odds(rng: np.random.Generator, reps: int, rates: tuple[float, ...] = (0.1, 0.3),
-         worlds: int = 350, writes: int = 2, target: float = 0.05) -> Odds:
+def odds(rng: np.random.Generator, reps: int, rates: tuple[float, ...] = RATES,
+         worlds: int = WORLDS, writes: int = 2, target: float = 0.05) -> Odds:
     """``reps`` replicates of the example's design, every arm stopped as ``--precision``
     stops it and compared with the full grid's world-clustered interval (the tables')."""
     u = rng.random((reps, worlds, writes))
