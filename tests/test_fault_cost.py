@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from scipy.stats import t as student
 from support.hostile import cli
+from support.summary_runs import mcp_episode  # at collection: the SDK binds stderr on import
 
 ROOT = Path(__file__).resolve().parents[1]
 CELLS = ["--model", "policy/verify", "--model", "policy/blind", "--template", "charge_invoice",
@@ -164,3 +165,16 @@ def test_limbo_proxy_runs_are_priced_too(capsys, tmp_path: Path) -> None:
     row = found[(model, "timeout_post", "tool calls")]
     assert float(row["value"]) == 1.0 and row["lo"] == "" and row["shown"].endswith("(+1.0)")
     assert found[(model, "none", "tool calls")]["shown"] == "1.0"  # the proxy counts no finish
+
+
+def test_limbo_mcp_runs_are_priced_too(capsys, tmp_path: Path) -> None:
+    """Two ``limbo mcp`` episodes served to the ``mcp`` SDK's own client over stdio, one without
+    a fault and one with a lost acknowledgement, into one run: the client re-issues the charge
+    on the error and pays one more tool call for the fault. One world: no interval."""
+    for fault in ("none", "timeout_post"):
+        mcp_episode(tmp_path / "mcp", fault)
+    found = table(capsys, str(tmp_path / "mcp"))
+    model = next(key[0] for key in found)
+    row = found[(model, "timeout_post", "tool calls")]
+    assert float(row["value"]) == 1.0 and row["lo"] == "" and row["shown"].endswith("(+1.0)")
+    assert found[(model, "none", "tool calls")]["shown"] == "1.0"  # the charge (finish is not one)

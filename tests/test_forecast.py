@@ -195,3 +195,15 @@ def test_the_pilot_draws_the_same_cells_whatever_their_order() -> None:
                 for m in ("openai/a", "openai/b")}
     assert [len(v) for v in by_model.values()] == [4, 4]
     assert len({c.template + c.fault for c in by_model["openai/a"]}) > 1  # not the first four
+
+
+@pytest.mark.parametrize(("hits", "model", "total"), [
+    (1, "; 1 starts from the response cache", "; 1 of the 2 episodes starts from the cache"),
+    (2, "; 2 start from the response cache", "; 2 of the 2 episodes start from the cache")])
+def test_the_cache_count_agrees_with_its_verb(hits, model, total) -> None:
+    from limbo.run.forecast import Foreseen
+    from limbo.run.outlook import ModelForecast, PassForecast, model_line, total_line
+
+    m = ModelForecast("openai/m", 2, 0, 0, hits, None, Foreseen(4.0), Foreseen(2.0), True)
+    assert model in model_line(m)
+    assert total_line(PassForecast([m], 2)).endswith(total)

@@ -170,15 +170,22 @@ GUESS = ("a guess from the cells' shapes alone, no interval: --pilot N runs N ce
 def model_line(m: ModelForecast) -> str:
     seen = f"{plural(m.observed, 'episode')} observed in {plural(m.worlds, 'world')}"
     basis = f"from {seen}" if m.calls.low is not None else f"{seen}: {GUESS}"
-    cached = "" if m.cached is None else f"; {m.cached:,} start from the response cache"
+    cached = ("" if m.cached is None
+              else f"; {m.cached:,} {_start(m.cached)} from the response cache")
     return (f"  {m.spec}: {plural(m.cells, 'episode')}: {money(m.usd)}, "
             f"{count(m.calls, 'model call')}, {seconds(m.episode_s)} of episodes ({basis}"
             f"{cached})")
 
 
+def _start(n: int) -> str:
+    """The verb of ``n`` cells starting from the cache: one ``starts``, two ``start``."""
+    return "starts" if n == 1 else "start"
+
+
 def total_line(f: PassForecast) -> str:
     cells = plural(sum(m.cells for m in f.models), "episode")
-    cached = "" if f.cached is None else f"; {f.cached:,} of the {cells} start from the cache"
+    cached = ("" if f.cached is None
+              else f"; {f.cached:,} of the {cells} {_start(f.cached)} from the cache")
     sure = f.calls.low is not None
     return (f"forecast{f' ({LEVEL:.0%} intervals)' if sure else ''}: {money(f.usd)}, "
             f"{count(f.calls, 'model call')}, {seconds(f.wall_s)} of wall time at "
