@@ -160,8 +160,9 @@ def test_an_estimate_lands_inside_the_full_interval_as_often_as_its_worlds_allow
     worlds estimates the mean of n of the full grid's W world rates, so it lands inside the full
     grid's interval about as often as the mean of that many worlds chosen apart from their
     outcomes, and as P(|Z| ≤ 1.96 / √(W/n − 1)) says. The example's arms are equally variable
-    and each stops after about 0.6 W (0.98); had one arm been much less variable (rates 0.1 and
-    0.3 over 350 worlds), it would stop after 0.4 W and land inside under 95% of the time."""
+    and each stops after about 0.6 W (inside w.p. 0.98); had one arm been much less variable
+    (rates 0.1 and 0.3 over 350 worlds), it would stop after 0.4 W and land inside under 95% of
+    the time."""
     found = odds(np.random.default_rng(39), 300)
     for arm in found.arms:
         assert 120 <= arm.worlds <= 165 and arm.inside >= 0.93
