@@ -286,16 +286,13 @@ def _delay(events: Iterator[dict[str, Any]]) -> float:
 
 def wait_bound(condition: str, recorded: dict[str, float] | None = None) -> float | None:
     """The assumed in-flight bound Δ of a ``wait-Δ`` condition: as the runs recorded it
-    (``recorded``, from their designs), else its registered ``wait_s``, else the number in its
-    name; None for every other condition."""
-    from limbo.base.registry import entries
-
+    (``recorded``, from their designs; a run that recorded none is read against the built-in
+    paper grid's design, which records the paper's waits), else the number in its name; None
+    for every other condition. Never today's registry: a condition registered since the run,
+    or registered differently, must not change what its table says."""
     if not condition.startswith("wait-"):
         return None
     if recorded and condition in recorded:
         return float(recorded[condition])
-    value = getattr(entries("condition").get(condition), "wait_s", None)
-    if value is None:
-        match = re.fullmatch(r"wait-(\d+)", condition)
-        return float(match.group(1)) if match else None
-    return float(value)
+    match = re.fullmatch(r"wait-(\d+)", condition)
+    return float(match.group(1)) if match else None

@@ -88,6 +88,16 @@ def test_each_floor_imports_only_the_floors_below_it() -> None:
     assert violations(graph) == []
 
 
+def test_the_analysis_never_asks_todays_registry() -> None:
+    """The ground floor is the analysis's to import, all but the registry: what a run's
+    conditions, faults and tools were is in its log, and a plugin loaded today, or a built-in
+    changed since, must not move a number."""
+    graph = import_graph(modules(ROOT, MAPPED), type_checking=True)
+    asking = sorted(m for m, targets in graph.items()
+                    if room_of(m)[1] == "limbo.analysis" and "limbo.base.registry" in targets)
+    assert asking == []
+
+
 def test_the_ground_floor_names_no_module_above_it() -> None:
     """Not even as a string for ``importlib``: a dotted name of a higher floor in the ground
     floor's code is knowledge of that floor. (An entry-point group, ``limbo.services``, is a
