@@ -102,7 +102,7 @@ def test_a_hung_upstream_holds_a_call_no_longer_than_the_scaled_timeout(tmp_path
 
     run = run_stdio(tmp_path, "none", place,
                     env={"ORDERS_SLOW_SKU": "HANG-1", "ORDERS_SLOW_S": "3600"})
-    assert waited[0] < 60
+    assert 1.1 < waited[0] < 15, waited  # 1.2 s (120 s scaled), with room for a loaded machine
     assert len(rows(run.db, "orders")) == 1
     assert run.record["runtime"]["proxy"]["writes"] == {"recovered": 1}
     assert ledger(run.record) == database(run.db, before_ids(run.journal))
