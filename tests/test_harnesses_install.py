@@ -84,9 +84,10 @@ def test_each_installed_cli_reports_its_pinned_version(name) -> None:
 
 
 def test_hermes_as_the_driver_starts_it_installs_nothing(tmp_path) -> None:
-    """Left to itself hermes pip-installs an optional backend on first use (edge-tts, at every
-    start), from PyPI, into the venv that concurrent runs share. Asked in its own code whether
-    it may, under the driver's config and environment, it must say no."""
+    """Left to itself hermes pip-installs an optional backend's packages when it first needs
+    them (edge-tts at start-up, until a run has installed it), from PyPI, into the venv that
+    concurrent runs share. Asked in its own code whether it may, under the driver's config and
+    environment, it must say no."""
     require("hermes")
     from limbo.harnesses.production.base import Endpoints
 
