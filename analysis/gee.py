@@ -6,7 +6,8 @@ reference overstates the evidence (with 16 clusters a p of 1e-27 where the hones
 about 1e-7). :func:`gee_clustered` is the estimate ``reference/stats.md`` §8 asks for: groups =
 the world, the Mancl–DeRouen bias-reduced covariance, and a t reference with G − p degrees of
 freedom (p regression parameters; Li & Redden) — :mod:`.gee_solver` gives the covariance
-(statsmodels' numbers), the t step is done here. It refuses fewer than :data:`MIN_CLUSTERS` clusters, where no sandwich is credible.
+(statsmodels' numbers), the t step is done here. It refuses fewer than :data:`MIN_CLUSTERS`
+clusters, where no sandwich is credible, and a fit the solver finds degenerate.
 
 Refusals and cautions travel in the result (NaN estimate and a ``note``), as every odds ratio of
 the tables does: a table row then says why there is no number instead of the table failing.
@@ -90,7 +91,8 @@ def _cluster_codes(groups: Sequence[Any] | Array) -> tuple[Array, int]:
     return codes, int(codes.max()) + 1 if len(codes) else 0
 
 
-def _fit(y: Array, x: Array, codes: Array, cov_struct: str, cov_type: str) -> tuple[gee_solver.GeeFit, dict[str, float]]:
+def _fit(y: Array, x: Array, codes: Array, cov_struct: str,
+         cov_type: str) -> tuple[gee_solver.GeeFit, dict[str, float]]:
     """The logit GEE of y on (1, x) (:mod:`.gee_solver`), and the extras every odds ratio
     carries (intercept; α of an exchangeable structure)."""
     if cov_struct not in ("exchangeable", "independence"):
@@ -117,6 +119,8 @@ def gee_odds_ratio(y: Sequence[float] | Array, x: Sequence[float] | Array,
     if sep:
         return not_estimable(clusters, sep)
     res, extra = _fit(y, x, codes, cov_struct, cov_type)
+    if res.problem:
+        return not_estimable(clusters, f"the GEE {res.problem}")
     beta, se = float(res.params[1]), float(res.bse[1])
     note = f"few clusters (G={clusters})" if clusters < 20 else ""
     return OddsRatio(beta, se, wald_p(beta, se), clusters, note, extra)
@@ -139,6 +143,8 @@ def gee_clustered(y: Sequence[float] | Array, x: Sequence[float] | Array,
     if sep:
         return not_estimable(clusters, sep)
     res, extra = _fit(y, x, codes, cov_struct, "bias_reduced")
+    if res.problem:
+        return not_estimable(clusters, f"the GEE {res.problem}")
     beta, se, df = float(res.params[1]), float(res.bse[1]), float(clusters - 2)
     return OddsRatio(beta, se, wald_p(beta, se, df), clusters, "", extra, df)
 

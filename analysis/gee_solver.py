@@ -15,6 +15,12 @@ reference values of ``reference/stats.md`` hold), because the same steps are tak
 * the covariances are its naive (model-based; the binomial scale is 1), robust (sandwich) and
   ``bias_reduced`` (Mancl–DeRouen) ones.
 
+Where statsmodels hands back a degenerate fit — no convergence, an exchangeable α that is no
+correlation for the largest cluster, fitted probabilities saturated to a standard error of 0, a
+singular bias-reduced step — this says so in :attr:`GeeFit.problem` (and gives NaN standard
+errors) instead of numbers: an odds ratio of 10¹¹⁹ with a p of 0 is what statsmodels printed for
+an ordinary 149-episode, 11-world data set whose α iterated below −1/(n − 1).
+
 The working covariance of a cluster is never formed: an exchangeable correlation has a closed
 inverse (a multiple of the identity minus a multiple of the all-ones matrix), and the
 Mancl–DeRouen step's (I − H_i)⁻¹ r_i is taken by the Woodbury identity on p × p matrices
@@ -41,6 +47,8 @@ class GeeFit:
     """Standard errors from the covariance asked for."""
     alpha: float
     """The exchangeable working correlation (0 under independence)."""
+    problem: str = ""
+    """Why the fit gives no usable estimate ("" when it does): then ``bse`` is NaN."""
 
 
 class _Clusters:
@@ -73,17 +81,42 @@ def fit(y: Array, X: Array, codes: Array, exchangeable: bool, cov_type: str,
         raise ValueError(f"cov_type {cov_type!r}: one of {', '.join(COV_TYPES)}")
     order = np.argsort(codes, kind="stable")
     y, X, groups = y[order], X[order], _Clusters(codes[order])
-    beta, alpha, estimated = _logistic(y, X), 0.0, False
+    beta, alpha, estimated, converged = _logistic(y, X), 0.0, False, False
     for _ in range(maxiter):
         step, score = _scoring_step(y, X, beta, alpha, groups)
         beta = beta + step
         if np.sqrt(np.sum(score**2)) < ctol and estimated:
+            converged = True
             break
         if exchangeable:
             alpha = _alpha(y, X, beta, groups)
         estimated = True
-    cov = _covariance(y, X, beta, alpha, groups, cov_type)
-    return GeeFit(beta, np.sqrt(np.diag(cov)), alpha)
+    problem = _problem(beta, alpha, groups, converged, maxiter)
+    if not problem:
+        try:
+            bse = np.sqrt(np.diag(_covariance(y, X, beta, alpha, groups, cov_type)))
+        except np.linalg.LinAlgError:
+            problem = ("degenerated: a singular covariance (fitted probabilities of 0 or 1, or "
+                       "one world holding a parameter alone)")
+        else:
+            if not np.all(np.isfinite(bse) & (bse > 0)):
+                problem = "degenerated: a standard error of 0 (fitted probabilities of 0 or 1)"
+    if problem:
+        bse = np.full(len(beta), np.nan)
+    return GeeFit(beta, bse, alpha, problem)
+
+
+def _problem(beta: Array, alpha: float, groups: _Clusters, converged: bool, maxiter: int) -> str:
+    """Why the iteration's end is no estimate, or ""."""
+    if not converged:
+        return f"did not converge in {maxiter} iterations"
+    if not np.all(np.isfinite(beta)):
+        return "diverged"
+    largest = float(groups.sizes.max())
+    if not -1.0 / max(largest - 1.0, 1.0) < alpha < 1.0:
+        return (f"ended with a working correlation α = {alpha:.3g}, no correlation for a world of "
+                f"{largest:.0f} episodes")
+    return ""
 
 
 def _means(X: Array, beta: Array) -> tuple[Array, Array, Array]:

@@ -68,3 +68,38 @@ def test_an_unknown_covariance_is_refused() -> None:
     y, x, codes = _data(0)
     with pytest.raises(ValueError, match="cov_type"):
         gee_solver.fit(y, np.column_stack([np.ones(len(x)), x]), codes, True, "sandwich")
+
+
+def _diverging() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """149 episodes in 11 worlds, neither arm separated (31.5% positive): the exchangeable α
+    iterates below −1/(n − 1) for the largest world, and the fit runs off to fitted
+    probabilities of 0 and 1 (statsmodels returns an odds ratio of e^(2.9·10¹¹⁹), SE 0)."""
+    rng = np.random.default_rng(7)
+    for _ in range(55):
+        k = int(rng.integers(6, 40))
+        codes = np.repeat(np.arange(k), rng.integers(1, 30, k))
+        x = rng.integers(0, 2, len(codes)).astype(float)
+        y = (rng.random(len(codes)) < 0.2 + 0.3 * x).astype(float)
+    return y, x, codes
+
+
+@pytest.mark.parametrize("cov_type", gee_solver.COV_TYPES)
+def test_a_degenerate_fit_says_so_instead_of_printing_numbers(cov_type) -> None:
+    y, x, codes = _diverging()
+    assert len(y) == 149 and 0 < y[x == 0].mean() < 1 and 0 < y[x == 1].mean() < 1
+    design = np.column_stack([np.ones(len(x)), x])
+    ours = gee_solver.fit(y, design, codes, True, cov_type)
+    assert ours.problem.startswith("degenerated") and np.all(np.isnan(ours.bse))
+    params, bse, _ = _statsmodels(y, x, codes, True, cov_type)
+    assert abs(params[1]) > 1e6  # what the refusal replaces
+    alone = gee_solver.fit(y, design, codes, False, cov_type)  # independence: a sound fit
+    assert alone.problem == "" and np.all(np.isfinite(alone.bse))
+
+
+def test_the_odds_ratios_carry_the_refusal_as_their_note() -> None:
+    from limbo.analysis.gee import gee_clustered, gee_odds_ratio
+
+    y, x, codes = _diverging()
+    for found in (gee_clustered(y, x, codes), gee_odds_ratio(y, x, codes)):
+        assert np.isnan(found.beta) and np.isnan(found.pvalue)
+        assert found.note.startswith("the GEE degenerated") and found.clusters == 11
