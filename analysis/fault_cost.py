@@ -29,7 +29,6 @@ from ``none``, with a 95% interval that counts worlds, not episodes.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,7 +39,6 @@ from limbo.analysis import table as t
 from limbo.analysis.data import Data
 from limbo.analysis.labels import cluster_codes
 from limbo.analysis.tost import tost_clustered_arms
-from limbo.log.reader import runtime_of
 
 NUMBER = 15
 BASELINE = "none"
@@ -60,7 +58,6 @@ def table15(data: Data) -> t.Table:
     if rows.empty:
         table.absent = "No data — any run with rated episodes under `none` and a fault mode"
         return table
-    rows = rows.assign(wall_s=wall_times(data, rows))
     models = sorted(map(str, rows["model"].unique()))
     for model in models:
         mine = rows[rows["model"].astype(str) == model]
@@ -166,20 +163,6 @@ def _around(value: float, se: float, k: int) -> tuple[float, float]:
         return math.nan, math.nan
     half = float(dist.ppf(0.975, k - 1)) * se
     return value - half, value + half
-
-
-def wall_times(data: Data, rows: pd.DataFrame) -> pd.Series:
-    """Each row's ``runtime.wall_s``, read from the end of its record's line (the loader
-    decodes only cell and outcome); NaN where a record has none."""
-    found = dict(_walls(data, rows))
-    return pd.Series([found.get(i, math.nan) for i in rows.index], index=rows.index, dtype=float)
-
-
-def _walls(data: Data, rows: pd.DataFrame) -> Iterator[tuple[object, float]]:
-    for index, _, text in data.loaded.lines(rows):
-        wall = (runtime_of(text) or {}).get("wall_s")
-        if isinstance(wall, int | float) and not isinstance(wall, bool):
-            yield index, float(wall)
 
 
 def stamp(data: Data, table: t.Table, rows: pd.DataFrame) -> None:

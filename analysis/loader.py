@@ -26,8 +26,8 @@ in, each reported with file and line, never silently:
   that holds one; copies that disagree are all dropped,
   since nothing says which is right (``conflict``).
 
-The reader's fast path decodes only ``cell`` and ``outcome`` (:func:`limbo.log.reader.parts`);
-the event log is decoded later, lazily, and only for the rows that need it
+The reader's fast path decodes only ``cell`` and ``outcome`` (:func:`limbo.log.reader.parts`)
+and the runtime's ``wall_s`` (:func:`limbo.log.reader.wall_of`, the ``wall_s`` column); the event log is decoded later, lazily, and only for the rows that need it
 (:meth:`Loaded.each_events`).
 Fault modes no registered plugin defines are reported too (``unregistered fault mode``).
 """
@@ -60,6 +60,7 @@ from limbo.log.reader import (
     open_bytes,
     parts,
     record_of,
+    wall_of,
 )
 from limbo.log.records import CELL_FIELDS, FLAGS, NUMBERS, EpisodeRecord
 from limbo.log.store import EPISODES_GLOB
@@ -230,14 +231,15 @@ class _Builder:
         self.copies: list[tuple[str, str, int, int]] = []
         """(where, where first seen, its file, the first one's file) of each identical copy."""
 
-    def add(self, parsed: Parts, where: str, loc: tuple[int, int, int, int]) -> None:
+    def add(self, parsed: Parts, where: str, loc: tuple[int, int, int, int],
+            wall_s: float) -> None:
         schema, episode_id, cell, outcome = parsed
         try:
             row = row_of(cell, outcome)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             self.problems.append(Problem("unparseable", where, f"missing or bad field {exc}"))
             return
-        row["episode_id"], row["schema"] = episode_id, schema
+        row["episode_id"], row["schema"], row["wall_s"] = episode_id, schema, wall_s
         row["file"], row["line"], row["offset"], row["length"] = loc
         self._keep(row, where, (cell, outcome))
 
@@ -264,8 +266,8 @@ class _Builder:
 
 
 _COLUMNS = ["episode_id", *CELL_FIELDS, *FLAGS, *NUMBERS, "report_status", "termination",
-            "idempotency", "read_path", "reversibility", "schema", "file", "line", "offset",
-            "length"]
+            "idempotency", "read_path", "reversibility", "schema", "wall_s", "file", "line",
+            "offset", "length"]
 
 
 def _read_file(builder: _Builder, path: Path, file_no: int) -> None:
@@ -279,7 +281,8 @@ def _read_file(builder: _Builder, path: Path, file_no: int) -> None:
         if isinstance(found, Skip):
             builder.problems.append(Problem(found.kind, where, found.reason[:160]))
             continue
-        builder.add(found, where, (file_no, line.number, line.offset, len(line.raw)))
+        builder.add(found, where, (file_no, line.number, line.offset, len(line.raw)),
+                    wall_of(line.raw))
 
 
 # -- Inspect logs: one more container of records ---------------------------------------------
@@ -307,10 +310,11 @@ def _offsets(path: Path) -> Offsets:
 
 @contextlib.contextmanager
 def _acyclic() -> Iterator[None]:
-    """The cyclic garbage collector paused while records become rows. A row is a dict of
-    strings and numbers, which holds no reference cycle, yet every few hundred allocations a
-    collection walks every row built so far: a quarter of the paper grid's load (0.4 of 1.8 s
-    of CPU). It is restored afterwards as the caller had it."""
+    """The cyclic garbage collector paused while records become rows and the rows a frame. A
+    row is a dict of strings and numbers, which holds no reference cycle, yet every few hundred
+    allocations a collection walks every row built so far: a quarter of the paper grid's load
+    (0.4 of 1.8 s of CPU), and a tenth of a second more while the frame is built. It is
+    restored afterwards as the caller had it."""
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -375,8 +379,8 @@ def load(paths: Sequence[Path | str], fallback: Fallback | None = None) -> Loade
                 files.append(path)
                 runs.add(given, path, len(files) - 1)
                 _read_file(builder, path, len(files) - 1)
-    frame = builder.frame()
-    attach(frame, runs, builder.also)
+        frame = builder.frame()
+        attach(frame, runs, builder.also)
     shared = _copies(builder, list(runs))
     loaded = Loaded(_consolidated(frame), builder.problems, files, list(runs), shared)
     unknown = loaded.frame.loc[loaded.frame["family"] == "unknown", "fault"]

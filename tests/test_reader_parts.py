@@ -5,12 +5,13 @@ place — value and type — and whatever msgspec refuses goes to that decoder."
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from limbo.log.reader import _DECODER, _object_at, parts, runtime_of
+from limbo.log.reader import _DECODER, _object_at, parts, wall_of
 
 CELL = '{"model": "policy/blind", "instance": 0, "seed": 1944302310}'
 OUTCOME = ('{"fault_fired": true, "commits": {"post": 2}, "agent_time_s": 19.0, "cost_usd": 0.0,'
@@ -82,8 +83,16 @@ def test_every_number_reads_the_same(number: float) -> None:
     _same(_ours(text, 9, ', "header": '), _standard(text, 9))
 
 
-def test_a_whole_line_gives_its_parts_and_runtime() -> None:
+def test_a_whole_line_gives_its_parts_and_wall_time() -> None:
     found = parts(LINE.encode())
     assert found == ("limbo.episode/1", "ep-1", json.loads(CELL), json.loads(OUTCOME))
-    assert runtime_of(LINE) == {"wall_s": 0.25, "host": "h"}
-    assert runtime_of(LINE.replace('"host": "h"}', '"host": NaN}')) is None
+    assert wall_of(LINE.encode()) == 0.25
+
+
+@pytest.mark.parametrize("runtime", [
+    '{"wall_s": 0.25, "host": NaN}', '{"wall_s": true}', '{"wall_s": "0.25"}', '{"host": "h"}',
+    '[0.25]', '{"wall_s": 0.25,}', '{"wall_s": ' + "[" * 500 + "]" * 500 + "}"])
+def test_a_runtime_without_a_plain_wall_time_is_nan(runtime: str) -> None:
+    line = LINE.replace('{"wall_s": 0.25, "host": "h"}', runtime)
+    assert math.isnan(wall_of(line.encode()))
+    assert math.isnan(wall_of(LINE.replace('"runtime"', '"other"').encode()))
