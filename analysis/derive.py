@@ -5,6 +5,8 @@ one rule every reader uses). Fault families and groups come from each run's desi
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pandas as pd
 
@@ -30,17 +32,26 @@ def contract_class(idempotency: str, read_path: str) -> str:
 
 
 def derive(frame: pd.DataFrame) -> pd.DataFrame:
-    """Add the columns every table uses: contract class, error, rated."""
+    """Add the columns every table uses: contract class, error, rated — each rule asked once
+    per level of the categorical columns it reads, not once per row."""
     for name in FLAGS:
         frame[name] = frame[name].astype(bool)
     frame["instance"] = frame["instance"].astype(int)
     for name in (*CATEGORIES[:-3], "schema"):  # few levels: filters and groups use int codes
         frame[name] = pd.Categorical(frame[name].astype(str))
-    pairs = frame["idempotency"].astype(str) + "|" + frame["read_path"].astype(str)
-    frame["contract_class"] = pd.Categorical(pairs.map(
-        lambda key: contract_class(*key.split("|", 1))))
-    terms = frame["termination"]
-    frame["error"] = terms.map(errored).astype(bool)
-    frame["rated"] = np.where(frame["fault_fired"], terms.map(lambda t: rated(True, t)),
-                              terms.map(lambda t: rated(False, t))).astype(bool)
+    idem, read = frame["idempotency"].cat, frame["read_path"].cat
+    pair = idem.codes.to_numpy() * len(read.categories) + read.codes.to_numpy()
+    classes = [contract_class(i, r) for i in idem.categories for r in read.categories]
+    frame["contract_class"] = pd.Categorical(np.asarray(classes, dtype=object)[pair])
+    terms = frame["termination"].cat
+    codes = terms.codes.to_numpy()
+
+    def per_level(rule: Callable[[str], bool]) -> np.ndarray:
+        levels = np.array([rule(t) for t in terms.categories], dtype=bool)
+        found: np.ndarray = levels[codes]
+        return found
+
+    frame["error"] = per_level(errored)
+    frame["rated"] = np.where(frame["fault_fired"], per_level(lambda t: rated(True, t)),
+                              per_level(lambda t: rated(False, t)))
     return frame

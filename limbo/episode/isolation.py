@@ -36,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import math
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 from limbo.base.errors import InfraError, ModelError, UsageError
@@ -106,6 +107,18 @@ class Isolated(ModelAdapter):
         self.params = getattr(inner, "params", {})
         self._price: dict[str, float] | None = None
         self._price_asked = False
+
+    @classmethod
+    def made(cls, maker: Callable[[], ModelAdapter], name: str) -> Isolated:
+        """The adapter ``maker`` makes, behind the boundary; failing to make it is the
+        episode's :class:`AdapterFailure` (a user's error or interrupt escapes)."""
+        try:
+            inner = maker()
+        except BaseException as exc:
+            if escapes(exc):
+                raise
+            raise AdapterFailure(f"adapter {name} could not be created: {where(exc)}") from None
+        return cls(inner, name)
 
     @property
     def spec(self) -> str:

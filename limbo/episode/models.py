@@ -10,7 +10,9 @@ Adapters are created once per episode, so they may keep per-episode state.
 
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Callable
 from typing import Any, ClassVar, Literal
 from urllib.parse import parse_qsl
 
@@ -160,8 +162,15 @@ def is_utf8(text: str) -> bool:
     return True
 
 
+def adapter_maker(spec: str, extra: dict[str, Any] | None = None) -> Callable[[], ModelAdapter]:
+    """What makes a fresh adapter for model ``spec``, its provider looked up now: an episode
+    resolves every name before it builds anything, and makes the adapter last. A
+    :class:`UsageError` for a malformed spec or an unknown provider."""
+    provider, model, params = parse_model(spec)
+    cls: type[ModelAdapter] = lookup("model", provider)
+    return functools.partial(cls, model, **{**params, **(extra or {})})
+
+
 def make_adapter(spec: str, extra: dict[str, Any] | None = None) -> ModelAdapter:
     """A fresh adapter for model ``spec``; a :class:`UsageError` for an unknown provider."""
-    provider, model, params = parse_model(spec)
-    cls = lookup("model", provider)
-    return cls(model, **{**params, **(extra or {})})  # type: ignore[no-any-return]
+    return adapter_maker(spec, extra)()

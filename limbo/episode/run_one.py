@@ -24,7 +24,7 @@ from limbo.episode.briefing import answer_key, brief, context
 from limbo.episode.condition import Condition
 from limbo.episode.harness import Harness
 from limbo.episode.isolation import AdapterFailure, Isolated, drive, escapes, where
-from limbo.episode.models import ModelAdapter, make_adapter
+from limbo.episode.models import ModelAdapter, adapter_maker
 from limbo.episode.record import episode_record
 from limbo.log.records import EpisodeRecord
 from limbo.sim.cell import Cell
@@ -86,17 +86,12 @@ def _build(cell: Cell, adapter: ModelAdapter | None,
         condition: Condition = lookup("condition", cell.condition)()
         harness_cls = make_harness or lookup("harness", cell.harness)
         fault = lookup("fault", cell.fault)
+        maker = adapter_maker(cell.model, dict(cell.transport)) if adapter is None else None
         world = built.world = World(cell, parts(cell, fault))
         built.prompts = condition.prompt_hashes()
-        if built.isolated is None:  # made last: nothing built before it needs closing
-            try:
-                made = make_adapter(cell.model, dict(cell.transport))
-            except BaseException as exc:
-                if escapes(exc):
-                    raise
-                raise AdapterFailure(f"adapter {cell.model} could not be created: "
-                                     f"{where(exc)}") from None
-            built.isolated = Isolated(made, cell.model.split("?")[0])
+        if maker is not None:  # made last: nothing built before it needs closing
+            built.isolated = Isolated.made(maker, cell.model.split("?")[0])
+        assert built.isolated is not None  # the caller's, or made just now
         brief(built.isolated.inner, answer_key(world))  # a reference policy's key; no other's
         built.harness = harness_cls(world, built.isolated, condition, context(world))
     except BaseException as exc:
