@@ -14,7 +14,8 @@ client would otherwise speak the newer stateless era straight to the server, and
 through the proxy — two different protocols; the version each negotiated is printed and must
 agree), run in B alternating blocks (direct, proxied, direct, ...; each way first in its share
 of the blocks) so that a machine busy with something else slows both alike, and the load
-average is printed at the start and the end.
+average is printed at the start and the end, with the share of the machine's CPU time busy and
+stolen by the hypervisor over the run.
 ``--baseline`` adds a third way in the same blocks: the proxy of another checkout (its
 environment's ``limbo``, as in :mod:`ab`), so that old and new meet the same load.
 
@@ -267,6 +268,7 @@ def main() -> None:
     limbos = [LIMBO] + ([str(args.baseline.parent / "limbo")] if args.baseline else [])
     print("load average at the start (1, 5, 15 min): "
           + ", ".join(f"{x:.2f}" for x in os.getloadavg()) + f" on {os.cpu_count()} cores")
+    before = _cpu_ticks()
     for transport in ("stdio", "http") if args.transport == "both" else (args.transport,):
         with tempfile.TemporaryDirectory(prefix="bench-proxy-") as tmp:
             opened = (_http if transport == "http" else _stdio)(Path(tmp) / "orders.db",
@@ -275,6 +277,28 @@ def main() -> None:
                 versions = asyncio.run(_measure(args.calls, args.blocks, ways))
             _report(transport, ways, versions, _sync_ms(Path(tmp)), args.blocks)
     print("load average at the end: " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
+    print(_quiet(before, _cpu_ticks()))
+
+
+def _cpu_ticks() -> list[int]:
+    """The machine's CPU time so far by kind, in ticks (``/proc/stat``'s first line: user,
+    nice, system, idle, iowait, irq, softirq, steal); empty where there is no ``/proc``."""
+    try:
+        return [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    except (OSError, ValueError):
+        return []
+
+
+def _quiet(before: list[int], after: list[int]) -> str:
+    """How quiet the machine was: the share of its CPU time busy and the share the
+    hypervisor took (steal) — a virtual machine whose host is busy slows every process alike,
+    with no load of its own to show for it."""
+    if len(before) < 8 or len(after) < 8:
+        return "CPU time by kind: not available here"
+    spent = [b - a for a, b in zip(before, after, strict=True)]
+    total = sum(spent) or 1
+    busy = total - spent[3] - spent[4] - spent[7]
+    return f"machine during the run: {busy / total:.0%} busy, {spent[7] / total:.1%} stolen"
 
 
 if __name__ == "__main__":
