@@ -39,7 +39,7 @@ def figure0(data: Data) -> Drawn:
     lines = list(dict.fromkeys(_line(r, varies) for r in rows))
     families = list(dict.fromkeys(r.key[5] for r in rows))
     fig, axes = new_figure(3.2 * len(METRICS) + 2.5, 1.6 + ROW_INCHES * len(lines),
-                           panels=len(METRICS), sharey=True)
+                           panels=len(METRICS))
     step = 0.7 / max(len(families), 1)
     for ax, (name, _) in zip(axes, METRICS.items(), strict=True):
         m = list(METRICS).index(name)
@@ -57,8 +57,11 @@ def figure0(data: Data) -> Drawn:
         ax.set_xlim(-3, 103)
         ax.set_title(f"{name} (%)", fontsize=9)
         ax.grid(axis="x", color="0.9", linewidth=0.6)
+        # The panels' y axes are not shared: a shared one gives every panel a tick per line,
+        # drawn and measured for nothing (a quarter of the figure's CPU on the paper run).
+        ax.set_ylim(len(lines) - 0.5, -0.5)
+        ax.set_yticks([])
     axes[0].set_yticks(range(len(lines)), lines, fontsize=7)
-    axes[0].set_ylim(len(lines) - 0.5, -0.5)
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, title="fault family", fontsize=7, title_fontsize=7,
                loc="outside right upper")

@@ -188,20 +188,21 @@ def _tables_and_figures(data: Data, pool: Workers) -> tuple[list[Table], list[st
 
 def _pages(paths: Sequence[Path], loaded: Loaded, tables: list[Table], failures: list[str],
            pool: Workers, version: int) -> dict[str, bytes]:
-    """Every file but the buckets."""
+    """Every file but the buckets; the figures' last, while the workers finish them."""
     frame = loaded.frame
-    figures, files = _figures(pool)
     cells = cells_payload(tables, frame)
-    overview = Overview(sources=[str(p) for p in paths], manifests=read_manifests(paths),
-                        frame=frame, problems=loaded.messages(), errors=_errors(loaded),
-                        tables=tables, linked=set(cells), figures=figures,
-                        table_failures=failures)
     meta = {"version": version, "episodes": len(frame), "buckets": bucket_count(len(frame)),
             "sources": [str(p) for p in paths]}
-    files.update(_common_files(meta))
-    files["index.html"] = pages.page("overview", "LIMBO run report", overview.html(), [])
+    files = _common_files(meta)
     files["data/index.js"] = pages.data_script("index", index_payload(frame))
     files["data/cells.js"] = pages.data_script("cells", cells)
+    manifests, problems, errors = read_manifests(paths), loaded.messages(), _errors(loaded)
+    figures, drawn = _figures(pool)
+    files.update(drawn)
+    overview = Overview(sources=[str(p) for p in paths], manifests=manifests, frame=frame,
+                        problems=problems, errors=errors, tables=tables, linked=set(cells),
+                        figures=figures, table_failures=failures)
+    files["index.html"] = pages.page("overview", "LIMBO run report", overview.html(), [])
     return files
 
 
