@@ -27,7 +27,8 @@ in, each reported with file and line, never silently:
   since nothing says which is right (``conflict``).
 
 The reader's fast path decodes only ``cell`` and ``outcome`` (:func:`limbo.log.reader.parts`)
-and the runtime's ``wall_s`` (:func:`limbo.log.reader.wall_of`, the ``wall_s`` column); the event log is decoded later, lazily, and only for the rows that need it
+and the runtime's ``wall_s`` (:func:`limbo.log.reader.wall_of`, the ``wall_s`` column); the
+event log is decoded later, lazily, and only for the rows that need it
 (:meth:`Loaded.each_events`).
 Fault modes no registered plugin defines are reported too (``unregistered fault mode``).
 """
