@@ -132,6 +132,29 @@ def test_unpriced_episodes_leave_the_dollars_out_and_are_counted(capsys, tmp_pat
     assert f"({sum(r['cell']['model'] == 'policy/blind' for r in records)} without)" in done.out
 
 
+def test_a_record_without_a_wall_time_leaves_only_that_cell_empty(capsys, tmp_path: Path,
+                                                                     run: Path) -> None:
+    """The wall time is read from each record's runtime as the records load: a record whose
+    runtime has no ``wall_s`` has none, and one written by hand with ``runtime`` first is read
+    as it says."""
+    lines = []
+    for record in load_records(run):
+        if record["cell"]["model"] == "policy/blind":
+            del record["runtime"]["wall_s"]
+        else:
+            record = {"runtime": record.pop("runtime"), **record}
+        lines.append(json.dumps(record) + "\n")
+    edited = tmp_path / "edited"
+    edited.mkdir()
+    (edited / "episodes.jsonl").write_text("".join(lines))
+    found, plain = table(capsys, str(edited)), table(capsys, str(run))
+    blind = ("policy/blind", "timeout_post")
+    assert found[(*blind, "wall time (s)")]["shown"] == "—"
+    assert found[(*blind, "tool calls")] == plain[(*blind, "tool calls")]
+    verify = ("policy/verify", "timeout_post", "wall time (s)")
+    assert found[verify]["value"] == plain[verify]["value"] != ""
+
+
 def test_without_a_fault_free_arm_there_is_no_difference(capsys, tmp_path: Path) -> None:
     from limbo.cli import main
 
