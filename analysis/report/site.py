@@ -188,7 +188,8 @@ def _tables_and_figures(data: Data, pool: Workers) -> tuple[list[Table], list[st
 
 def _pages(paths: Sequence[Path], loaded: Loaded, tables: list[Table], failures: list[str],
            pool: Workers, version: int) -> dict[str, bytes]:
-    """Every file but the buckets; the figures' last, while the workers finish them."""
+    """Every file but the buckets, the figures waited for last (the workers draw them
+    while this process makes the rest)."""
     frame = loaded.frame
     cells = cells_payload(tables, frame)
     meta = {"version": version, "episodes": len(frame), "buckets": bucket_count(len(frame)),
