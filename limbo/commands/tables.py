@@ -180,8 +180,12 @@ def run(args: argparse.Namespace) -> int:
         check_output(args.out, "--out")
         with writing(args.out):  # before the records load: an unwritable --out is the one line
             args.out.mkdir(parents=True, exist_ok=True)
+    from limbo.analysis.loader import collector_paused
+
     with uncertainty(args) as u:
-        tables, failed = build_safely(load_data(args, "tables", u), numbers)
+        data = load_data(args, "tables", u)
+        with collector_paused():
+            tables, failed = build_safely(data, numbers)
     for line in failed:
         print(f"limbo: error: {line}", file=sys.stderr)
     if args.out is None:
