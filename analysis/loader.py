@@ -313,8 +313,8 @@ def _offsets(path: Path) -> Offsets:
 def collector_paused() -> Iterator[None]:
     """The cyclic garbage collector paused while records become rows and the rows a frame (a
     row holds no cycle, yet collections walked every row built so far: about half a second of
-    the paper run's load), and while ``limbo tables`` builds its tables (0.2 s, to free 2 of 290 MB).
-    It is restored afterwards as the caller had it."""
+    the paper run's load), and while the tables are built for ``limbo tables`` or ``limbo
+    report`` (0.2 s, to free 2 of 290 MB). It is restored afterwards as the caller had it."""
     enabled = gc.isenabled()
     gc.disable()
     try:

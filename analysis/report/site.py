@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from limbo.analysis.data import Data
-from limbo.analysis.loader import Loaded, load
+from limbo.analysis.loader import Loaded, collector_paused, load
 from limbo.analysis.replicates import REPLICATES
 from limbo.analysis.report import pages
 from limbo.analysis.report.details import bucket_file, bucket_script, detail_json
@@ -160,7 +160,8 @@ def build(paths: Sequence[Path], weighting: str = "template", version: int = 0,
     with forked(site, drawn, workers) as pool:
         for file_no in range(len(loaded.files)):  # opened once, shared by the workers
             loaded.line(file_no, 0, 0)
-        tables, failures = _tables_and_figures(data, pool)
+        with collector_paused():  # as `limbo tables` builds them
+            tables, failures = _tables_and_figures(data, pool)
         site.files.update(_pages(paths, loaded, tables, failures, pool, version))
         if workers:
             site.files.update((bucket_file(n), script) for n, script in pool.buckets())
