@@ -75,7 +75,7 @@ def _diverging() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     iterates below −1/(n − 1) for the largest world, and the fit runs off to fitted
     probabilities of 0 and 1 (statsmodels returns an odds ratio of e^(2.9·10¹¹⁹), SE 0)."""
     rng = np.random.default_rng(7)
-    for _ in range(55):
+    for _ in range(55):  # the 55th random data set of this generator is the one met
         k = int(rng.integers(6, 40))
         codes = np.repeat(np.arange(k), rng.integers(1, 30, k))
         x = rng.integers(0, 2, len(codes)).astype(float)
