@@ -1,4 +1,4 @@
-"""The reader's quick verdict (:func:`limbo.log.reader.glance`, what ``limbo status`` and a
+"""The reader's quick verdict (:func:`limbo.log.quick.glance`, what ``limbo status`` and a
 resume count with) against its full one (:func:`limbo.log.reader.decode`): every line — a
 written record, a record edited into every shape the fast path must refuse to vouch for, a
 line with its bytes broken at random — gets the same verdict and the same fields from both,
@@ -7,13 +7,17 @@ whichever decoder took it."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from limbo.log import reader
-from limbo.log.reader import Glance, Skip
+from limbo.log import quick, reader
+from limbo.log.quick import Glance, Tallied
+from limbo.log.reader import RecordError, Skip
+from limbo.log.store import iter_records, iter_tallied
+from limbo.run.summary import Summary
 
 GRID = ["--template", "announce_linkedin", "--model", "policy/blind", "--fault", "timeout_late",
         "--fault", "none", "--instances", "1"]
@@ -40,7 +44,7 @@ def _full(raw: bytes) -> Glance | Skip:
 
 
 def _same(raw: bytes) -> Glance | Skip:
-    found = reader.glance(raw)
+    found = quick.glance(raw)
     expected = _full(raw)
     assert found == expected, raw[:200]
     assert type(found.reason if isinstance(found, Glance) else None) is type(
@@ -50,7 +54,7 @@ def _same(raw: bytes) -> Glance | Skip:
 
 def test_every_written_record_takes_the_quick_path_and_reads_the_same(written) -> None:
     for raw in written:
-        assert reader._typed(raw) is not None  # the fast decoder vouched for it
+        assert quick._typed(raw) is not None  # the fast decoder vouched for it
         assert isinstance(_same(raw), Glance)
 
 
@@ -131,3 +135,94 @@ def test_a_record_broken_at_random_gets_the_same_verdict(written, data: st.DataO
         else:
             raw.insert(at, byte)
     _same(bytes(raw))
+
+
+# ------------------------------------------------------------------ the end-of-run summary
+
+
+def _summed(parts: tuple[Any, Any]) -> Summary | type[BaseException]:
+    """What :meth:`Summary.add` makes of one record's (cell, outcome): its summary, or the
+    error it raises on a record without a field it counts."""
+    try:
+        return Summary.of([parts])
+    except Exception as exc:  # noqa: BLE001 - the failure is what is compared
+        return type(exc)
+
+
+def _same_tally(raw: bytes) -> Tallied | Skip:
+    """:func:`tallied_line` gives :func:`decode`'s verdict, and a record's summary from its
+    parts is the summary of the whole record."""
+    found = quick.tallied_line(raw)
+    record = reader.decode(raw)
+    if isinstance(record, Skip):
+        assert found == record, raw[:200]
+        return found
+    assert not isinstance(found, Skip), raw[:200]
+    assert found[0] == record["episode_id"]
+    assert _summed(found[1:]) == _summed((record["cell"], record["outcome"])), raw[:200]
+    return found
+
+
+SUMMARY_EDITS = {
+    **EDITS,
+    "duplicate an integer": lambda r: r["outcome"].update(duplicate=1),
+    "no task_success": lambda r: r["outcome"].pop("task_success"),
+    "cost an integer": lambda r: r["outcome"].update(cost_usd=3),
+    "no cost": lambda r: r["outcome"].pop("cost_usd"),
+    "cost unknown": lambda r: r["outcome"].update(cost_usd=None),
+    "cost a flag": lambda r: r["outcome"].update(cost_usd=True),
+    "no fault": lambda r: r["cell"].pop("fault"),
+    "a number as the fault": lambda r: r["cell"].update(fault=3),
+    "errored, with a reason": lambda r: r["outcome"].update(termination="infra_error",
+                                                             termination_reason="boom\nmore"),
+    "model calls in the outcome": lambda r: r["outcome"].update(model_calls={"responses": 2}),
+}
+
+
+def test_every_written_record_is_tallied_on_the_quick_path(written) -> None:
+    for raw in written:
+        assert quick._shaped(raw, quick._TALLY) is not None
+        _same_tally(raw)
+
+
+@pytest.mark.parametrize("edit", sorted(SUMMARY_EDITS))
+def test_an_edited_record_is_tallied_as_the_whole_record(written, edit: str) -> None:
+    record = json.loads(written[-1])
+    SUMMARY_EDITS[edit](record)
+    _same_tally(json.dumps(record, separators=(", ", ": ")).encode() + b"\n")
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_a_record_broken_at_random_is_tallied_as_the_full_reader_reads_it(
+        written, data: st.DataObject) -> None:
+    raw = bytearray(data.draw(st.sampled_from(written)))
+    at = data.draw(st.integers(0, len(raw) - 1))
+    raw[at:at + 1] = data.draw(st.sampled_from([b"", b"0", b"1", b'"', b"}", b"t", b"\xff"]))
+    _same_tally(bytes(raw))
+
+
+def test_a_resumed_runs_summary_counts_what_the_whole_records_count(written, tmp_path) -> None:
+    """Over a directory with a duplicate, a bad line, an errored record and records only the
+    full reader can read, :func:`iter_tallied` sums what :func:`iter_records` sums; a record of
+    a newer schema stops both alike."""
+    odd = [json.loads(written[0]), json.loads(written[1])]
+    odd[0]["outcome"].update(duplicate=1)
+    odd[1]["outcome"].update(termination="infra_error", termination_reason="broken")
+    lines = [*written, written[0], b"not json\n",
+             *(json.dumps(r, separators=(", ", ": ")).encode() + b"\n" for r in odd)]
+    (tmp_path / "episodes.jsonl").write_bytes(b"".join(lines))
+    whole = Summary.of((r["cell"], r["outcome"]) for r in iter_records(tmp_path))
+    assert Summary.of(iter_tallied(tmp_path)) == whole
+    assert whole.total.episodes == len(written) and whole.errors.count() == 0  # odd are copies
+    (tmp_path / "episodes.shard-1-of-2.jsonl").write_bytes(b"".join(
+        json.dumps(r, separators=(", ", ": ")).encode() + b"\n"
+        for r in [{**odd[1], "episode_id": "ep-" + "0" * 20}]))
+    both = Summary.of((r["cell"], r["outcome"]) for r in iter_records(tmp_path))
+    assert Summary.of(iter_tallied(tmp_path)) == both and both.errors.count() == 1
+    newer = {**json.loads(written[0]), "schema": "limbo.episode/99", "episode_id": "ep-" + "1" * 20}
+    (tmp_path / "episodes.shard-2-of-2.jsonl").write_bytes(json.dumps(newer).encode() + b"\n")
+    with pytest.raises(RecordError):
+        list(iter_records(tmp_path))
+    with pytest.raises(RecordError):
+        list(iter_tallied(tmp_path))

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from limbo.log.grading import assign
-from limbo.log.reader import ledger_parts
+from limbo.log.quick import ledger_parts
 
 COMPRESSION = 1
 """zlib's fastest level: at the paper's scale (40,000 episodes) a tenth of level 9's time and
@@ -61,7 +61,7 @@ def detail_json(text: str, source: Path, line: int, episode_id: str,
 
     The line is used as written, not decoded and encoded again (at 25,000 episodes that
     round trip was most of the build): the reader checks it is strict JSON and decodes only
-    its header and ledger (:func:`limbo.log.reader.ledger_parts`). Only a line with NaN or
+    its header and ledger (:func:`limbo.log.quick.ledger_parts`). Only a line with NaN or
     Infinity in it is re-encoded, and one that does not parse whole is replaced by a note
     saying so. ``rerun`` is the episode's re-run command when the caller has it at hand."""
     site: dict[str, Any] = {"source": f"{source}:{line}",

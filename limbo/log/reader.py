@@ -5,9 +5,9 @@ its lines and records from here, so all of them meet bad input the same way.
 It owns, once: **the versions this LIMBO reads**, :data:`READABLE` (the shape itself is
 :mod:`limbo.log.records`); the records files' **lines** (:func:`lines`, :class:`Offsets`, from
 :mod:`limbo.log.lines`: plain or gzip, numbered, with their byte offsets); **judging one line**
-(:func:`decode` for the whole record, :func:`glance` for the same verdict and the few fields
-``limbo status`` counts, :func:`parts` for the cell and outcome only — the analysis's fast
-path): a line is a record, or a :class:`Skip` saying why not, of one of three kinds —
+(:func:`decode` for the whole record, :func:`parts` for the cell and outcome only — the
+analysis's fast path; :mod:`limbo.log.quick` gives the same verdict with only the few fields
+``limbo status``, a resume and the report count): a line is a record, or a :class:`Skip` saying why not, of one of three kinds —
 ``unparseable`` (empty, torn by a kill, not UTF-8, not strict JSON, not a record object),
 ``invalid record`` (a termination or event type outside the closed sets), ``unknown schema`` (a
 version not in :data:`READABLE`). A reader never crashes on a line and never takes a bad one;
@@ -46,7 +46,6 @@ from limbo.log.records import (
     EpisodeRecord,
     Version,
 )
-from limbo.log.shapes import HeaderAndLedger, RecordHead
 
 READABLE: tuple[str, ...] = get_args(Version)
 """The record versions this LIMBO reads: the one list every reader refers to."""
@@ -133,72 +132,9 @@ def _judged(record: Any) -> EpisodeRecord | Skip:
     return Skip(INVALID, problem) if problem is not None else cast(EpisodeRecord, record)
 
 
-@dataclass(frozen=True, slots=True)
-class Glance:
-    """What ``limbo status`` counts of a record, each field as :func:`decode`'s record has it."""
-
-    episode_id: str
-    termination: str
-    reason: Any
-    model: Any
-    fault_fired: Any
-
-
-_SHAPE = msgspec.json.Decoder(RecordHead)
-_SHALLOW = 400
+SHALLOW = 400
 """Brackets a line may hold for msgspec's verdict to stand for Python's decoder's, which gives
 up nearer the recursion limit the deeper its caller (both at about 1,000 levels)."""
-
-
-def glance(raw: bytes) -> Glance | Skip:
-    """:func:`decode`'s verdict and the record's :class:`Glance`, at a tenth of the cost: a line
-    shaped as written records are is judged by msgspec's typed decoder, which builds only
-    those fields; any other (bad, a big integer, a lone surrogate, an odd type, deep) by
-    :func:`decode`. msgspec refuses what Python's decoder refuses but invalid UTF-8, checked."""
-    found = _typed(raw)
-    if found is not None:
-        return found
-    record = decode(raw)
-    if isinstance(record, Skip):
-        return record
-    outcome = record["outcome"]
-    return Glance(record["episode_id"], outcome["termination"],
-                  outcome.get("termination_reason"), record["cell"].get("model"),
-                  outcome.get("fault_fired"))
-
-
-def _typed(raw: bytes) -> Glance | None:
-    if not raw.endswith(b"\n") or raw.count(b"[") + raw.count(b"{") > _SHALLOW:
-        return None
-    if not raw.isascii():
-        try:
-            raw.decode("utf-8")
-        except UnicodeDecodeError:
-            return None
-    try:
-        shape = _SHAPE.decode(raw)
-    except (msgspec.DecodeError, RecursionError):
-        return None
-    if shape.schema not in READABLE or not _ID.match(shape.episode_id):
-        return None
-    out = shape.outcome
-    return Glance(shape.episode_id, out.termination, out.termination_reason, shape.cell.model,
-                  out.fault_fired)
-
-
-_LEDGER = msgspec.json.Decoder(HeaderAndLedger)
-
-
-def ledger_parts(text: str) -> tuple[Any, Any] | None:
-    """A line's ``header`` and ``ledger`` when the whole line is one strict JSON object,
-    decoding nothing else; ``None`` when only a full parse can say (see :func:`glance`)."""
-    if text.count("[") + text.count("{") > _SHALLOW:
-        return None
-    try:
-        found = _LEDGER.decode(text)
-    except (msgspec.DecodeError, RecursionError):
-        return None
-    return found.header, found.ledger
 
 
 Parts = tuple[str, str, dict[str, Any], dict[str, Any]]
@@ -283,7 +219,7 @@ def _object_at(text: str, start: int, after: str) -> tuple[Any, int]:
     standard decoder reads anything else (``after`` inside a string, deep nesting, a refusal)."""
     end = text.find(after, start)
     part = text[start:end] if end > start and text[start] == "{" else ""
-    if part and part.count("[") + part.count("{") <= _SHALLOW:
+    if part and part.count("[") + part.count("{") <= SHALLOW:
         with contextlib.suppress(msgspec.DecodeError):
             return _ANY.decode(part), end
     return _DECODER.raw_decode(text, start)

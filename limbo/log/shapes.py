@@ -30,13 +30,41 @@ class _EventHead(msgspec.Struct):
 
 
 class RecordHead(msgspec.Struct):
-    """A record as :func:`limbo.log.reader.glance` judges it; other keys are skipped, checked
+    """A record as :func:`limbo.log.quick.glance` judges it; other keys are skipped, checked
     strict JSON."""
 
     schema: str
     episode_id: str
     cell: _Cell
     outcome: _Outcome
+    events: list[_EventHead]
+
+
+class _TallyCell(msgspec.Struct):
+    model: str
+    fault: str
+
+
+class _TallyOutcome(_Outcome, kw_only=True):  # every field the summary reads with [...]
+    fault_fired: bool | None
+    duplicate: bool
+    task_success: bool
+    exactly_once: bool
+    overclaim: bool
+    cost_usd: int | float | None = None
+    model_calls: Any = None
+    """Not in a written record's outcome (its runtime holds them), but counted if there."""
+
+
+class TallyHead(msgspec.Struct):
+    """:class:`RecordHead` with what the end-of-run summary counts of a record (its cell's
+    model and fault, its outcome's flags and cost); a line without them in these types, which
+    the summary would read from the whole record, is left to the full decode."""
+
+    schema: str
+    episode_id: str
+    cell: _TallyCell
+    outcome: _TallyOutcome
     events: list[_EventHead]
 
 

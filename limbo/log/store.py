@@ -31,15 +31,16 @@ import json
 import os
 import re
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
 from limbo.base.errors import UsageError
 from limbo.log.errored import ERROR_TERMINATIONS, TIMEOUT
+from limbo.log.quick import Glance, glance, tallied_line
 from limbo.log.rated import rated
-from limbo.log.reader import UNKNOWN, Glance, RecordError, Skip, decode, glance, lines, validate
+from limbo.log.reader import UNKNOWN, RecordError, Skip, decode, lines, validate
 from limbo.log.records import EpisodeRecord
 
 EPISODES_GLOB = "episodes*.jsonl"
@@ -164,7 +165,7 @@ def _refused(path: Path, number: int, found: _Judged) -> _Judged:
 
 def scan(run_dir: Path, live: Callable[[Path], bool] = lambda p: False) -> Scan:
     """Read every records file, each line judged as :func:`~limbo.log.reader.decode` judges it
-    but without building the record (:func:`~limbo.log.reader.glance`). A file for which ``live`` says another writer may be appending
+    but without building the record (:func:`~limbo.log.quick.glance`). A file for which ``live`` says another writer may be appending
     right now has its unterminated last line ignored (it is being written), not reported."""
     out = Scan()
     first: dict[str, tuple[str, int]] = {}  # where each id was first seen: (file name, line)
@@ -207,6 +208,18 @@ def iter_records(run_dir: Path) -> Iterator[EpisodeRecord]:
             if not isinstance(found, Skip) and found["episode_id"] not in seen:
                 seen.add(found["episode_id"])
                 yield found
+
+
+def iter_tallied(run_dir: Path) -> Iterator[tuple[Mapping[str, Any], Mapping[str, Any]]]:
+    """The (cell, outcome) the run's summary counts of each record :func:`iter_records` yields,
+    in its order, each read without building the whole record (:func:`tallied_line`)."""
+    seen: set[str] = set()
+    for path in record_files(run_dir):
+        for line in lines(path):
+            found = _refused(path, line.number, tallied_line(line.raw))
+            if not isinstance(found, Skip) and found[0] not in seen:
+                seen.add(found[0])
+                yield found[1], found[2]
 
 
 def find_record(run_dir: Path, episode_id: str) -> EpisodeRecord:

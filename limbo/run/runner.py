@@ -37,7 +37,7 @@ from limbo.log.store import (
     Scan,
     StoreError,
     episodes_file,
-    iter_records,
+    iter_tallied,
     kind_of,
     manifest_file,
     manifests,
@@ -272,7 +272,7 @@ def _run(cells: Iterable[Cell], ctx: RunContext, executor: Executor, manifest: d
                                   **(schedule.facts() if schedule is not None else {})}, scrubber())
     summary = tally.summary
     if skipped:  # a resumed run: summarise everything recorded, not this pass
-        summary = Summary.of(iter_records(ctx.out))
+        summary = Summary.of(iter_tallied(ctx.out))
     left = len(pending) - tally.ran if schedule is None else schedule.unfinished()
     return RunResult(summary, tally.ran, skipped, left, told,
                      stopwatch() - started, retried, _errored_before(run, the_plan)

@@ -8,7 +8,7 @@ row and excluded from the rates, never dropped silently.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -113,11 +113,12 @@ class Summary:
     """The errored and timed-out episodes, grouped by reason."""
 
     @classmethod
-    def of(cls, records: Any) -> Summary:
-        """The summary of stored records (streamed)."""
+    def of(cls, parts: Iterable[tuple[Mapping[str, Any], Mapping[str, Any]]]) -> Summary:
+        """The summary of stored records' (cell, outcome) pairs (streamed:
+        :func:`~limbo.log.store.iter_tallied`)."""
         summary = cls()
-        for record in records:
-            summary.add(record["cell"], record["outcome"])
+        for cell, outcome in parts:
+            summary.add(cell, outcome)
         return summary
 
     def add(self, cell: Mapping[str, Any], outcome: Mapping[str, Any]) -> None:
