@@ -106,7 +106,8 @@ def main() -> None:
             sides["old"] = args.baseline
         with ThreadPoolExecutor(len(sides)) as pool:
             counts = dict(zip(sides, pool.map(
-                lambda py: per_episode(py, cells_file, args.episodes), sides.values())))
+                lambda py: per_episode(py, cells_file, args.episodes), sides.values()),
+                strict=True))
     print(f"instructions per episode, grid {args.grid} (minimal harness), {args.episodes} "
           f"episodes after {FEW} (PYTHONHASHSEED=0; callgrind)")
     for name, count in counts.items():
