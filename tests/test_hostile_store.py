@@ -107,6 +107,29 @@ def test_a_duplicate_line_is_quarantined_and_nothing_runs_again(capsys, done: Pa
     assert records(done) == reference
 
 
+@pytest.mark.parametrize(("change", "why"), [
+    (lambda r: r["cell"].pop("fault"), "its cell has no fault text"),
+    (lambda r: r["cell"].update(model=["a", "list"]), "its cell has no model text"),
+    (lambda r: r["outcome"].update(duplicate="yes"), "its outcome's duplicate is not a flag"),
+    (lambda r: r["outcome"].update(cost_usd="free"), "its outcome's cost_usd is not a number"),
+    (lambda r: r["outcome"].pop("fault_fired"), "its outcome has no fault_fired"),
+])
+def test_a_resumed_runs_summary_names_a_record_it_cannot_count(capsys, done: Path, change,
+                                                                 why: str) -> None:
+    """A record edited (or written by another tool) that the reader still takes is counted as
+    done; the summary of a resumed run leaves it out and says where it is, instead of ending
+    the run in a traceback."""
+    path = done / "episodes.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join([*lines[:4], _edit(lines[4], change), *lines[5:]]))
+    again = run(capsys, done)
+    assert again.code == 0, again.err
+    assert "ran 0 episodes, 48 already done" in again.out
+    assert f"1 stored record not in this summary (edited, or written by another tool): " \
+           f"episodes.jsonl line 5: {why}" in again.out
+    assert "│ all                │       47 │" in again.out
+
+
 def test_a_torn_last_line_is_repaired_and_reported(capsys, done: Path, reference) -> None:
     path = done / "episodes.jsonl"
     lines = path.read_bytes().splitlines(keepends=True)

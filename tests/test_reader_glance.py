@@ -144,7 +144,7 @@ def _summed(parts: tuple[Any, Any]) -> Summary | type[BaseException]:
     """What :meth:`Summary.add` makes of one record's (cell, outcome): its summary, or the
     error it raises on a record without a field it counts."""
     try:
-        return Summary.of([parts])
+        return Summary.of([("here", *parts)])
     except Exception as exc:  # noqa: BLE001 - the failure is what is compared
         return type(exc)
 
@@ -212,13 +212,13 @@ def test_a_resumed_runs_summary_counts_what_the_whole_records_count(written, tmp
     lines = [*written, written[0], b"not json\n",
              *(json.dumps(r, separators=(", ", ": ")).encode() + b"\n" for r in odd)]
     (tmp_path / "episodes.jsonl").write_bytes(b"".join(lines))
-    whole = Summary.of((r["cell"], r["outcome"]) for r in iter_records(tmp_path))
+    whole = Summary.of(("", r["cell"], r["outcome"]) for r in iter_records(tmp_path))
     assert Summary.of(iter_tallied(tmp_path)) == whole
     assert whole.total.episodes == len(written) and whole.errors.count() == 0  # odd are copies
     (tmp_path / "episodes.shard-1-of-2.jsonl").write_bytes(b"".join(
         json.dumps(r, separators=(", ", ": ")).encode() + b"\n"
         for r in [{**odd[1], "episode_id": "ep-" + "0" * 20}]))
-    both = Summary.of((r["cell"], r["outcome"]) for r in iter_records(tmp_path))
+    both = Summary.of(("", r["cell"], r["outcome"]) for r in iter_records(tmp_path))
     assert Summary.of(iter_tallied(tmp_path)) == both and both.errors.count() == 1
     newer = {**json.loads(written[0]), "schema": "limbo.episode/99", "episode_id": "ep-" + "1" * 20}
     (tmp_path / "episodes.shard-2-of-2.jsonl").write_bytes(json.dumps(newer).encode() + b"\n")

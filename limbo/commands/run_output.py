@@ -96,6 +96,7 @@ def report_end(result: RunResult, name: str, out: Any, console: Any, argv: list[
         say(console, f"stopped: {result.stopped}")
     if tables:
         render(result.summary, console)
+    _uncounted(result.summary.uncounted, console)
     if result.stopped_by == "errors":  # one line: the cause, and what is left to retry
         say(console, f"stopped early: {result.stopped}; left: {_left(result)}; once the "
                      f"cause is fixed: {retry_command(argv, False)}")
@@ -104,6 +105,15 @@ def report_end(result: RunResult, name: str, out: Any, console: Any, argv: list[
     if result.stopped_by == "budget" and result.left:
         return EXIT_BUDGET
     return EXIT_ERRORED if result.errored else 0
+
+
+def _uncounted(where: list[str], console: Any) -> None:
+    """The stored records the summary could not count (a resumed run's, edited or written by
+    another tool), the first few by file and line."""
+    if where:
+        more = f"; and {len(where) - 3:,} more" if len(where) > 3 else ""
+        say(console, f"{plural(len(where), 'stored record')} not in this summary (edited, or "
+                     f"written by another tool): {'; '.join(where[:3])}{more}")
 
 
 def _ran_line(result: RunResult, name: str, out: Any) -> str:

@@ -210,16 +210,17 @@ def iter_records(run_dir: Path) -> Iterator[EpisodeRecord]:
                 yield found
 
 
-def iter_tallied(run_dir: Path) -> Iterator[tuple[Mapping[str, Any], Mapping[str, Any]]]:
-    """The (cell, outcome) the run's summary counts of each record :func:`iter_records` yields,
-    in its order, each read without building the whole record (:func:`tallied_line`)."""
+def iter_tallied(run_dir: Path) -> Iterator[tuple[str, Mapping[str, Any], Mapping[str, Any]]]:
+    """Where each record :func:`iter_records` yields is (file and line), in its order, and the
+    cell and outcome the run's summary counts of it, read without building the whole record
+    (:func:`tallied_line`)."""
     seen: set[str] = set()
     for path in record_files(run_dir):
         for line in lines(path):
             found = _refused(path, line.number, tallied_line(line.raw))
             if not isinstance(found, Skip) and found[0] not in seen:
                 seen.add(found[0])
-                yield found[1], found[2]
+                yield f"{path.name} line {line.number}", found[1], found[2]
 
 
 def find_record(run_dir: Path, episode_id: str) -> EpisodeRecord:

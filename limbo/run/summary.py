@@ -111,14 +111,21 @@ class Summary:
     """Family of each fault seen (looked up once per fault, not once per episode)."""
     errors: ErrorGroups = field(default_factory=ErrorGroups)
     """The errored and timed-out episodes, grouped by reason."""
+    uncounted: list[str] = field(default_factory=list)
+    """Stored records the summary could not count, each where it is and why (:func:`uncountable`)."""
 
     @classmethod
-    def of(cls, parts: Iterable[tuple[Mapping[str, Any], Mapping[str, Any]]]) -> Summary:
-        """The summary of stored records' (cell, outcome) pairs (streamed:
-        :func:`~limbo.log.store.iter_tallied`)."""
+    def of(cls, parts: Iterable[tuple[str, Mapping[str, Any], Mapping[str, Any]]]) -> Summary:
+        """The summary of stored records' (where, cell, outcome) (streamed:
+        :func:`~limbo.log.store.iter_tallied`); a record it cannot count is listed in
+        :attr:`uncounted`, not added."""
         summary = cls()
-        for cell, outcome in parts:
-            summary.add(cell, outcome)
+        for where, cell, outcome in parts:
+            why = uncountable(cell, outcome)
+            if why is None:
+                summary.add(cell, outcome)
+            else:
+                summary.uncounted.append(f"{where}: {why}")
         return summary
 
     def add(self, cell: Mapping[str, Any], outcome: Mapping[str, Any]) -> None:
@@ -131,6 +138,31 @@ class Summary:
             tally.count(outcome, term, error, rates)
         if error:
             self.errors.add(term, outcome.get("termination_reason"), cell["model"])
+
+
+RATED_FLAGS = ("duplicate", "task_success", "exactly_once", "overclaim")
+
+
+def uncountable(cell: Mapping[str, Any], outcome: Mapping[str, Any]) -> str | None:
+    """Why :meth:`Summary.add` cannot count a stored record — a field it adds up missing, or
+    of another kind — or ``None``. The records a run writes always have them; one edited, or
+    written by another tool, may pass the reader's checks without them, and a resumed run's
+    summary must not end in a traceback over it."""
+    for name in TALLIED_CELL:
+        if not isinstance(cell.get(name), str):
+            return f"its cell has no {name} text"
+    if "fault_fired" not in outcome:
+        return "its outcome has no fault_fired"
+    if rated(outcome["fault_fired"], outcome["termination"]):
+        for name in RATED_FLAGS:
+            if type(outcome.get(name)) not in (bool, int):
+                return f"its outcome's {name} is not a flag"
+    cost = outcome.get("cost_usd")
+    if cost is not None and (type(cost) not in (int, float)):
+        return "its outcome's cost_usd is not a number"
+    if outcome.get("model_calls") is not None:
+        return "its outcome holds model_calls, which a record keeps in its runtime"
+    return None
 
 
 TALLIED_CELL = ("model", "fault")
