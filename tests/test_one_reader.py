@@ -1,8 +1,9 @@
-"""One reader of records (limbo/log/reader.py): hostile input is met the same way by every reader
-— the reader's judgement of a line, the store's scan and iteration (``limbo status``, ``show``,
-``list``, a resume), the analysis loader (``tables``, ``figures``, ``compare``, ``report``) and
-``limbo status`` itself — each bad line skipped and counted, never a crash, never taken; and no
-module but the reader decodes records."""
+"""One reader of records (limbo/log/reader.py, with its quick verdicts in limbo/log/quick.py):
+hostile input is met the same way by every reader — the reader's judgement of a line, the
+store's scan and iteration (``limbo status``, ``show``, ``list``, a resume), the analysis loader
+(``tables``, ``figures``, ``compare``, ``report``) and ``limbo status`` itself — each bad line
+skipped and counted, never a crash, never taken; and no module but the reader decodes
+records."""
 
 from __future__ import annotations
 
@@ -207,14 +208,22 @@ def _decodes_json(tree: ast.AST) -> bool:
         if isinstance(node, ast.ImportFrom) and node.module == "json" and any(
                 a.name in ("loads", "load", "JSONDecoder") for a in node.names):
             return True
+        if (isinstance(node, ast.Attribute) and node.attr in ("Decoder", "decode")
+                and isinstance(node.value, ast.Attribute) and node.value.attr == "json"
+                and isinstance(node.value.value, ast.Name) and node.value.value.id == "msgspec"):
+            return True
     return False
+
+
+READERS = {"limbo/log/reader.py", "limbo/log/quick.py"}
+"""The reader, and its quick verdicts (the same judgement, fewer fields built)."""
 
 
 def test_no_module_but_the_reader_decodes_records() -> None:
     decoding = {str(path.relative_to(ROOT)) for folder in PACKAGE
                 for path in (ROOT / folder).rglob("*.py")
                 if _decodes_json(ast.parse(path.read_text(encoding="utf-8")))}
-    assert decoding - {"limbo/log/reader.py"} == set(DECODES_OTHER_JSON), (
+    assert decoding - READERS == set(DECODES_OTHER_JSON), (
         "a module decodes JSON that is not listed as decoding something other than records: "
         "read records through limbo.log.reader, or list what the module decodes")
 
@@ -224,3 +233,4 @@ def test_the_check_finds_a_second_reader() -> None:
                        "    return [json.loads(l) for l in open(p / 'episodes.jsonl')]\n")
     assert _decodes_json(second)
     assert not _decodes_json(ast.parse("from limbo.log.reader import decode\n"))
+    assert _decodes_json(ast.parse("import msgspec\nrows = msgspec.json.Decoder(dict)\n"))
