@@ -130,6 +130,54 @@ def test_a_resumed_runs_summary_names_a_record_it_cannot_count(capsys, done: Pat
     assert "│ all                │       47 │" in again.out
 
 
+def _opened(out: Path, scanned, shard=None):
+    """The directory as a writer takes it, handed ``scanned`` (the scan ``limbo run`` made
+    before the lock, for its forecast)."""
+    from limbo.run.plan import Plan
+    from limbo.run.runner import RunDir
+
+    manifest = json.loads((out / "manifest.json").read_text())
+    run = RunDir(out, shard)
+    run.open(Plan(manifest["fingerprint"], 48, ()), "grid", lambda text: None, (), scanned)
+    run.close()
+    return run.scan
+
+
+def test_a_writer_reads_the_records_again_only_when_they_changed_since_its_first_scan(
+        done: Path) -> None:
+    """A resume scans once when nothing changed between its forecast's scan and the lock; a
+    record another writer appended, a line rewritten in place, a new file or a file gone in
+    between is read, so nothing is counted done that is not, or missed."""
+    from limbo.log.store import scan
+
+    path = done / "episodes.jsonl"
+    whole = path.read_bytes()
+    lines = whole.splitlines(keepends=True)
+    first = scan(done)
+    assert first.still(done) and _opened(done, first) is first
+    assert _opened(done, first, shard=(1, 1)) is not first  # a shard reads other files live
+    (done / "episodes.shard-1-of-1.jsonl").unlink()  # the shard's own file, made empty
+    path.write_bytes(b"".join(lines[:-1]))
+    short = scan(done)
+    path.write_bytes(whole)  # the missing record lands before the lock is taken
+    assert not short.still(done)
+    again = _opened(done, short)
+    assert again is not short and again.ids == first.ids
+    before = scan(done)
+    stamp = path.stat()
+    path.write_bytes(whole.replace(b'"policy/verify"', b'"policy/verifx"', 1))  # same size
+    os.utime(path, ns=(stamp.st_atime_ns, stamp.st_mtime_ns + 1_000_000))
+    assert path.stat().st_size == stamp.st_size and not before.still(done)
+    path.write_bytes(whole)
+    before = scan(done)
+    (done / "episodes.shard-1-of-2.jsonl").write_bytes(lines[0])
+    assert not before.still(done)
+    (done / "episodes.shard-1-of-2.jsonl").unlink()
+    assert before.still(done)
+    path.unlink()
+    assert not before.still(done)
+
+
 def test_a_torn_last_line_is_repaired_and_reported(capsys, done: Path, reference) -> None:
     path = done / "episodes.jsonl"
     lines = path.read_bytes().splitlines(keepends=True)

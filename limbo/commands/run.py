@@ -53,7 +53,7 @@ from limbo.experiments.grid import (
 from limbo.experiments.source import CellSource
 from limbo.log.errored import retried
 from limbo.log.rerun import where
-from limbo.log.store import scan
+from limbo.log.store import Scan, scan
 from limbo.providers.options import using
 from limbo.run.breaker import STREAK
 from limbo.run.context import Executor, RunContext, Settings
@@ -213,7 +213,7 @@ def _one_grid(grid: Grid, ctx: RunContext, args: argparse.Namespace, console: An
         from limbo.commands.run_plan import dry_run
 
         code = _pilot(grid, replace(ctx, out=out), args, console) if args.pilot else 0
-        dry_run(grid, ctx.shard, args, console, out, _kept(out, args))
+        dry_run(grid, ctx.shard, args, console, out, _kept(out, args)[0])
         return code
     check_output(out, "--out", run=True)
     outs.append(out)
@@ -254,7 +254,7 @@ def _run_grid(grid: Grid, ctx: RunContext, args: argparse.Namespace, console: An
     the_plan = plan(source, shard)
     _dropped(grid.name, source.dropped, the_plan, console)
     _same_worlds(out, grid, the_plan)
-    kept = _kept(out, args)
+    kept, found = _kept(out, args)
     if args.limit == 0:
         left = len(the_plan.mine) - len(kept & set(the_plan.mine))
         say(console, f"grid {grid.name}: --limit 0, so nothing ran; {left:,} of "
@@ -275,7 +275,7 @@ def _run_grid(grid: Grid, ctx: RunContext, args: argparse.Namespace, console: An
     progress = Progress(console, len(todo), args.quiet)
     try:
         result = run_cells(source, ctx, manifest, progress, lambda text: say(console, text),
-                           the_plan, schedule)
+                           the_plan, schedule, found)
     finally:
         progress.close()
     code = report_end(result, grid.name, out, console, argv, tables=not pilot)
@@ -335,12 +335,12 @@ def _foresee(grid: Grid, source: CellSource, todo: list[str], kept: set[str],
         {"forecast": forecast.to_json()} if forecast is not None else {})
 
 
-def _kept(out: Path, args: argparse.Namespace) -> set[str]:
-    """The episodes recorded in ``out`` that this run keeps: all, but those ``--retry-errors``
-    sets aside to run again."""
+def _kept(out: Path, args: argparse.Namespace) -> tuple[set[str], Scan | None]:
+    """The episodes recorded in ``out`` that this run keeps — all, but those
+    ``--retry-errors`` sets aside to run again — and the scan that found them."""
     if not out.is_dir():
-        return set()
+        return set(), None
     found = scan(out)
     again = retried(args.retry_errors)
     return {i for i in found.ids
-            if i not in found.errored or found.errored[i].termination not in again}
+            if i not in found.errored or found.errored[i].termination not in again}, found

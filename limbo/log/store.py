@@ -148,6 +148,14 @@ class Scan:
     """Records that enter rates (:func:`limbo.log.rated.rated`)."""
     files: dict[str, FileStats] = field(default_factory=dict)
     errored: dict[str, Errored] = field(default_factory=dict)
+    read: tuple[tuple[str, int, int, int], ...] = ()
+    """The records files as they stood when the scan began: name, inode, size, modification
+    time (what :meth:`still` compares)."""
+
+    def still(self, run_dir: Path) -> bool:
+        """Whether ``run_dir``'s records files are still the ones this scan read, unchanged: an
+        append changes a size, a rewrite an inode or a time."""
+        return self.read == _stood(record_files(run_dir))
 
 
 def _parse(path: Path, number: int, raw: bytes) -> EpisodeRecord | Skip:
@@ -167,9 +175,10 @@ def scan(run_dir: Path, live: Callable[[Path], bool] = lambda p: False) -> Scan:
     """Read every records file, each line judged as :func:`~limbo.log.reader.decode` judges it
     but without building the record (:func:`~limbo.log.quick.glance`). A file for which ``live`` says another writer may be appending
     right now has its unterminated last line ignored (it is being written), not reported."""
-    out = Scan()
+    paths = record_files(run_dir)
+    out = Scan(read=_stood(paths))
     first: dict[str, tuple[str, int]] = {}  # where each id was first seen: (file name, line)
-    for path in record_files(run_dir):
+    for path in paths:
         name = path.name
         stats = out.files.setdefault(name, FileStats())
         for line in lines(path):
@@ -187,6 +196,15 @@ def scan(run_dir: Path, live: Callable[[Path], bool] = lambda p: False) -> Scan:
             first[found.episode_id] = (name, line.number)
             stats.records += 1
     return out
+
+
+def _stood(paths: list[Path]) -> tuple[tuple[str, int, int, int], ...]:
+    found = []
+    for path in paths:
+        with contextlib.suppress(FileNotFoundError):  # gone since it was listed
+            st = path.stat()
+            found.append((path.name, st.st_ino, st.st_size, st.st_mtime_ns))
+    return tuple(found)
 
 
 def _count(out: Scan, record: Glance, path: Path, number: int) -> None:
