@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from limbo.log.reader import _ID, READABLE, SHALLOW, Skip, decode
+from limbo.log.reader import READABLE, SHALLOW, VALID_ID, Skip, decode
 from limbo.log.shapes import HeaderAndLedger, RecordHead, TallyHead
 
 
@@ -74,7 +74,7 @@ def _shaped(raw: bytes, decoder: msgspec.json.Decoder[_Head]) -> _Head | None:
         shape = decoder.decode(raw)
     except (msgspec.DecodeError, RecursionError):
         return None
-    if shape.schema not in READABLE or not _ID.match(shape.episode_id):
+    if shape.schema not in READABLE or not VALID_ID.match(shape.episode_id):
         return None
     return shape
 

@@ -7,10 +7,10 @@ It owns, once: **the versions this LIMBO reads**, :data:`READABLE` (the shape it
 :mod:`limbo.log.lines`: plain or gzip, numbered, with their byte offsets); **judging one line**
 (:func:`decode` for the whole record, :func:`parts` for the cell and outcome only — the
 analysis's fast path; :mod:`limbo.log.quick` gives the same verdict with only the few fields
-``limbo status``, a resume and the report count): a line is a record, or a :class:`Skip` saying why not, of one of three kinds —
-``unparseable`` (empty, torn by a kill, not UTF-8, not strict JSON, not a record object),
-``invalid record`` (a termination or event type outside the closed sets), ``unknown schema`` (a
-version not in :data:`READABLE`). A reader never crashes on a line and never takes a bad one;
+``limbo status``, a resume and the report count): a line is a record, or a :class:`Skip`
+saying why not, of one of three kinds — ``unparseable`` (empty, torn by a kill, not UTF-8,
+not strict JSON, not a record object), ``invalid record`` (a termination or event type outside
+the closed sets), ``unknown schema`` (a version not in :data:`READABLE`). A reader never crashes on a line and never takes a bad one;
 what it does with a skipped line is its own policy — the analysis reports it as a problem, the
 store quarantines it, and a writer refuses a directory holding a version it does not read
 (running such a cell again would misread a newer run). A record handed on by :func:`decode`
@@ -51,7 +51,7 @@ READABLE: tuple[str, ...] = get_args(Version)
 """The record versions this LIMBO reads: the one list every reader refers to."""
 
 UNPARSEABLE, INVALID, UNKNOWN = "unparseable", "invalid record", "unknown schema"
-_ID = re.compile(EPISODE_ID)
+VALID_ID = re.compile(EPISODE_ID)
 
 
 def _no_constant(name: str) -> Any:
@@ -120,7 +120,7 @@ def _judged(record: Any) -> EpisodeRecord | Skip:
     if not isinstance(schema, str) or not schema.startswith(SCHEMA_PREFIX):
         return Skip(UNPARSEABLE, f"no {SCHEMA_PREFIX}N schema")
     episode = record.get("episode_id")
-    if not isinstance(episode, str) or not _ID.match(episode):
+    if not isinstance(episode, str) or not VALID_ID.match(episode):
         return Skip(UNPARSEABLE, "no valid episode_id")
     for name, kind in (("cell", dict), ("outcome", dict), ("events", list)):
         if not isinstance(record.get(name), kind):

@@ -45,7 +45,7 @@ class _TallyCell(msgspec.Struct):
     fault: str
 
 
-class _TallyOutcome(_Outcome, kw_only=True):  # every field the summary reads with [...]
+class _TallyOutcome(_Outcome, kw_only=True):  # required: the fields the summary indexes
     fault_fired: bool | None
     duplicate: bool
     task_success: bool

@@ -101,9 +101,9 @@ class RunDir:
 
     def open(self, the_plan: Plan, name: str, notice: Notice,
              retry: tuple[str, ...] = (), scanned: Scan | None = None) -> None:
-        """Take the directory: its lock, a scan of its records (``scanned``, one the caller
-        made before the lock, when no records file has changed since and it read them as this
-        writer reads them: a second scan of the paper run is 0.7 s), the repairs, the file."""
+        """Take the directory: its lock, a scan of its records (``scanned``, the one the caller
+        made before the lock, when :meth:`_unchanged`: a second scan of the paper run is
+        0.7 s), the repairs, its records file."""
         _make_dir(self.out)
         for path in (self.records, self.manifest):
             if path.exists() and not path.is_file():
@@ -114,8 +114,8 @@ class RunDir:
             _same_grid(self.out, the_plan, name)
             for path in (temp_name(self.records), temp_name(self.manifest)):
                 path.unlink(missing_ok=True)  # left by a writer of this claim that was killed
-            same = scanned is not None and self.shard is None and scanned.still(self.out)
-            self.scan = scanned if same and scanned is not None else scan(self.out, live=self._live)
+            self.scan = (scanned if scanned is not None and self._unchanged(scanned)
+                         else scan(self.out, live=self._live))
             self._repair(notice)
             self.retried = self._supersede(retry, the_plan.mine)  # before the file is opened
             self.reserve = Reserve(self.out, self.lock.claim.tag)
@@ -123,6 +123,12 @@ class RunDir:
         except BaseException:
             self.close()
             raise
+
+    def _unchanged(self, scanned: Scan) -> bool:
+        """Whether ``scanned`` reads the directory as this writer would now: no records file
+        changed since, and no other shard's file to read as live (a scan without a shard
+        reports their torn last lines, which this writer leaves to their own writers)."""
+        return self.shard is None and scanned.still(self.out)
 
     def _owns(self, path: Path) -> bool:
         """Whether no other writer can be appending to ``path`` while we hold our claim."""
