@@ -6,9 +6,9 @@ machine's load cannot move.
 On a shared machine two timed runs of one build differ by 5-10%, more than most single
 changes to the episode path gain, so a timed A/B cannot tell them apart. Valgrind's callgrind
 counts the instructions a process executes, which load, frequency and the hypervisor do not
-change: two runs of one build agree to about 0.2%. Each side runs the same cells (a fixed
-sample of the grid's minimal-harness cells, written once by this side) twice under callgrind,
-once with ``--episodes`` more than the other; the difference over that many episodes is the
+change: two runs of one build agree to within about 0.5%. Each side runs the same cells (a
+fixed sample of the grid's minimal-harness cells, written once by this side) twice under
+callgrind, once with ``--episodes`` more than the other; the difference over that many episodes is the
 cost of one episode — building, driving, settling, grading and encoding its record — with
 start-up and imports cancelled out. ``PYTHONHASHSEED`` is fixed, so set and dict layouts are
 too. The two sides run at once, one per core.
