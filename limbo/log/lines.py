@@ -102,7 +102,7 @@ class Offsets:
 
     def __init__(self, source: Path | IO[bytes]) -> None:
         self._fh: IO[bytes]
-        if isinstance(source, Path) and not _is_gzip(source):
+        if isinstance(source, Path) and not is_gzip(source):
             self._fh = source.open("rb", buffering=0)
             return
         self._fh = tempfile.TemporaryFile()
@@ -117,6 +117,6 @@ class Offsets:
         self._fh.close()
 
 
-def _is_gzip(path: Path) -> bool:
+def is_gzip(path: Path) -> bool:
     with path.open("rb") as fh:
         return fh.read(2) == _GZIP

@@ -42,6 +42,7 @@ from limbo.log.quick import Glance, glance, tallied_line
 from limbo.log.rated import rated
 from limbo.log.reader import UNKNOWN, RecordError, Skip, decode, lines, validate
 from limbo.log.records import EpisodeRecord
+from limbo.log.spread import judged
 
 EPISODES_GLOB = "episodes*.jsonl"
 QUARANTINE = "quarantine.jsonl"
@@ -181,21 +182,23 @@ def scan(run_dir: Path, live: Callable[[Path], bool] = lambda p: False) -> Scan:
     for path in paths:
         name = path.name
         stats = out.files.setdefault(name, FileStats())
-        for line in lines(path):
-            if line.torn and live(path):
+        for spot, glanced in judged(path, glance):
+            if spot.torn and live(path):
                 continue  # being written
-            found = _refused(path, line.number, glance(line.raw))
+            found = _refused(path, spot.number, glanced)
             if not isinstance(found, Skip) and found.episode_id in out.ids:
                 where, number = first[found.episode_id]
                 found = Skip("duplicate", f"duplicate of {where} line {number}")
             if isinstance(found, Skip):
-                out.bad.append(BadLine(path, line.number, found.reason, line.raw, line.torn))
+                out.bad.append(BadLine(path, spot.number, found.reason, spot.line(path),
+                                       spot.torn))
                 stats.bad += 1
                 continue
-            _count(out, found, path, line.number)
-            first[found.episode_id] = (name, line.number)
+            _count(out, found, path, spot.number)
+            first[found.episode_id] = (name, spot.number)
             stats.records += 1
     return out
+
 
 
 def _stood(paths: list[Path]) -> tuple[tuple[str, int, int, int], ...]:
