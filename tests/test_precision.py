@@ -12,6 +12,7 @@ import json
 import math
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -268,8 +269,8 @@ def test_the_runs_page_shows_what_the_example_prints(capsys, tmp_path: Path) -> 
 
 
 def test_forked_workers_stop_each_arm_where_one_process_does(capsys, tmp_path: Path) -> None:
-    """Rounds on ``--workers 2`` (each round forked, its cells chunked across both workers):
-    the same stops, estimates and sequences as in one process."""
+    """Rounds on ``--workers 2`` (one pool of workers for every round, each round's cells
+    chunked across both): the same stops, estimates and sequences as in one process."""
     base = ["run", str(GRID), "--instances", "120", "--precision", "dup:0.12", "--quiet"]
     keep = ("arm", "status", "worlds", "observations", "estimate", "lo", "hi")
     found = []
@@ -278,3 +279,53 @@ def test_forked_workers_stop_each_arm_where_one_process_does(capsys, tmp_path: P
         assert cli(capsys, *base, *extra, "--out", str(out)).code == 0
         found.append([{k: a[k] for k in keep} for a in precision_facts(out)["arms"]])
     assert found[0] == found[1] and all(a["status"] == "reached" for a in found[0])
+
+
+def _counting_pools(monkeypatch: pytest.MonkeyPatch, after_run: Any = None) -> list[Any]:
+    """The pools of forked workers made from now on, each with the runs it served."""
+    from limbo.run import forked
+
+    made: list[Any] = []
+
+    class Counted(forked.Pool):
+        def __init__(self, *args: Any) -> None:
+            super().__init__(*args)
+            self.runs = 0
+            made.append(self)
+
+        def run(self, *args: Any) -> None:
+            super().run(*args)
+            self.runs += 1
+            if after_run is not None:
+                after_run(self)
+
+    monkeypatch.setattr(forked, "Pool", Counted)
+    return made
+
+
+def test_a_forked_pass_forks_its_workers_once_for_all_its_rounds(
+        capsys, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pools = _counting_pools(monkeypatch)
+    assert cli(capsys, "run", str(GRID), "--instances", "60", "--precision", "dup:0.12",
+               "--workers", "2", "--quiet", "--out", str(tmp_path / "w2")).code == 0
+    assert len(pools) == 1 and pools[0].runs > 3
+    assert not any(proc.is_alive() for proc in pools[0].procs.values())  # stopped at the end
+
+
+def test_a_worker_gone_between_rounds_is_replaced_and_nothing_changes(
+        capsys, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+    import signal
+
+    def kill_one_after_the_second_round(pool: Any) -> None:
+        if pool.runs == 2 and pool is pools[0]:
+            proc = next(iter(pool.procs.values()))
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.join(10)
+
+    base = ["run", str(GRID), "--instances", "60", "--precision", "dup:0.12", "--quiet"]
+    assert cli(capsys, *base, "--out", str(tmp_path / "one")).code == 0
+    pools = _counting_pools(monkeypatch, kill_one_after_the_second_round)
+    assert cli(capsys, *base, "--workers", "2", "--out", str(tmp_path / "two")).code == 0
+    assert len(pools) == 2 and pools[0].runs == 2
+    assert stripped(tmp_path / "one") == stripped(tmp_path / "two")

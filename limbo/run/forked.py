@@ -61,10 +61,17 @@ HOLD_S, and each group it sends is a wake-up, a read and a write for the parent)
 class Forked:
     """:class:`~limbo.run.context.Executor` of ``--workers N`` forked processes (a pass with
     one cell or one worker runs in this process instead). The limiter host starts with the
-    first pass and lives until :meth:`close`, shared by the command's runs."""
+    first pass and lives until :meth:`close`, shared by the command's runs. The workers of a
+    pass serve each of its runs — a ``--precision`` pass runs a round at a time, and forking
+    anew for each round cost four times the episodes' own time — and stop when another pass
+    starts, or the executor closes."""
 
     def __init__(self) -> None:
         self.host: LimiterHost | None = None
+        self.pool: Pool | None = None
+        self.serves: tuple[Any, ...] = ()
+        """What :attr:`pool` was forked for: its pass's records and lock (the list itself,
+        held, so that no later pass's can be taken for it), budget, settings, workers."""
 
     def budget(self, max_cost: float) -> Budget:
         return SharedBudget(max_cost)
@@ -75,12 +82,29 @@ class Forked:
             InProcess().run(cells, ctx, budget, sink)
             return
         assert budget is None or isinstance(budget, SharedBudget), "made by Forked.budget"
+        pool = self._pool(ctx, budget, sink)
+        size = max(1, min(CHUNK, sink.total // (2 * ctx.workers)))
+        pool.run(chunks(cells, size), _halting(sink, pool.halt))
+
+    def _pool(self, ctx: RunContext, budget: SharedBudget | None, sink: Sink) -> Pool:
+        """This pass's workers: those of its earlier runs while all of them live, else new."""
+        serves = (sink.keep_fds, budget, ctx.settings, ctx.workers, sink.scrub)
+        same = len(serves) == len(self.serves) and all(
+            a is b for a, b in zip(serves, self.serves, strict=True))
+        if self.pool is not None and same and self.pool.again():
+            return self.pool
+        self._stop()
         if self.host is None:
             self.host = LimiterHost()
         halt = multiprocessing.get_context("fork").Value("b", 0, lock=False)
         given = _Given(ctx.settings, budget, self.host.path, "", sink.keep_fds, halt)
-        size = max(1, min(CHUNK, sink.total // (2 * ctx.workers)))
-        Pool(ctx.workers, given, sink.scrub).run(chunks(cells, size), _halting(sink, halt))
+        self.pool, self.serves = Pool(ctx.workers, given, sink.scrub), serves
+        return self.pool
+
+    def _stop(self) -> None:
+        if self.pool is not None:
+            self.pool.stop()
+        self.pool, self.serves = None, ()
 
     def limits(self) -> dict[str, dict[str, int]] | None:
         """The shared limiter's :meth:`~limbo.run.leases.SlotKeeper.report` (``None``: no
@@ -88,6 +112,7 @@ class Forked:
         return self.host.report() if self.host is not None else None
 
     def close(self) -> None:
+        self._stop()
         if self.host is not None:
             self.host.close()
             self.host = None
@@ -208,13 +233,16 @@ def _worker(conn: Connection, given: _Given, siblings: list[Connection],
         outbox.add((encoded(record, cell, scrub), *tallied(record)))
 
     try:
-        pulled = _pull(conn, outbox)
-        mine = pulled if given.halt is None else _until_halted(pulled, given.halt)
-        asyncio.run(stream(mine, given.settings, sink, given.budget))
-        outbox.flush()
-        for _cell in pulled:  # refused by the budget, or halted: the parent sends no more cells
-            pass
-        conn.send(("done",))
+        while True:  # a run of the pass, then the next when the parent says "again"
+            pulled = _pull(conn, outbox)
+            mine = pulled if given.halt is None else _until_halted(pulled, given.halt)
+            asyncio.run(stream(mine, given.settings, sink, given.budget))
+            outbox.flush()
+            for _cell in pulled:  # refused by the budget, or halted: no more cells come
+                pass
+            conn.send(("done",))
+            if conn.recv() != "again":
+                break
     except (BrokenPipeError, EOFError, ConnectionResetError):
         pass  # the parent is gone: nothing to report to
     except UsageError as exc:
@@ -239,7 +267,7 @@ class Pool:
 
     def __init__(self, n: int, given: _Given, scrub: Callable[[str], str]) -> None:
         ctx = multiprocessing.get_context("fork")
-        self.budget = given.budget
+        self.budget, self.halt = given.budget, given.halt
         self.procs: dict[Connection, Any] = {}
         for i in range(n):
             parent, child = ctx.Pipe()
@@ -252,9 +280,22 @@ class Pool:
             child.close()
             self.procs[parent] = proc
 
+    def again(self) -> bool:
+        """Ask every worker, done with the last run, for another; ``False`` if one is gone."""
+        try:
+            for conn, proc in self.procs.items():
+                if not proc.is_alive():
+                    return False
+                conn.send("again")
+        except OSError:
+            return False
+        return True
+
     def run(self, todo: Iterator[list[Cell]], emit: EmitGroup) -> None:
         """Run the chunks of cells ``todo``, handing each group of records a worker sends to
-        ``emit`` (the writer writes a group at once: one system call, not one per record)."""
+        ``emit`` (the writer writes a group at once: one system call, not one per record).
+        The workers then wait for :meth:`again`, or :meth:`stop`; a run that fails stops
+        them."""
         live = dict(self.procs)
         # One selector, each worker registered once: ``multiprocessing.connection.wait`` and
         # ``Connection.poll`` build one per call, a third of the parent's loop.
@@ -270,10 +311,13 @@ class Pool:
                         ready.unregister(conn)
         except KeyboardInterrupt:
             self._drain(live, emit)
+            self.stop()
+            raise
+        except BaseException:
+            self.stop()
             raise
         finally:
             ready.close()
-            self.stop()
 
     def _handle(self, conn: Any, live: dict[Connection, Any], chunks: Iterator[list[Cell]],
                 emit: EmitGroup) -> bool:
