@@ -14,7 +14,7 @@ import pytest
 
 from limbo.log import spread
 from limbo.log.lines import lines
-from limbo.log.spread import Spot, judged
+from limbo.log.spread import judged
 from limbo.log.store import scan
 
 HOSTILE = [b"\n", b"{}\n", b"\xff\xfe not utf-8\n", b"x" * 70_000 + b"\n", b"\r\n", b"[1,2]\r\n",
@@ -45,8 +45,10 @@ def _serial(path: Path) -> list[tuple[int, int, int, bool, bytes]]:
 
 
 def _spread(path: Path) -> tuple[list[tuple[int, int, int, bool, bytes]], set[int]]:
-    found = list(judged(path, _pid_and_line))
-    assert all(spot.line(path) == raw for spot, (_, raw) in found)
+    found = []
+    for spot, (pid, raw) in judged(path, _pid_and_line):
+        assert spot.line() == raw  # read back while the file is judged
+        found.append((spot, (pid, raw)))
     return ([(s.number, s.offset, s.length, s.torn, raw) for s, (_, raw) in found],
             {pid for _, (pid, _) in found})
 
@@ -214,7 +216,26 @@ def test_a_run_directory_scans_the_same_on_every_core(tmp_path: Path,
     assert len(one.bad) == 4  # the bad line, the duplicate, the non-UTF-8 line, the torn one
 
 
-def test_a_spot_reads_its_line_back(tmp_path: Path) -> None:
-    path = _file(tmp_path, count=10)
-    third = _serial(path)[2]
-    assert Spot(3, third[1], third[2], False).line(path) == third[4]
+def test_a_helpers_spot_reads_its_line_only_while_the_file_is_judged(tmp_path: Path,
+                                                                     split: None) -> None:
+    path = _file(tmp_path)
+    found = list(judged(path, len))
+    last = found[-1][0]
+    assert last.raw is None  # judged by a helper
+    with pytest.raises(ValueError, match="no longer being judged"):
+        last.line()
+
+
+def test_a_file_replaced_while_it_is_judged_is_read_as_it_was(tmp_path: Path,
+                                                              split: None) -> None:
+    path = _file(tmp_path)
+    before = _serial(path)
+    found = judged(path, _pid_and_line)
+    first = next(found)
+    fresh = tmp_path / "fresh.jsonl"
+    fresh.write_bytes(b'{"another": "file"}\n' * 9_000)
+    fresh.replace(path)  # as a quarantine replaces a records file
+    rest = [(s.number, s.offset, s.length, s.torn, s.line(), raw) for s, (_, raw) in found]
+    assert [line[4] for line in rest] == [line[5] for line in rest]
+    assert [(first[0].number, first[0].offset, first[0].length, first[0].torn, first[1][1])] + [
+        line[:5] for line in rest] == before

@@ -9,8 +9,7 @@ surrogate, an odd type, deep) goes to the full decode, so every verdict is the f
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import msgspec
 
@@ -18,9 +17,9 @@ from limbo.log.reader import READABLE, SHALLOW, VALID_ID, Skip, decode
 from limbo.log.shapes import HeaderAndLedger, RecordHead, TallyHead
 
 
-@dataclass(frozen=True, slots=True)
-class Glance:
-    """What ``limbo status`` counts of a record, each field as :func:`decode`'s record has it."""
+class Glance(NamedTuple):
+    """What ``limbo status`` counts of a record, each field as :func:`decode`'s record has it
+    (a tuple: a helper process sends tens of thousands back, :mod:`limbo.log.spread`)."""
 
     episode_id: str
     termination: str

@@ -8,9 +8,10 @@ forked process judges each part but the first, which this process judges meanwhi
 back only its verdicts (never the lines); they come out in file order, numbered as
 :func:`~limbo.log.lines.lines` numbers them, so a caller sees what one pass over the lines sees.
 
-The file is read up to the size it had when the call began (a line a writer appends meanwhile
-is the next reader's, a line it is still writing ends torn there); the parts are judged
-where a fork is safe: on a platform that forks, in a process with no other thread (a forked
+The file is opened once, and every part read from that open file by offset (a file replaced
+meanwhile, as a quarantine replaces one, is not read in part), up to the size it had then (a
+line a writer appends meanwhile is the next reader's, one it is still writing ends torn there).
+The parts are judged where a fork is safe: on a platform that forks, in a process with no other thread (a forked
 thread-holding process may inherit a lock that nobody will release). A part whose process
 fails — killed, out of memory, or its judge raising — is judged again here, so its failure is
 this process's, in its place in the file. Anything else is read in one pass here: a small file,
@@ -21,14 +22,14 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import io
 import multiprocessing
 import os
 import pickle
 import threading
 from collections.abc import Callable, Generator, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Generic, TypeVar, cast
+from typing import IO, Generic, NamedTuple, TypeVar, cast
 
 from limbo.log.lines import is_gzip, lines
 
@@ -40,10 +41,9 @@ MOST = 4
 """Parts at most, whatever the cores: the verdicts all come back through this process."""
 
 
-@dataclass(frozen=True, slots=True)
-class Spot:
+class Spot(NamedTuple):
     """Where a judged line is: its number (from 1), byte offset and length, and whether it
-    lacks its newline (:attr:`limbo.log.lines.Line.torn`)."""
+    lacks its newline (:attr:`limbo.log.lines.Line.torn`). A tuple: one is made per line."""
 
     number: int
     offset: int
@@ -51,82 +51,122 @@ class Spot:
     torn: bool
     raw: bytes | None = None
     """The line, when this process read it (a helper sends back only its verdict)."""
+    source: _Source | None = None
 
-    def line(self, path: Path) -> bytes:
-        """The line's bytes: kept, or read again from ``path`` by offset (only a plain file's
-        parts go to helpers)."""
+    def line(self) -> bytes:
+        """The line's bytes: kept, or read again from the file judged (while it is judged)."""
         if self.raw is not None:
             return self.raw
-        with path.open("rb") as fh:
-            return os.pread(fh.fileno(), self.length, self.offset)
+        assert self.source is not None, "a spot without its line was read by a helper"
+        return self.source.read(self.offset, self.length)
 
 
 def judged(path: Path, judge: Callable[[bytes], T]) -> Generator[tuple[Spot, T], None, None]:
     """``(spot, judge(raw))`` for every line of records file ``path``, in order."""
-    bounds = _bounds(path)
-    if bounds is None:
-        for line in lines(path):
-            yield Spot(line.number, line.offset, len(line.raw), line.torn, line.raw), judge(line.raw)
+    parts = _parts()
+    if parts < 2 or is_gzip(path):
+        yield from _one_pass(path, judge)
         return
-    helpers: list[_Helper[T]] = []
-    try:
-        for start, end in zip(bounds[1:], bounds[2:], strict=False):
-            helpers.append(_Helper(path, start, end, judge))
-        number = 0
-        for offset, raw in _between(path, bounds[0], bounds[1]):
-            number += 1
-            yield Spot(number, offset, len(raw), not raw.endswith(b"\n"), raw), judge(raw)
-        for helper in helpers:
-            for offset, length, torn, verdict in helper.verdicts():
+    with _Source(path) as source:
+        bounds = source.bounds(parts)
+        if bounds is None:
+            yield from _one_pass(path, judge)
+            return
+        helpers: list[_Helper[T]] = []
+        try:
+            for start, end in zip(bounds[1:], bounds[2:], strict=False):
+                helpers.append(_Helper(source, start, end, judge))
+            number = 0
+            for offset, raw in source.lines(bounds[0], bounds[1]):
                 number += 1
-                yield Spot(number, offset, length, torn), verdict
-    finally:
-        for helper in helpers:
-            helper.close()
+                yield Spot(number, offset, len(raw), not raw.endswith(b"\n"), raw), judge(raw)
+            for helper in helpers:
+                for offset, length, torn, verdict in helper.verdicts():
+                    number += 1
+                    yield Spot(number, offset, length, torn, source=source), verdict
+        finally:
+            for helper in helpers:
+                helper.close()
 
 
-def _bounds(path: Path) -> list[int] | None:
-    """Where each part of ``path`` starts, and its size last; ``None``: read it in one pass."""
-    parts = min(MOST, _cores())
-    if parts < 2 or "fork" not in multiprocessing.get_all_start_methods():
-        return None
-    size = path.stat().st_size
-    if size < SPLIT_BYTES or threading.active_count() > 1 or is_gzip(path):
-        return None
-    bounds = [0]
-    with path.open("rb") as fh:
-        for k in range(1, parts):
-            fh.seek(max(bounds[-1], size * k // parts))
-            fh.readline()  # to the start of the next line
-            if fh.tell() >= size:
-                break
-            bounds.append(fh.tell())
-    bounds.append(size)
-    return bounds if len(bounds) > 2 else None
+def _one_pass(path: Path, judge: Callable[[bytes], T]) -> Iterator[tuple[Spot, T]]:
+    for line in lines(path):
+        yield Spot(line.number, line.offset, len(line.raw), line.torn, line.raw), judge(line.raw)
+
+
+def _parts() -> int:
+    """Parts worth cutting a file into here: one where a fork is not safe."""
+    if "fork" not in multiprocessing.get_all_start_methods() or threading.active_count() > 1:
+        return 1
+    return min(MOST, _cores())
 
 
 def _cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def _between(path: Path, start: int, end: int) -> Iterator[tuple[int, bytes]]:
-    """(offset, line) of every line that starts in ``[start, end)``: ``start`` is a line's
-    start, and so is ``end`` unless it is the size the file had, where a line is cut."""
-    with path.open("rb", buffering=1 << 20) as fh:
-        fh.seek(start)
-        offset = start
-        for raw in fh:
-            if offset >= end:
-                return
-            yield offset, raw[:end - offset]
-            offset += len(raw)
+class _Source:
+    """The judged file, open once: read by offset (``os.pread``), so that this process and
+    its helpers, which share the open file, never move each other's place in it."""
+
+    def __init__(self, path: Path) -> None:
+        self.fd = os.open(path, os.O_RDONLY)
+        self.size = os.fstat(self.fd).st_size
+
+    def __enter__(self) -> _Source:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        os.close(self.fd)
+        self.fd = -1
+
+    def read(self, offset: int, length: int) -> bytes:
+        if self.fd < 0:
+            raise ValueError("the file is no longer being judged: read its lines while it is")
+        return os.pread(self.fd, length, offset)
+
+    def bounds(self, parts: int) -> list[int] | None:
+        """Where each part starts, and the size last; ``None``: one part will do."""
+        if self.size < SPLIT_BYTES:
+            return None
+        bounds = [0]
+        for k in range(1, parts):
+            start = self._next_line(max(bounds[-1], self.size * k // parts))
+            if start >= self.size:
+                break
+            bounds.append(start)
+        return [*bounds, self.size] if len(bounds) > 1 else None
+
+    def _next_line(self, at: int) -> int:
+        """Where the first line that starts after ``at`` starts (the size if none does)."""
+        while at < self.size:
+            block = self.read(at, 1 << 16)
+            found = block.find(b"\n")
+            if found >= 0:
+                return at + found + 1
+            at += len(block)
+        return self.size
+
+    def lines(self, start: int, end: int) -> Iterator[tuple[int, bytes]]:
+        """(offset, line) of every line from ``start`` (where a line starts) to ``end``
+        (where one starts, or the size, where a line is cut)."""
+        offset, rest = start, b""
+        for at in range(start, end, 1 << 20):
+            chunk = rest + self.read(at, min(1 << 20, end - at))
+            cut = chunk.rfind(b"\n") + 1
+            for raw in io.BytesIO(chunk[:cut]):
+                yield offset, raw
+                offset += len(raw)
+            rest = chunk[cut:]
+        if rest:
+            yield offset, rest
 
 
 class _Helper(Generic[T]):
     """One part judged in a forked process, its verdicts sent back through a pipe."""
 
-    def __init__(self, path: Path, start: int, end: int, judge: Callable[[bytes], T]) -> None:
-        self.path, self.start, self.end, self.judge = path, start, end, judge
+    def __init__(self, source: _Source, start: int, end: int, judge: Callable[[bytes], T]) -> None:
+        self.source, self.start, self.end, self.judge = source, start, end, judge
         self.pid, self.pipe = 0, cast(IO[bytes] | None, None)
         try:
             read, write = os.pipe()
@@ -154,7 +194,7 @@ class _Helper(Generic[T]):
         return 0
 
     def _judged(self) -> Iterator[tuple[int, int, bool, T]]:
-        for offset, raw in _between(self.path, self.start, self.end):
+        for offset, raw in self.source.lines(self.start, self.end):
             yield offset, len(raw), not raw.endswith(b"\n"), self.judge(raw)
 
     def verdicts(self) -> Iterator[tuple[int, int, bool, T]]:

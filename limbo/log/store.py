@@ -190,7 +190,7 @@ def scan(run_dir: Path, live: Callable[[Path], bool] = lambda p: False) -> Scan:
                 where, number = first[found.episode_id]
                 found = Skip("duplicate", f"duplicate of {where} line {number}")
             if isinstance(found, Skip):
-                out.bad.append(BadLine(path, spot.number, found.reason, spot.line(path),
+                out.bad.append(BadLine(path, spot.number, found.reason, spot.line(),
                                        spot.torn))
                 stats.bad += 1
                 continue
