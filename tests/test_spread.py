@@ -32,7 +32,7 @@ def _file(tmp_path: Path, count: int = 2_000, torn: bytes = b"") -> Path:
 def split(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every file is worth a fork, on four parts (this machine may have fewer cores)."""
     monkeypatch.setattr(spread, "SPLIT_BYTES", 0)
-    monkeypatch.setattr(spread, "_cores", lambda: 4)
+    monkeypatch.setattr(spread, "cores", lambda: 4)
     assert threading.active_count() == 1, "a thread is alive: judged() would not fork"
 
 
@@ -79,7 +79,7 @@ def test_an_empty_file_has_no_lines(tmp_path: Path, split: None) -> None:
 
 def test_a_gzip_file_a_small_file_and_a_threaded_process_are_read_here(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(spread, "_cores", lambda: 4)
+    monkeypatch.setattr(spread, "cores", lambda: 4)
     plain = _file(tmp_path, count=300)
     packed = tmp_path / "episodes.jsonl.gz"
     packed.write_bytes(gzip.compress(plain.read_bytes()))
@@ -196,13 +196,13 @@ def test_a_run_directory_scans_the_same_on_every_core(tmp_path: Path,
                                   good[0][:40]]))
     one = scan(out)
     monkeypatch.setattr(spread, "SPLIT_BYTES", 0)
-    monkeypatch.setattr(spread, "_cores", lambda: 3)
+    monkeypatch.setattr(spread, "cores", lambda: 3)
     helpers: list[int] = []
 
     class Counted(spread._Helper):  # type: ignore[type-arg]
         def __init__(self, *args: Any) -> None:
             super().__init__(*args)
-            helpers.append(self.pid)
+            helpers.append(self.beside.pid)
 
     monkeypatch.setattr(spread, "_Helper", Counted)
     spread_scan = scan(out, live=lambda p: False)

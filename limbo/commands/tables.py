@@ -168,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
     from limbo.analysis.deps import require
 
     require("tables")
-    from limbo.analysis.tables import TABLES, build_safely
+    from limbo.analysis.tables import TABLES, build_beside
 
     numbers = sorted(set(args.table or TABLES))
     unknown = [n for n in numbers if n not in TABLES]
@@ -185,7 +185,7 @@ def run(args: argparse.Namespace) -> int:
     with uncertainty(args) as u:
         data = load_data(args, "tables", u)
         with collector_paused():
-            tables, failed = build_safely(data, numbers)
+            tables, failed = build_beside(data, numbers)
     for line in failed:
         print(f"limbo: error: {line}", file=sys.stderr)
     if args.out is None:

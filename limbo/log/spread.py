@@ -1,36 +1,32 @@
 """Judging every line of a big records file on every core: :func:`judged`.
 
-``limbo status``, a resume's scan and the analysis's load read a run line by line, tens of
-microseconds a line: on the paper run (39,600 lines, 120 MB) that is most of what ``limbo
-status`` costs, done on one core while the others wait. A plain file of at least
-:data:`SPLIT_BYTES` is cut at line starts into one part per core (at most :data:`MOST`). A
-forked process judges each part but the first, which this process judges meanwhile, and sends
-back only its verdicts (never the lines); they come out in file order, numbered as
-:func:`~limbo.log.lines.lines` numbers them, so a caller sees what one pass over the lines sees.
+``limbo status`` and a resume's scan read a run line by line, tens of microseconds a line: on
+the paper run (39,600 lines, 120 MB) that is most of what ``limbo status`` costs, done on one
+core while the others wait. A plain file of at least :data:`SPLIT_BYTES` is cut at line starts
+into one part per core (at most :data:`MOST`). A helper process
+(:class:`~limbo.base.beside.Beside`) judges each part but the first, which this process judges
+meanwhile, and sends back only its verdicts (never the lines); they come out in file order,
+numbered as :func:`~limbo.log.lines.lines` numbers them, so a caller sees what one pass over
+the lines sees.
 
 The file is opened once, and every part read from that open file by offset (a file replaced
 meanwhile, as a quarantine replaces one, is not read in part), up to the size it had then (a
 line a writer appends meanwhile is the next reader's, one it is still writing ends torn there).
-The parts are judged where a fork is safe: on a platform that forks, in a process with no other thread (a forked
-thread-holding process may inherit a lock that nobody will release). A part whose process
-fails — killed, out of memory, or its judge raising — is judged again here, so its failure is
-this process's, in its place in the file. Anything else is read in one pass here: a small file,
-a gzip file (which cannot be entered in the middle), one core.
+A part whose helper fails — killed, out of memory, or its judge raising — is judged again here,
+so its failure is this process's, in its place in the file. Anything else is read in one pass
+here: a small file, a gzip file (which cannot be entered in the middle), one core, a process
+where a fork is not safe (:func:`~limbo.base.beside.can_fork`).
 """
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import io
-import multiprocessing
 import os
-import pickle
-import threading
 from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
-from typing import IO, Generic, NamedTuple, TypeVar, cast
+from typing import Generic, NamedTuple, TypeVar
 
+from limbo.base.beside import Beside, can_fork, cores
 from limbo.log.lines import is_gzip, lines
 
 T = TypeVar("T")
@@ -96,13 +92,7 @@ def _one_pass(path: Path, judge: Callable[[bytes], T]) -> Iterator[tuple[Spot, T
 
 def _parts() -> int:
     """Parts worth cutting a file into here: one where a fork is not safe."""
-    if "fork" not in multiprocessing.get_all_start_methods() or threading.active_count() > 1:
-        return 1
-    return min(MOST, _cores())
-
-
-def _cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return min(MOST, cores()) if can_fork() else 1
 
 
 class _Source:
@@ -163,62 +153,21 @@ class _Source:
 
 
 class _Helper(Generic[T]):
-    """One part judged in a forked process, its verdicts sent back through a pipe."""
+    """One part judged beside this process (:class:`~limbo.base.beside.Beside`), or here,
+    line by line, if its helper failed."""
 
     def __init__(self, source: _Source, start: int, end: int, judge: Callable[[bytes], T]) -> None:
         self.source, self.start, self.end, self.judge = source, start, end, judge
-        self.pid, self.pipe = 0, cast(IO[bytes] | None, None)
-        try:
-            read, write = os.pipe()
-        except OSError:  # out of descriptors: this process judges the part
-            return
-        try:
-            self.pid = os.fork()
-        except OSError:  # out of processes or memory: likewise
-            os.close(read)
-            os.close(write)
-            return
-        if self.pid == 0:  # the helper: judge, send, leave without running anyone's cleanup
-            os.close(read)
-            os._exit(self._send(os.fdopen(write, "wb")))
-        os.close(write)
-        self.pipe = os.fdopen(read, "rb")
-
-    def _send(self, pipe: IO[bytes]) -> int:
-        gc.disable()  # short-lived: a collection would copy every page it inherited
-        try:
-            with pipe:
-                pipe.write(pickle.dumps(list(self._judged()), pickle.HIGHEST_PROTOCOL))
-        except BaseException:  # noqa: BLE001 - the parent judges this part again and meets it
-            return 1
-        return 0
+        self.beside = Beside(lambda: list(self._judged()))
 
     def _judged(self) -> Iterator[tuple[int, int, bool, T]]:
         for offset, raw in self.source.lines(self.start, self.end):
             yield offset, len(raw), not raw.endswith(b"\n"), self.judge(raw)
 
     def verdicts(self) -> Iterator[tuple[int, int, bool, T]]:
-        """The helper's verdicts, or this process's own, line by line, if the helper failed."""
-        if self.pipe is None:
-            return self._judged()
-        with self.pipe:
-            data = self.pipe.read()
-        self.pipe = None
-        _, status = os.waitpid(self.pid, 0)
-        self.pid = 0
-        if os.waitstatus_to_exitcode(status) == 0:
-            with contextlib.suppress(Exception):
-                found: list[tuple[int, int, bool, T]] = pickle.loads(data)
-                return iter(found)
-        return self._judged()
+        """(offset, length, torn, verdict) of each line of the part, in order."""
+        found = self.beside.result()
+        return iter(found) if found is not None else self._judged()
 
     def close(self) -> None:
-        """Stop and reap the helper if its verdicts were never asked for."""
-        if self.pipe is not None:
-            self.pipe.close()
-            self.pipe = None
-        if self.pid:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self.pid, 9)
-            os.waitpid(self.pid, 0)
-            self.pid = 0
+        self.beside.close()

@@ -1,0 +1,168 @@
+"""Work beside this process (:mod:`limbo.base.beside`) and the tables built on two cores with it
+(:func:`limbo.analysis.tables.build_beside`): the same tables, failures and order as one
+process builds, whatever the helper does."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from limbo.base.beside import Beside, can_fork
+
+
+def _children() -> list[int]:
+    me = str(os.getpid())
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if stat.rsplit(")", 1)[1].split()[1] == me:
+                found.append(int(entry.name))
+    return found
+
+
+def _fail() -> int:
+    raise RuntimeError("a bug in the work")
+
+
+@pytest.mark.parametrize(("work", "expected"), [
+    (lambda: (os.getpid(), [1, 2, 3]), "helper"),
+    (_fail, None),  # raises in the helper
+    (lambda: os._exit(3), None),  # dies
+    (lambda: lambda: 1, None),  # a result that cannot be pickled
+])
+def test_a_helper_gives_its_result_or_none(work: Any, expected: str | None) -> None:
+    assert can_fork()
+    found = Beside(work).result()
+    if expected is None:
+        assert found is None
+    else:
+        assert found is not None and found[0] != os.getpid() and found[1] == [1, 2, 3]
+    assert _children() == []
+
+
+def test_a_helper_given_up_is_reaped() -> None:
+    gate = threading.Event()
+    helper = Beside(lambda: gate.wait())  # never set in the helper: it waits until killed
+    helper.close()
+    assert _children() == []
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    from limbo.analysis.data import Data
+    from limbo.analysis.loader import load
+    from limbo.cli import main
+    from limbo.commands.common import builtin_design
+
+    out = tmp_path_factory.mktemp("beside") / "e1"
+    assert main(["run", "e1", "--template", "charge_invoice", "--template", "import_batch",
+                 "--out", str(out), "--quiet"]) == 0
+    return Data(load([out], builtin_design), "template")
+
+
+@pytest.fixture
+def traced(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
+    """Every table's builder writes which process built it into a file; this process's waits
+    (up to a minute) until a helper has written there, so that on a small run this process
+    cannot take every table before the helper starts."""
+    from limbo.analysis import tables
+
+    trace, parent = tmp_path / "built", os.getpid()
+
+    def helper_started() -> bool:
+        return trace.exists() and any(pid != parent for _, pid in _built(trace))
+
+    for number, build in list(tables.TABLES.items()):
+        def traced_build(d: Any, build: Any = build, number: int = number) -> Any:
+            with trace.open("a") as fh:
+                fh.write(f"{number} {os.getpid()}\n")
+            deadline = time.monotonic() + 60
+            while (WAIT and os.getpid() == parent and not helper_started()
+                   and time.monotonic() < deadline):
+                time.sleep(0.01)
+            return build(d)
+
+        monkeypatch.setitem(tables.TABLES, number, traced_build)
+    yield trace
+    WAIT.clear()
+
+
+WAIT: list[bool] = []
+"""Non-empty while a test builds beside a helper (the traced builders then wait for it)."""
+
+
+def _built(trace: Path) -> list[tuple[int, int]]:
+    return [(int(n), int(pid)) for n, pid in (line.split() for line in trace.read_text().split("\n")
+                                             if line)]
+
+
+def _text(found: tuple[list[Any], list[str]]) -> tuple[list[str], list[str]]:
+    return [t.markdown() for t in found[0]], found[1]
+
+
+def test_the_tables_are_built_on_two_cores_as_one_process_builds_them(data: Any, traced: Path,
+                                                                      monkeypatch) -> None:
+    from limbo.analysis import tables
+
+    monkeypatch.setattr(tables, "cores", lambda: 2)
+    numbers = list(tables.TABLES)
+    alone = tables.build_safely(data, numbers)
+    traced.unlink()
+    WAIT.append(True)
+    both = tables.build_beside(data, numbers)
+    assert _text(both) == _text(alone)
+    built = _built(traced)
+    assert sorted(n for n, _ in built) == sorted(numbers)  # each table built once
+    assert len({pid for _, pid in built}) == 2
+
+
+def test_a_table_that_fails_is_said_in_its_place(data: Any, monkeypatch) -> None:
+    from limbo.analysis import tables
+
+    monkeypatch.setattr(tables, "cores", lambda: 2)
+
+    def broken(d: Any) -> Any:
+        raise ValueError("odd data")
+
+    monkeypatch.setitem(tables.TABLES, 7, broken)
+    numbers = list(tables.TABLES)
+    found = tables.build_beside(data, numbers)
+    assert _text(found) == _text(tables.build_safely(data, numbers))
+    assert found[1] == ["table 7 could not be computed: ValueError: odd data"]
+
+
+def test_a_helper_that_dies_leaves_its_tables_to_this_process(data: Any, traced: Path,
+                                                              monkeypatch) -> None:
+    from limbo.analysis import tables
+
+    monkeypatch.setattr(tables, "cores", lambda: 2)
+    parent = os.getpid()
+    for number, build in list(tables.TABLES.items()):
+        def dies_in_the_helper(d: Any, build: Any = build, number: int = number) -> Any:
+            if os.getpid() != parent:
+                with traced.open("a") as fh:
+                    fh.write(f"{number} {os.getpid()}\n")
+                os._exit(3)  # at the first table it takes
+            return build(d)
+
+        monkeypatch.setitem(tables.TABLES, number, dies_in_the_helper)
+    numbers = list(tables.TABLES)
+    alone = _text(tables.build_safely(data, numbers))
+    traced.unlink()
+    WAIT.append(True)
+    assert _text(tables.build_beside(data, numbers)) == alone
+    built = _built(traced)
+    helper = {pid for _, pid in built} - {parent}
+    assert len(helper) == 1 and len([n for n, pid in built if pid != parent]) == 1  # it died
+    assert sorted(n for n, pid in built if pid == parent) == sorted(numbers)
+    assert _children() == []
