@@ -30,6 +30,7 @@ from limbo.analysis.draw import GREYS, HATCHES, Drawn, footer, new_figure
 from limbo.analysis.summary_figure import figure0
 from limbo.analysis.tables.e1 import e1_with_batch_supplement
 from limbo.analysis.tables.waits import FIXED, TAIL, wait_order
+from limbo.base.beside import in_turns
 
 MODE_COLUMNS = (("lost ack / 500 / partial", paper.RESOLVES),
                 ("conn reset", paper.CONN_RESET), ("late commit", paper.LATE_COMMIT),
@@ -337,11 +338,14 @@ FIGURES: dict[int, Callable[[Data], Drawn]] = {0: figure0, 2: figure2, 3: figure
 def render_safely(data: Data, out: Path) -> list[tuple[int, list[Path], str]]:
     """Draw every figure into ``out`` as PNG and SVG: (number, files written, why not drawn).
 
-    A figure that fails says so ("could not be drawn: ...") and the others are still drawn."""
+    A figure that fails says so ("could not be drawn: ...") and the others are still drawn.
+    On two cores this process and a helper draw them in turns
+    (:func:`~limbo.base.beside.in_turns`); this process writes every file."""
     out.mkdir(parents=True, exist_ok=True)
     done: list[tuple[int, list[Path], str]] = []
-    for number in FIGURES:
-        files, why = render(data, number)
+    numbers = list(FIGURES)
+    for number, (files, why) in zip(numbers, in_turns(numbers, lambda n: render(data, n)),
+                                    strict=True):
         for name, content in files.items():
             (out / name).write_bytes(content)
         done.append((number, [out / name for name in files], why))

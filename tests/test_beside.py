@@ -1,6 +1,7 @@
-"""Work beside this process (:mod:`limbo.base.beside`) and the tables built on two cores with it
-(:func:`limbo.analysis.tables.build_beside`): the same tables, failures and order as one
-process builds, whatever the helper does."""
+"""Work beside this process (:mod:`limbo.base.beside`) and the tables and figures made on two
+cores with it (:func:`limbo.analysis.tables.build_beside`,
+:func:`limbo.analysis.figures.render_safely`): the same tables, failures, order and bytes as
+one process makes, whatever the helper does."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from limbo.base import beside
 from limbo.base.beside import Beside, can_fork
 
 
@@ -114,7 +116,7 @@ def test_the_tables_are_built_on_two_cores_as_one_process_builds_them(data: Any,
                                                                       monkeypatch) -> None:
     from limbo.analysis import tables
 
-    monkeypatch.setattr(tables, "cores", lambda: 2)
+    monkeypatch.setattr(beside, "cores", lambda: 2)
     numbers = list(tables.TABLES)
     alone = tables.build_safely(data, numbers)
     traced.unlink()
@@ -129,7 +131,7 @@ def test_the_tables_are_built_on_two_cores_as_one_process_builds_them(data: Any,
 def test_a_table_that_fails_is_said_in_its_place(data: Any, monkeypatch) -> None:
     from limbo.analysis import tables
 
-    monkeypatch.setattr(tables, "cores", lambda: 2)
+    monkeypatch.setattr(beside, "cores", lambda: 2)
 
     def broken(d: Any) -> Any:
         raise ValueError("odd data")
@@ -145,7 +147,7 @@ def test_a_helper_that_dies_leaves_its_tables_to_this_process(data: Any, traced:
                                                               monkeypatch) -> None:
     from limbo.analysis import tables
 
-    monkeypatch.setattr(tables, "cores", lambda: 2)
+    monkeypatch.setattr(beside, "cores", lambda: 2)
     parent = os.getpid()
     for number, build in list(tables.TABLES.items()):
         def dies_in_the_helper(d: Any, build: Any = build, number: int = number) -> Any:
@@ -166,3 +168,19 @@ def test_a_helper_that_dies_leaves_its_tables_to_this_process(data: Any, traced:
     assert len(helper) == 1 and len([n for n, pid in built if pid != parent]) == 1  # it died
     assert sorted(n for n, pid in built if pid == parent) == sorted(numbers)
     assert _children() == []
+
+
+def test_the_figures_drawn_on_two_cores_are_one_processes_byte_for_byte(
+        data: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from limbo.analysis.figures import render_safely
+
+    monkeypatch.setattr(beside, "cores", lambda: 1)
+    alone = render_safely(data, tmp_path / "one")
+    monkeypatch.setattr(beside, "cores", lambda: 2)
+    assert can_fork()  # so the figures below are drawn in turns with a helper
+    both = render_safely(data, tmp_path / "two")
+    assert [(n, [p.name for p in files], why) for n, files, why in both] == [
+        (n, [p.name for p in files], why) for n, files, why in alone]
+    drawn = [p for _, files, _ in alone for p in files]
+    assert drawn and all(p.read_bytes() == (tmp_path / "two" / p.name).read_bytes()
+                         for p in drawn)

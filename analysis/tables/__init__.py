@@ -7,7 +7,6 @@ stops the others (:func:`build` reports it in the table instead).
 from __future__ import annotations
 
 import functools
-import multiprocessing
 from collections.abc import Callable
 
 from limbo.analysis.data import Data
@@ -22,7 +21,7 @@ from limbo.analysis.tables.harnesses import table8, table9
 from limbo.analysis.tables.hypotheses import table12
 from limbo.analysis.tables.summary import table0
 from limbo.analysis.tables.waits import table6
-from limbo.base.beside import Beside, can_fork, cores
+from limbo.base.beside import in_turns
 
 
 def _with_replicates(build: Callable[[Data], Table]) -> Callable[[Data], Table]:
@@ -69,29 +68,9 @@ def build_safely(data: Data, numbers: list[int]) -> tuple[list[Table], list[str]
 
 def build_beside(data: Data, numbers: list[int]) -> tuple[list[Table], list[str]]:
     """:func:`build_safely` on two cores where a fork is safe (``limbo tables``): this process
-    and a helper (:class:`~limbo.base.beside.Beside`) each take the next table not yet taken
-    until none is left, so neither waits on the other's costly ones; the tables come out in
-    ``numbers``' order, as one process builds them. A helper that fails leaves its tables to
-    this process. (``limbo report`` builds its tables in one process: its figures, drawn by
-    processes forked from it, use what the tables computed.)"""
-    if len(numbers) < 2 or cores() < 2 or not can_fork():
-        return build_safely(data, numbers)
-    turn = multiprocessing.get_context("fork").Value("i", 0)
-
-    def taken() -> dict[int, tuple[list[Table], list[str]]]:
-        out: dict[int, tuple[list[Table], list[str]]] = {}
-        while True:
-            with turn.get_lock():
-                i, turn.value = turn.value, turn.value + 1
-            if i >= len(numbers):
-                return out
-            out[numbers[i]] = build_safely(data, [numbers[i]])
-
-    helper = Beside(taken)
-    built = taken()
-    built.update(helper.result() or {})
-    for number in numbers:  # those of a helper that failed
-        if number not in built:
-            built[number] = build_safely(data, [number])
-    tables = [t for n in numbers for t in built[n][0]]
-    return tables, [f for n in numbers for f in built[n][1]]
+    and a helper take the tables in turns (:func:`~limbo.base.beside.in_turns`); they come out
+    in ``numbers``' order, as one process builds them. (``limbo report`` builds its tables in
+    one process: its figures, drawn by processes forked from it, use what the tables
+    computed.)"""
+    built = in_turns(numbers, lambda number: build_safely(data, [number]))
+    return [t for tables, _ in built for t in tables], [f for _, failed in built for f in failed]

@@ -1,8 +1,8 @@
-"""Work done in a forked process beside this one: :class:`Beside`.
+"""Work done in a forked process beside this one: :class:`Beside`, and :func:`in_turns`.
 
 A command that reads a big run on one core leaves the others idle: :mod:`limbo.log.spread`
-judges a records file's parts beside the reading process, ``limbo tables`` builds tables
-beside the one building the others. The helper starts with everything this process holds (a
+judges a records file's parts beside the reading process, ``limbo tables`` and ``limbo
+figures`` build their tables and figures in turns with a helper. The helper starts with everything this process holds (a
 fork), computes one function, and sends back only its pickled result. A fork is made only where
 it is safe (:func:`can_fork`); a helper that cannot start, dies, or raises gives ``None``, and
 the caller does the work itself — so a failure is met where the work would have been done
@@ -17,10 +17,11 @@ import multiprocessing
 import os
 import pickle
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import IO, Generic, TypeVar, cast
 
 T = TypeVar("T")
+K = TypeVar("K")
 
 
 def can_fork() -> bool:
@@ -93,3 +94,27 @@ def _send(work: Callable[[], object], pipe: IO[bytes]) -> int:
     except BaseException:  # noqa: BLE001 - the caller does this work again and meets it
         return 1
     return 0
+
+
+def in_turns(items: Sequence[K], work: Callable[[K], T]) -> list[T]:
+    """``[work(item) for item in items]``, on two cores where a fork is safe: this process
+    and a helper each take the next item not yet taken until none is left, so neither waits on
+    the other's costly ones. An item a helper that failed took is worked here, after the
+    others; each item is worked once unless its helper failed on it."""
+    if len(items) < 2 or cores() < 2 or not can_fork():
+        return [work(item) for item in items]
+    turn = multiprocessing.get_context("fork").Value("i", 0)
+
+    def taken() -> dict[int, T]:
+        out: dict[int, T] = {}
+        while True:
+            with turn.get_lock():
+                i, turn.value = turn.value, turn.value + 1
+            if i >= len(items):
+                return out
+            out[i] = work(items[i])
+
+    helper = Beside(taken)
+    done = taken()
+    done.update(helper.result() or {})
+    return [done[i] if i in done else work(item) for i, item in enumerate(items)]
