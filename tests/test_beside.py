@@ -184,3 +184,31 @@ def test_the_figures_drawn_on_two_cores_are_one_processes_byte_for_byte(
     drawn = [p for _, files, _ in alone for p in files]
     assert drawn and all(p.read_bytes() == (tmp_path / "two" / p.name).read_bytes()
                          for p in drawn)
+
+
+def test_work_that_fails_here_leaves_no_helper_behind() -> None:
+    def work(item: int) -> int:
+        if os.getpid() == parent and item == 0:
+            raise KeyboardInterrupt  # Ctrl-C while this process works its first item
+        time.sleep(0.05)
+        return item
+
+    parent = os.getpid()
+    with pytest.raises(KeyboardInterrupt):
+        beside.in_turns(list(range(20)), work)
+    assert _children() == []
+
+
+def test_in_turns_works_every_item_once_in_order(tmp_path: Path) -> None:
+    trace = tmp_path / "worked"
+
+    def work(item: int) -> int:
+        with trace.open("a") as fh:
+            fh.write(f"{item} {os.getpid()}\n")
+        time.sleep(0.02)  # 0.6 s in all: the helper starts long before the last is taken
+        return item * item
+
+    assert beside.in_turns(list(range(30)), work) == [i * i for i in range(30)]
+    worked = [line.split() for line in trace.read_text().splitlines()]
+    assert sorted(int(i) for i, _ in worked) == list(range(30))
+    assert len({pid for _, pid in worked}) == (2 if beside.cores() >= 2 else 1)

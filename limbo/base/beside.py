@@ -115,6 +115,9 @@ def in_turns(items: Sequence[K], work: Callable[[K], T]) -> list[T]:
             out[i] = work(items[i])
 
     helper = Beside(taken)
-    done = taken()
-    done.update(helper.result() or {})
+    try:
+        done = taken()
+        done.update(helper.result() or {})
+    finally:  # an interrupt here, or a bug: the helper is not left behind
+        helper.close()
     return [done[i] if i in done else work(item) for i, item in enumerate(items)]
