@@ -239,3 +239,19 @@ def test_a_file_replaced_while_it_is_judged_is_read_as_it_was(tmp_path: Path,
     assert [line[4] for line in rest] == [line[5] for line in rest]
     assert [(first[0].number, first[0].offset, first[0].length, first[0].torn, first[1][1])] + [
         line[:5] for line in rest] == before
+
+
+def test_a_file_cut_short_as_it_is_read_ends_where_it_was_cut(tmp_path: Path, split: None,
+                                                               monkeypatch) -> None:
+    path = _file(tmp_path)
+    cut = path.stat().st_size // 3 + 7  # in the second of four parts, inside a line
+    real = spread._Source.read
+
+    def read(self: Any, offset: int, length: int) -> bytes:  # truncated once it was opened
+        return real(self, offset, length)[:max(0, cut - offset)]
+
+    monkeypatch.setattr(spread._Source, "read", read)
+    found = [(s.number, s.offset, s.length, s.torn, raw) for s, raw in judged(path, bytes)]
+    short = tmp_path / "short.jsonl"
+    short.write_bytes(path.read_bytes()[:cut])
+    assert found == _serial(short)

@@ -2,11 +2,11 @@
 
 A command that reads a big run on one core leaves the others idle: :mod:`limbo.log.spread`
 judges a records file's parts beside the reading process, ``limbo tables`` and ``limbo
-figures`` build their tables and figures in turns with a helper. The helper starts with everything this process holds (a
-fork), computes one function, and sends back only its pickled result. A fork is made only where
-it is safe (:func:`can_fork`); a helper that cannot start, dies, or raises gives ``None``, and
-the caller does the work itself — so a failure is met where the work would have been done
-without a helper, and nothing is lost.
+figures`` build their tables and figures in turns with a helper. The helper starts with
+everything this process holds (a fork), computes one function, and sends back only its pickled
+result. A fork is made only where it is safe (:func:`can_fork`); a helper that cannot start,
+dies, or raises gives ``None``, and the caller does the work itself — so a failure is met where
+the work would have been done without a helper, and nothing is lost.
 """
 
 from __future__ import annotations

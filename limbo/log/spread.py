@@ -134,6 +134,8 @@ class _Source:
             found = block.find(b"\n")
             if found >= 0:
                 return at + found + 1
+            if not block:  # cut short since it was opened
+                break
             at += len(block)
         return self.size
 
