@@ -13,23 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.children import children
 
 from limbo.base import beside
 from limbo.base.beside import Beside, can_fork
-
-
-def _children() -> list[int]:
-    me = str(os.getpid())
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            if stat.rsplit(")", 1)[1].split()[1] == me:
-                found.append(int(entry.name))
-    return found
 
 
 def _fail() -> int:
@@ -49,14 +36,14 @@ def test_a_helper_gives_its_result_or_none(work: Any, expected: str | None) -> N
         assert found is None
     else:
         assert found is not None and found[0] != os.getpid() and found[1] == [1, 2, 3]
-    assert _children() == []
+    assert children() == []
 
 
 def test_a_helper_given_up_is_reaped() -> None:
     gate = threading.Event()
     helper = Beside(lambda: gate.wait())  # never set in the helper: it waits until killed
     helper.close()
-    assert _children() == []
+    assert children() == []
 
 
 @pytest.fixture(scope="module")
@@ -167,7 +154,7 @@ def test_a_helper_that_dies_leaves_its_tables_to_this_process(data: Any, traced:
     helper = {pid for _, pid in built} - {parent}
     assert len(helper) == 1 and len([n for n, pid in built if pid != parent]) == 1  # it died
     assert sorted(n for n, pid in built if pid == parent) == sorted(numbers)
-    assert _children() == []
+    assert children() == []
 
 
 def test_the_figures_drawn_on_two_cores_are_one_processes_byte_for_byte(
@@ -196,7 +183,7 @@ def test_work_that_fails_here_leaves_no_helper_behind() -> None:
     parent = os.getpid()
     with pytest.raises(KeyboardInterrupt):
         beside.in_turns(list(range(20)), work)
-    assert _children() == []
+    assert children() == []
 
 
 def test_in_turns_works_every_item_once_in_order(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.children import children
 
 from limbo.log import spread
 from limbo.log.lines import lines
@@ -96,20 +97,6 @@ def test_a_gzip_file_a_small_file_and_a_threaded_process_are_read_here(
         other.join()
 
 
-def _children() -> list[int]:
-    me = str(os.getpid())
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            if stat.rsplit(")", 1)[1].split()[1] == me:
-                found.append(int(entry.name))
-    return found
-
-
 def test_a_helper_that_fails_has_its_part_judged_here(tmp_path: Path, split: None) -> None:
     path = _file(tmp_path)
     parent = os.getpid()
@@ -121,7 +108,7 @@ def test_a_helper_that_fails_has_its_part_judged_here(tmp_path: Path, split: Non
 
     found = list(judged(path, judge))
     assert [(s.number, s.offset, s.length, s.torn, raw) for s, raw in found] == _serial(path)
-    assert _children() == []
+    assert children() == []
 
 
 def test_a_fork_that_fails_leaves_the_part_to_this_process(tmp_path: Path, split: None,
@@ -140,7 +127,7 @@ def test_a_fork_that_fails_leaves_the_part_to_this_process(tmp_path: Path, split
     found, pids = _spread(path)
     assert found == _serial(path)
     assert len(pids) == 3  # this process judged its own part and the one no helper took
-    assert _children() == []
+    assert children() == []
 
 
 def test_a_judge_that_raises_raises_here_in_its_place_and_leaves_no_helper(
@@ -159,7 +146,7 @@ def test_a_judge_that_raises_raises_here_in_its_place_and_leaves_no_helper(
         for _, raw in judged(path, judge):
             seen.append(raw)
     assert seen == [line[4] for line in lines_[:at]]
-    assert _children() == []
+    assert children() == []
 
 
 def test_a_reader_that_stops_early_leaves_no_helper(tmp_path: Path, split: None) -> None:
@@ -167,7 +154,7 @@ def test_a_reader_that_stops_early_leaves_no_helper(tmp_path: Path, split: None)
     found = judged(path, _pid_and_line)
     assert next(found)[0].number == 1
     found.close()
-    assert _children() == []
+    assert children() == []
 
 
 def test_lines_appended_meanwhile_are_the_next_readers(tmp_path: Path, split: None) -> None:
