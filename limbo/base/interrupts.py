@@ -24,14 +24,42 @@ from types import FrameType
 
 class Watch:
     """The SIGINT handler of a running command: counts the signals, then raises
-    ``KeyboardInterrupt`` exactly as Python's default handler does."""
+    ``KeyboardInterrupt`` exactly as Python's default handler does — or, inside
+    :func:`whole`, on the way out of it."""
 
     def __init__(self) -> None:
         self.received = 0
+        self.holding = 0
+        self.pending = False
 
     def __call__(self, signum: int, frame: FrameType | None) -> None:
         self.received += 1
+        if self.holding:
+            self.pending = True
+            return
         signal.default_int_handler(signum, frame)
+
+
+@contextlib.contextmanager
+def whole() -> Iterator[None]:
+    """Run the block whole: a Ctrl-C that arrives inside is raised as it ends (a record
+    written to the run's file is then counted too, so the manifest's count is the file's).
+    If the block raises, its own exception goes on and the Ctrl-C is still counted
+    (:func:`from_user`). Outside :func:`watching`, or off the main thread, nothing is held."""
+    handler = signal.getsignal(signal.SIGINT)
+    if not isinstance(handler, Watch) or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    handler.holding += 1
+    try:
+        yield
+    finally:
+        handler.holding -= 1
+        interrupted = handler.pending and not handler.holding  # held to the outermost end
+        if interrupted:
+            handler.pending = False
+    if interrupted:
+        raise KeyboardInterrupt
 
 
 @contextlib.contextmanager

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
+from limbo.base.interrupts import whole
 from limbo.base.secrets import scrubber
 from limbo.log.store import RecordWriter
 from limbo.run.breaker import Breaker
@@ -49,11 +50,12 @@ class PassTally:
         self.breaker.see(cell["model"], outcome["termination"], outcome.get("termination_reason"))
 
     def emit(self, line: bytes, cell: Mapping[str, Any], outcome: Mapping[str, Any]) -> None:
-        self.writer.write(line)
-        self._count(cell, outcome)
-        self.ran += 1
-        if self.observe is not None:
-            self.observe(line)
+        with whole():  # a Ctrl-C between the write and the count would leave one uncounted
+            self.writer.write(line)
+            self._count(cell, outcome)
+            self.ran += 1
+            if self.observe is not None:
+                self.observe(line)
         if self.on_result is not None:
             self.on_result(self.ran, self.total, self.summary)
 
@@ -63,12 +65,13 @@ class PassTally:
         record, and none of the group counts as done."""
         if not items:
             return
-        self.writer.write(b"".join(item[0] for item in items))
-        for line, cell, outcome in items:
-            self._count(cell, outcome)
-            if self.observe is not None:
-                self.observe(line)
-        self.ran += len(items)
+        with whole():
+            self.writer.write(b"".join(item[0] for item in items))
+            for line, cell, outcome in items:
+                self._count(cell, outcome)
+                if self.observe is not None:
+                    self.observe(line)
+            self.ran += len(items)
         if self.on_result is not None:
             self.on_result(self.ran, self.total, self.summary)
 
