@@ -187,12 +187,16 @@ def test_work_that_fails_here_leaves_no_helper_behind() -> None:
 
 
 def test_in_turns_works_every_item_once_in_order(tmp_path: Path) -> None:
-    trace = tmp_path / "worked"
+    trace, parent = tmp_path / "worked", os.getpid()
 
     def work(item: int) -> int:
         with trace.open("a") as fh:
             fh.write(f"{item} {os.getpid()}\n")
-        time.sleep(0.02)  # 0.6 s in all: the helper starts long before the last is taken
+        deadline = time.monotonic() + 60  # this process waits for the helper's first item
+        while (os.getpid() == parent and beside.cores() >= 2 and time.monotonic() < deadline
+               and all(line.split()[1] == str(parent)
+                       for line in trace.read_text().splitlines())):
+            time.sleep(0.01)
         return item * item
 
     assert beside.in_turns(list(range(30)), work) == [i * i for i in range(30)]
