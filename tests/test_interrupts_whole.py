@@ -29,6 +29,19 @@ def test_a_ctrl_c_inside_is_raised_as_the_block_ends() -> None:
     assert done == ["after the signal", "inner", "outer end"]
 
 
+def test_a_second_ctrl_c_is_raised_at_once() -> None:
+    done = []
+    with watching():
+        with pytest.raises(KeyboardInterrupt), whole():
+            _ctrl_c()
+            done.append("held")
+            _ctrl_c()
+            done.append("never")
+        with whole():  # nothing left pending
+            pass
+    assert done == ["held"]
+
+
 def test_a_block_that_raises_keeps_its_exception_and_the_ctrl_c_is_the_users() -> None:
     with watching():
         with pytest.raises(ValueError, match="the block's own"), whole():

@@ -34,7 +34,7 @@ class Watch:
 
     def __call__(self, signum: int, frame: FrameType | None) -> None:
         self.received += 1
-        if self.holding:
+        if self.holding and not self.pending:  # a second Ctrl-C is not held: a way out
             self.pending = True
             return
         signal.default_int_handler(signum, frame)
@@ -43,7 +43,8 @@ class Watch:
 @contextlib.contextmanager
 def whole() -> Iterator[None]:
     """Run the block whole: a Ctrl-C that arrives inside is raised as it ends (a record
-    written to the run's file is then counted too, so the manifest's count is the file's).
+    written to the run's file is then counted too, so the manifest's count is the file's); a
+    second one is raised at once, should the block hang.
     If the block raises, its own exception goes on and the Ctrl-C is still counted
     (:func:`from_user`). Outside :func:`watching`, or off the main thread, nothing is held."""
     handler = signal.getsignal(signal.SIGINT)
