@@ -62,6 +62,14 @@ def test_the_parts_give_every_line_once_in_order(tmp_path: Path, split: None, to
     assert len(pids) == 4 and os.getpid() in pids  # three helpers and this process
 
 
+def test_a_line_longer_than_a_read_is_one_line(tmp_path: Path, split: None) -> None:
+    path = tmp_path / "long.jsonl"
+    path.write_bytes(b"".join(b"%d %s\n" % (i, b"y" * (i * 700_000)) for i in range(6)))
+    found, pids = _spread(path)
+    assert found == _serial(path)
+    assert len(pids) > 1
+
+
 @pytest.mark.parametrize("count", [1, 2, 3, 5])
 def test_a_file_of_few_lines_is_cut_no_finer_than_its_lines(tmp_path: Path, split: None,
                                                             count: int) -> None:

@@ -51,7 +51,7 @@ def lines(source: Path | IO[bytes]) -> Iterator[Line]:
     if isinstance(source, Path):
         with cast(io.BufferedReader, source.open("rb", buffering=1 << 20)) as fh:
             if fh.peek(2)[:2] == _GZIP:
-                yield from _split(_inflated(fh))
+                yield from split(_inflated(fh))
                 return
             yield from _numbered(fh)
         return
@@ -80,15 +80,18 @@ def _inflated(fh: IO[bytes]) -> Iterator[bytes]:
                 inflater = zlib.decompressobj(wbits=31)
 
 
-def _split(chunks: Iterator[bytes]) -> Iterator[Line]:
+def split(chunks: Iterable[bytes]) -> Iterator[Line]:
+    """Numbered lines of a stream given in chunks cut anywhere (offsets from its start); what
+    follows the last newline is a torn line."""
     number, offset, rest = 0, 0, b""
     for chunk in chunks:
-        parts = (rest + chunk).split(b"\n")
-        rest = parts.pop()
-        for part in parts:
+        whole = rest + chunk
+        cut = whole.rfind(b"\n") + 1
+        for raw in io.BytesIO(whole[:cut]):  # C-level splitting, each line's newline kept
             number += 1
-            yield Line(number, offset, part + b"\n")
-            offset += len(part) + 1
+            yield Line(number, offset, raw)
+            offset += len(raw)
+        rest = whole[cut:]
     if rest:
         yield Line(number + 1, offset, rest)
 

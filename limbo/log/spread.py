@@ -20,14 +20,13 @@ where a fork is not safe (:func:`~limbo.base.beside.can_fork`).
 
 from __future__ import annotations
 
-import io
 import os
 from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import Generic, NamedTuple, TypeVar
 
 from limbo.base.beside import Beside, can_fork, cores
-from limbo.log.lines import is_gzip, lines
+from limbo.log.lines import is_gzip, lines, split
 
 T = TypeVar("T")
 
@@ -142,16 +141,9 @@ class _Source:
     def lines(self, start: int, end: int) -> Iterator[tuple[int, bytes]]:
         """(offset, line) of every line from ``start`` (where a line starts) to ``end``
         (where one starts, or the size, where a line is cut)."""
-        offset, rest = start, b""
-        for at in range(start, end, 1 << 20):
-            chunk = rest + self.read(at, min(1 << 20, end - at))
-            cut = chunk.rfind(b"\n") + 1
-            for raw in io.BytesIO(chunk[:cut]):
-                yield offset, raw
-                offset += len(raw)
-            rest = chunk[cut:]
-        if rest:
-            yield offset, rest
+        chunks = (self.read(at, min(1 << 20, end - at)) for at in range(start, end, 1 << 20))
+        for line in split(chunks):
+            yield start + line.offset, line.raw
 
 
 class _Helper(Generic[T]):
