@@ -175,7 +175,7 @@ def test_the_figures_drawn_on_two_cores_are_one_processes_byte_for_byte(
 
 def test_work_that_fails_here_leaves_no_helper_behind() -> None:
     def work(item: int) -> int:
-        if os.getpid() == parent and item == 0:
+        if os.getpid() == parent:
             raise KeyboardInterrupt  # Ctrl-C while this process works its first item
         time.sleep(0.05)
         return item
