@@ -121,22 +121,10 @@ def test_saving_without_the_disabled_drawing_pass_changes_no_byte(data: Data) ->
     (:class:`~limbo.analysis.draw.LaidOut`); every figure saved so is byte for byte the one a
     plain matplotlib figure, which walks every artist on that pass, saves (two figures
     whose layouts differ; the paper run's six figures were compared too)."""
-    import io
-
-    import matplotlib
     from matplotlib.figure import Figure
 
     from limbo.analysis.draw import LaidOut
-    from limbo.analysis.figures import PNG_METADATA, SVG_METADATA
-
-    def saved(figure: Figure) -> list[bytes]:
-        found = []
-        for suffix, stamp in (("png", PNG_METADATA), ("svg", SVG_METADATA)):
-            buffer = io.BytesIO()
-            with matplotlib.rc_context({"svg.hashsalt": "limbo"}):
-                figure.savefig(buffer, format=suffix, metadata=stamp)
-            found.append(buffer.getvalue())
-        return found
+    from limbo.analysis.figures import saved
 
     for number in (0, 2):  # four panels and a legend outside them; a colour bar
         ours, plain = (FIGURES[number](data).figure for _ in range(2))  # each saved once
@@ -145,3 +133,35 @@ def test_saving_without_the_disabled_drawing_pass_changes_no_byte(data: Data) ->
         assert isinstance(ours, LaidOut) and isinstance(plain, LaidOut), number
         plain.__class__ = Figure  # the other one saved the plain way
         assert saved(ours) == saved(plain), number
+
+
+def test_the_svg_is_laid_out_as_the_png_was(data: Data) -> None:
+    """The SVG is saved with the layout the PNG was saved with (the layout engine runs once):
+    every panel sits at the same fraction of the figure in both (to the SVG's rounding), where a
+    layout of its own, on the SVG's text metrics, moves them by a hundredth of the figure."""
+    import io
+    import re
+
+    from limbo.analysis.figures import saved
+
+    def panels(svg: str) -> list[tuple[float, ...]]:
+        """Each panel's background rectangle as fractions of the figure: left, top, right,
+        bottom (SVG coordinates run down)."""
+        width, height = map(float, re.search(r'viewBox="0 0 ([\d.]+) ([\d.]+)"', svg).groups())
+        found = []
+        for d in re.findall(r'<g id="axes_\d+">\s*<g id="patch_\d+">\s*<path d="([^"]+)"', svg):
+            points = [(float(x), float(y)) for x, y in re.findall(r"([\d.]+) ([\d.]+)", d)]
+            xs, ys = [p[0] for p in points], [p[1] for p in points]
+            found.append((min(xs) / width, min(ys) / height, max(xs) / width, max(ys) / height))
+        return found
+
+    for number in (0, 3):  # a legend outside four panels; one panel
+        figure = FIGURES[number](data).figure
+        if figure is None:
+            continue
+        figure.savefig(io.BytesIO(), format="png")  # the PNG's layout
+        laid = [(a.get_position().x0, 1 - a.get_position().y1, a.get_position().x1,
+                 1 - a.get_position().y0) for a in figure.axes if a.get_visible()]
+        svg = saved(figure)["svg"].decode()
+        drawn = [edge for panel in panels(svg)[:len(laid)] for edge in panel]
+        assert laid and drawn == pytest.approx([e for p in laid for e in p], abs=1e-4), number

@@ -76,3 +76,27 @@ def test_figure6s_panels_name_their_faults(data: Data) -> None:
     assert left.startswith("not executed: timeout_pre")
     assert right.startswith("committed: ") and "timeout_post" in right
     assert "timeout_pre" not in right and "(n=" in left and "(n=" in right
+
+
+def test_every_panels_title_clears_what_the_panel_draws(data: Data) -> None:
+    """Titles sit at a fixed height over their panels (:func:`~limbo.analysis.draw.new_figure`
+    spares matplotlib measuring every tick label to lift them): above every tick, tick label
+    and axis label their panel draws, in each figure. A panel that put tick labels on top
+    would fail here instead of hiding its title."""
+    drawn = 0
+    for number, make in FIGURES.items():
+        figure = make(data).figure
+        if figure is None:
+            continue
+        figure.canvas.draw()
+        renderer = figure.canvas.get_renderer()
+        for ax in figure.axes:
+            if not (ax.get_visible() and ax.get_title()):
+                continue
+            title = ax.title.get_window_extent(renderer)
+            below = [ax.get_window_extent(renderer), ax.xaxis.get_tightbbox(renderer),
+                     ax.yaxis.get_tightbbox(renderer)]
+            assert all(title.y0 >= box.y1 - 0.5 for box in below if box is not None), (
+                number, ax.get_title())
+            drawn += 1
+    assert drawn >= 6  # the panels of several figures were checked
