@@ -26,10 +26,17 @@ class LaidOut(Figure):
     the layout engine off. The first pass walks every artist for nothing anyone sees — on
     Figure 0, hundreds of rows of ticks on four axes, a third of what saving costs — so here
     it runs the layout and stops; the real pass draws every artist from that layout, and the
-    files are the same byte for byte. A pass that draws anything is the plain figure's."""
+    files are the same byte for byte. A pass that draws anything is the plain figure's.
+
+    On that pass, too, an axis label that says nothing is given a fixed place. matplotlib
+    otherwise places it on every drawing by measuring every tick label of its axis, and an
+    empty label is never drawn and never counted in a layout."""
 
     def draw(self, renderer: Any) -> None:
         if "draw_path" in vars(renderer) and self.axes and self.get_layout_engine() is not None:
+            for axis in (axis for ax in self.axes for axis in (ax.xaxis, ax.yaxis)):
+                if not axis.label.get_text():
+                    axis.set_label_coords(0.5, 0.5)
             with self._render_lock:  # type: ignore[attr-defined]
                 try:  # as Figure.draw does it
                     self.get_layout_engine().execute(self)  # type: ignore[union-attr]

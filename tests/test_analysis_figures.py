@@ -118,9 +118,10 @@ def test_a_bootstrap_without_width_gives_way_to_the_tables_interval(data: Data) 
 
 def test_saving_without_the_disabled_drawing_pass_changes_no_byte(data: Data) -> None:
     """A figure lays itself out and stops on matplotlib's pass that draws nothing
-    (:class:`~limbo.analysis.draw.LaidOut`); every figure saved so is byte for byte the one a
-    plain matplotlib figure, which walks every artist on that pass, saves (two figures
-    whose layouts differ; the paper run's six figures were compared too)."""
+    (:class:`~limbo.analysis.draw.LaidOut`), its empty axis labels not placed; every figure
+    saved so is byte for byte the one a plain matplotlib figure, which walks every artist on
+    that pass and places every label, saves (two figures whose layouts differ; the paper
+    run's six figures were compared too)."""
     from matplotlib.figure import Figure
 
     from limbo.analysis.draw import LaidOut
