@@ -203,3 +203,44 @@ def test_in_turns_works_every_item_once_in_order(tmp_path: Path) -> None:
     worked = [line.split() for line in trace.read_text().splitlines()]
     assert sorted(int(i) for i, _ in worked) == list(range(30))
     assert len({pid for _, pid in worked}) == (2 if beside.cores() >= 2 else 1)
+
+
+def test_a_bootstrap_bar_on_a_terminal_leaves_the_tables_two_cores(tmp_path: Path,
+                                                                    monkeypatch) -> None:
+    """``--bootstrap`` on a terminal draws its bar without a thread of its own, so the tables
+    are still built beside a helper; the bar shows what this process reports, and the helper,
+    which inherits the bar, draws nothing on the terminal."""
+    import argparse
+    import io
+    import sys
+
+    from limbo.commands.tables import uncertainty
+
+    class Terminal(io.TextIOWrapper):
+        def isatty(self) -> bool:
+            return True
+
+    screen = tmp_path / "screen"
+    monkeypatch.setattr(sys, "stderr", Terminal(screen.open("wb"), write_through=True))
+    trace, parent = tmp_path / "worked", os.getpid()
+    with uncertainty(argparse.Namespace(cluster="world", bootstrap=100)) as u:
+        assert u.report is not None and can_fork()
+        report = u.report
+
+        def work(item: int) -> int:
+            with trace.open("a") as fh:
+                fh.write(f"{item} {os.getpid()}\n")
+            report(f"item {item} in {os.getpid()}", 1, 1)
+            deadline = time.monotonic() + 60  # this process waits for the helper's first item
+            while (os.getpid() == parent and beside.cores() >= 2 and time.monotonic() < deadline
+                   and all(line.split()[1] == str(parent)
+                           for line in trace.read_text().splitlines())):
+                time.sleep(0.01)
+            return item
+
+        assert beside.in_turns(list(range(10)), work) == list(range(10))
+    worked = [line.split() for line in trace.read_text().splitlines()]
+    assert len({pid for _, pid in worked}) == (2 if beside.cores() >= 2 else 1)
+    drawn = screen.read_text(errors="replace")
+    for item, pid in worked:
+        assert (f"item {item} in {pid}" in drawn) == (pid == str(parent)), (item, pid)

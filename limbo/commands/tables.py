@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gc
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -90,7 +91,12 @@ MAX_REPLICATES = 100_000
 @contextlib.contextmanager
 def uncertainty(args: argparse.Namespace) -> Iterator[Uncertainty]:
     """The unit and bootstrap the options chose; with a bootstrap on a terminal, a progress
-    bar on stderr while the block runs (nothing into a pipe or a file)."""
+    bar on stderr while the block runs (nothing into a pipe or a file).
+
+    The bar is redrawn as this process reports, at most :data:`STEPS` times per table, not by
+    rich's refresh thread: a process with a second thread cannot fork safely, and the tables
+    are built beside a forked helper (:func:`~limbo.base.beside.in_turns`). The bar shows this
+    process's tables; the helper, which inherits it, draws nothing."""
     from limbo.analysis.uncertainty import Uncertainty
 
     if not args.bootstrap or not sys.stderr.isatty():
@@ -100,13 +106,22 @@ def uncertainty(args: argparse.Namespace) -> Iterator[Uncertainty]:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     with Progress(TextColumn("bootstrap {task.description}"), BarColumn(), MofNCompleteColumn(),
-                  console=Console(stderr=True), transient=True) as bar:
-        task = bar.add_task("", total=args.bootstrap)
+                  console=Console(stderr=True), transient=True, auto_refresh=False) as bar:
+        task, owner, shown = bar.add_task("", total=args.bootstrap), os.getpid(), [("", -1)]
 
         def report(what: str, done: int, total: int) -> None:
+            if os.getpid() != owner:
+                return
             bar.update(task, description=what, completed=done, total=total)
+            if (step := (what, done * STEPS // max(total, 1))) != shown[0]:
+                shown[0] = step
+                bar.refresh()
 
         yield Uncertainty(args.cluster, args.bootstrap, report)
+
+
+STEPS = 100
+"""How often a table's bootstrap bar is redrawn, at most: once per percent."""
 
 
 def load_data(args: argparse.Namespace, command: str, u: Uncertainty) -> Data:
