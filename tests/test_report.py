@@ -113,6 +113,27 @@ def test_every_episode_is_in_the_bucket_its_id_names(built) -> None:
                                               episode_id]
 
 
+def test_the_buckets_of_many_ids_are_each_ids_own() -> None:
+    """The bucket of each of many ids, hashed a code unit at a time for all ids of one length,
+    is FNV-1a over that id's UTF-16 code units (written out here, as common.js has it): ids of
+    mixed lengths, empty, beyond the BMP (surrogate pairs), with a lone surrogate, hostile."""
+    from limbo.analysis.report.index import buckets_of
+
+    def fnv(text: str) -> int:
+        data = text.encode("utf-16-le", "surrogatepass")
+        h = 0x811C9DC5
+        for unit in (int.from_bytes(data[i:i + 2], "little") for i in range(0, len(data), 2)):
+            h = ((h ^ unit) * 0x01000193) % 2**32
+        return h
+
+    ids = ["ep-0b450940d92810b4b3f3", "", "épisode-ü", "ep-😀-x", "\ud800", "<b>\"'&",
+           *(f"ep-{n:020x}" for n in range(0, 10**6, 997)), "x" * 300]
+    for buckets in (1, 7, 421, 619):
+        assert buckets_of(ids, buckets).tolist() == [fnv(i) % buckets for i in ids]
+        assert [bucket_of(i, buckets) for i in ids] == [fnv(i) % buckets for i in ids]
+    assert buckets_of([], 5).tolist() == []
+
+
 def test_a_late_commit_is_labelled_a_duplicate_copy_in_the_details(built) -> None:
     record = next(r for r in records(built["run"]) if r["cell"]["fault"] == "timeout_late"
                   and r["outcome"]["duplicate"])

@@ -98,10 +98,15 @@ def _finite(value: Any) -> Any:
     return value
 
 
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+"""What ``json.dumps`` with these options builds afresh on each call, built once: a report
+calls it twice per episode. It keeps no state between calls."""
+
+
 def to_json(payload: Any) -> str:
     """Strict, compact JSON for a page script (a stray NaN in a record becomes null)."""
     try:
-        return json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        return _COMPACT.encode(payload)
     except ValueError:
         return json.dumps(_finite(payload), ensure_ascii=False, separators=(",", ":"))
 

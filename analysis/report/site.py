@@ -25,7 +25,7 @@ from limbo.analysis.replicates import REPLICATES
 from limbo.analysis.report import pages
 from limbo.analysis.report.details import bucket_file, bucket_script, detail_json
 from limbo.analysis.report.forked import Workers, forked
-from limbo.analysis.report.index import bucket_count, bucket_of, index_payload
+from limbo.analysis.report.index import bucket_count, buckets_of, index_payload
 from limbo.analysis.report.linked import cells_payload
 from limbo.analysis.report.overview import ErrorGroup, Figure, Overview, read_manifests
 from limbo.analysis.runs import Fallback
@@ -149,8 +149,7 @@ def build(paths: Sequence[Path], weighting: str = "template", version: int = 0,
     loaded = load(paths, fallback)
     frame = loaded.frame
     buckets = bucket_count(len(frame))
-    rows = np.fromiter((bucket_of(str(i), buckets) for i in frame["episode_id"]),
-                       dtype=np.int64, count=len(frame))
+    rows = buckets_of([str(i) for i in frame["episode_id"]], buckets)
     site = Site({}, loaded, buckets, version, len(frame), rows)
     site._plan = _Buckets(loaded, rows, buckets)  # made before any worker is forked
     data = Data(loaded, weighting)

@@ -30,9 +30,13 @@ def matches(intent: Intent, effect: Effect) -> bool:
     if effect["tool"] != intent["tool"]:
         return False
     args = effect["args"]
-    if any(args.get(k) != v for k, v in intent["match"].items()):
-        return False
-    return all(sub in str(args.get(k, "")) for k, sub in intent["contains"].items())
+    for k, v in intent["match"].items():  # loops, not any()/all(): a report matches 250,000
+        if args.get(k) != v:
+            return False
+    for k, sub in intent["contains"].items():
+        if sub not in str(args.get(k, "")):
+            return False
+    return True
 
 
 def assign(intents: list[Intent], ledger: Sequence[Effect]) -> dict[str, list[int]]:
