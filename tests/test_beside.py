@@ -23,6 +23,17 @@ def _fail() -> int:
     raise RuntimeError("a bug in the work")
 
 
+@pytest.fixture(autouse=True)
+def alone() -> None:
+    """Each test starts with this process's main thread alone, as a command does: a thread an
+    earlier test of this worker left winding down (an idle pool thread ends after a few
+    seconds) makes a fork unsafe, and the work is then rightly done in one process."""
+    for thread in threading.enumerate():
+        if thread is not threading.main_thread():
+            thread.join(timeout=30)
+    assert threading.active_count() == 1, [t.name for t in threading.enumerate()]
+
+
 @pytest.mark.parametrize(("work", "expected"), [
     (lambda: (os.getpid(), [1, 2, 3]), "helper"),
     (_fail, None),  # raises in the helper

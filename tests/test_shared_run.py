@@ -184,6 +184,30 @@ def test_a_worker_opens_one_connection_to_the_limiter_host_however_many_calls_st
     assert opened == [host.path]
 
 
+def test_a_limiter_host_closing_on_a_connected_worker_lets_it_go_quietly(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """The host closes while a worker is still connected (its last call answered): the
+    worker's handler ends as a handler, and nothing is logged (Python 3.11's stream server
+    logged a cancelled handler as an error with its traceback, which a run printed on
+    stderr)."""
+    import socket
+
+    from limbo.run.limiter_host import LimiterHost
+
+    host = LimiterHost()
+    worker = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        worker.connect(host.path)
+        worker.sendall(json.dumps([1, "snapshot", []]).encode() + b"\n")
+        assert json.loads(worker.makefile("rb").readline())[0] == 1  # its handler is running
+        with caplog.at_level("DEBUG"):
+            host.close()
+        assert not host.thread.is_alive()
+        assert [r.getMessage() for r in caplog.records if r.levelname == "ERROR"] == []
+    finally:
+        worker.close()
+
+
 def test_an_in_process_run_records_no_shared_limiter(tmp_path: Path) -> None:
     done = limbo("run", "default", "--limit", "3", "--out", str(tmp_path / "run"), "--quiet")
     assert done.returncode == 0, done.stderr

@@ -69,6 +69,11 @@ class LimiterHost:
                 task.add_done_callback(tasks.discard)
         except (ConnectionError, ValueError):
             pass  # a worker that died mid-line: forgotten below
+        except asyncio.CancelledError:
+            # The host is closing on a worker still connected. The handler ends as handlers
+            # do: Python 3.11's stream server logs a handler task that ends cancelled as an
+            # error, with a traceback on the run's stderr.
+            pass
         finally:
             for task in list(tasks):
                 task.cancel()
