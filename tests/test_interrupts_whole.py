@@ -60,6 +60,27 @@ def test_without_a_watch_nothing_is_held() -> None:
     assert done == []
 
 
+def test_off_the_main_thread_nothing_is_held() -> None:
+    """A block entered on another thread holds nothing (the signal is the main thread's); the
+    main thread's blocks still do."""
+    import threading
+
+    with watching():
+        watch = signal.getsignal(signal.SIGINT)
+        holding: list[int] = []
+
+        def elsewhere() -> None:
+            with whole():
+                holding.append(watch.holding)  # type: ignore[union-attr]
+
+        thread = threading.Thread(target=elsewhere)
+        thread.start()
+        thread.join()
+        with whole():
+            holding.append(watch.holding)  # type: ignore[union-attr]
+        assert holding == [0, 1] and watch.holding == 0  # type: ignore[union-attr]
+
+
 def test_a_record_written_as_ctrl_c_arrives_is_counted(tmp_path: Path) -> None:
     from limbo.log.store import RecordWriter
     from limbo.run.breaker import Breaker
