@@ -72,24 +72,18 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 @pytest.fixture
 def traced(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
-    """Every table's builder writes which process built it into a file; this process's waits
-    (up to a minute) until a helper has written there, so that on a small run this process
-    cannot take every table before the helper starts."""
+    """Every table's builder writes which process built it into a file and, while a test
+    builds beside a helper, meets the other process there (:func:`_meet`)."""
     from limbo.analysis import tables
 
-    trace, parent = tmp_path / "built", os.getpid()
-
-    def helper_started() -> bool:
-        return trace.exists() and any(pid != parent for _, pid in _built(trace))
+    trace = tmp_path / "built"
 
     for number, build in list(tables.TABLES.items()):
         def traced_build(d: Any, build: Any = build, number: int = number) -> Any:
             with trace.open("a") as fh:
                 fh.write(f"{number} {os.getpid()}\n")
-            deadline = time.monotonic() + 60
-            while (WAIT and os.getpid() == parent and not helper_started()
-                   and time.monotonic() < deadline):
-                time.sleep(0.01)
+            if WAIT:
+                _meet(trace)
             return build(d)
 
         monkeypatch.setitem(tables.TABLES, number, traced_build)
@@ -99,6 +93,17 @@ def traced(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
 
 WAIT: list[bool] = []
 """Non-empty while a test builds beside a helper (the traced builders then wait for it)."""
+
+
+def _meet(trace: Path) -> None:
+    """Wait (up to a minute) until another process has written to ``trace``. Each process's
+    first item waits for the other's, so neither takes every item before the other starts
+    (on a loaded machine this process may not run again for a while after the fork)."""
+    deadline = time.monotonic() + 60
+    while (beside.cores() >= 2 and time.monotonic() < deadline
+           and all(line.split()[1] == str(os.getpid())
+                   for line in trace.read_text().splitlines())):
+        time.sleep(0.01)
 
 
 def _built(trace: Path) -> list[tuple[int, int]]:
@@ -198,16 +203,12 @@ def test_work_that_fails_here_leaves_no_helper_behind() -> None:
 
 
 def test_in_turns_works_every_item_once_in_order(tmp_path: Path) -> None:
-    trace, parent = tmp_path / "worked", os.getpid()
+    trace = tmp_path / "worked"
 
     def work(item: int) -> int:
         with trace.open("a") as fh:
             fh.write(f"{item} {os.getpid()}\n")
-        deadline = time.monotonic() + 60  # this process waits for the helper's first item
-        while (os.getpid() == parent and beside.cores() >= 2 and time.monotonic() < deadline
-               and all(line.split()[1] == str(parent)
-                       for line in trace.read_text().splitlines())):
-            time.sleep(0.01)
+        _meet(trace)
         return item * item
 
     assert beside.in_turns(list(range(30)), work) == [i * i for i in range(30)]
@@ -242,11 +243,7 @@ def test_a_bootstrap_bar_on_a_terminal_leaves_the_tables_two_cores(tmp_path: Pat
             with trace.open("a") as fh:
                 fh.write(f"{item} {os.getpid()}\n")
             report(f"item {item} in {os.getpid()}", 1, 1)
-            deadline = time.monotonic() + 60  # this process waits for the helper's first item
-            while (os.getpid() == parent and beside.cores() >= 2 and time.monotonic() < deadline
-                   and all(line.split()[1] == str(parent)
-                           for line in trace.read_text().splitlines())):
-                time.sleep(0.01)
+            _meet(trace)
             return item
 
         assert beside.in_turns(list(range(10)), work) == list(range(10))
