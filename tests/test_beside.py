@@ -26,8 +26,8 @@ def _fail() -> int:
 @pytest.fixture(autouse=True)
 def alone() -> None:
     """Each test starts with this process's main thread alone, as a command does: a thread an
-    earlier test of this worker left winding down (an idle pool thread ends after a few
-    seconds) makes a fork unsafe, and the work is then rightly done in one process."""
+    earlier test of this worker left still stopping would make a fork unsafe, and the work
+    would then rightly be done in one process."""
     for thread in threading.enumerate():
         if thread is not threading.main_thread():
             thread.join(timeout=30)
