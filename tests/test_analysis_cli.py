@@ -161,14 +161,10 @@ def test_bootstrap_adds_an_interval_to_every_rate(run: Path, tmp_path: Path, cap
     assert "B = 200" in with_boot and "boot_lo" in with_boot and "B = " not in without
 
 
-def test_bootstrap_progress_only_on_a_terminal(run: Path, tmp_path: Path) -> None:
-    """A progress bar on stderr when it is a terminal (a pseudo-terminal here); into a pipe,
-    only the usual load line."""
+def _on_a_terminal(*args: str) -> tuple[subprocess.CompletedProcess, bytes]:
+    """``limbo ARGS`` with stderr on a pseudo-terminal: the run, and what it drew there."""
     import pty
 
-    piped = limbo("tables", str(run), "--table", "4", "--bootstrap", "300")
-    assert piped.returncode == 0 and "bootstrap" not in piped.stderr
-    assert piped.stderr.count("\n") == 1
     leader, follower = pty.openpty()
     seen: list[bytes] = []
 
@@ -179,15 +175,38 @@ def test_bootstrap_progress_only_on_a_terminal(run: Path, tmp_path: Path) -> Non
 
     reader = threading.Thread(target=read)
     reader.start()
-    done = subprocess.run([LIMBO, "tables", str(run), "--table", "4", "--bootstrap", "300"],
-                          stdout=subprocess.PIPE, stderr=follower, timeout=600,
+    done = subprocess.run([LIMBO, *args], stdout=subprocess.PIPE, stderr=follower, timeout=600,
                           env={**os.environ, "COLUMNS": "120"})
     os.close(follower)
     reader.join(timeout=60)
+    return done, b"".join(seen)
+
+
+def test_bootstrap_progress_only_on_a_terminal(run: Path) -> None:
+    """A progress bar on stderr when it is a terminal (a pseudo-terminal here); into a pipe,
+    only the usual load line."""
+    piped = limbo("tables", str(run), "--table", "4", "--bootstrap", "300")
+    assert piped.returncode == 0 and "bootstrap" not in piped.stderr
+    assert piped.stderr.count("\n") == 1
+    done, drawn = _on_a_terminal("tables", str(run), "--table", "4", "--bootstrap", "300")
     assert done.returncode == 0
-    drawn = b"".join(seen)
     assert b"bootstrap table 4: Shapley shares, E1 pooled" in drawn and b"300/300" in drawn
     assert done.stdout.decode() == piped.stdout
+
+
+def test_tables_bootstrapped_on_a_terminal_beside_a_helper_are_the_piped_ones(run: Path) -> None:
+    """Several tables with a bar on a real pseudo-terminal: built beside a forked helper that
+    inherited the bar (the bar runs no thread), they are the tables a pipe gets, and the
+    bar shows Table 4's bootstrap whichever process took it."""
+    args = ("tables", str(run), "--table", "3", "--table", "4", "--table", "5", "--bootstrap",
+            "200")
+    piped = limbo(*args)
+    assert piped.returncode == 0, piped.stderr
+    done, drawn = _on_a_terminal(*args)
+    assert done.returncode == 0
+    assert done.stdout.decode() == piped.stdout
+    assert b"bootstrap table 4: Shapley shares, E1 pooled" in drawn and b"200/200" in drawn
+    assert b"Traceback" not in drawn
 
 
 @pytest.mark.parametrize("args,message", [

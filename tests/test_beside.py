@@ -220,8 +220,8 @@ def test_in_turns_works_every_item_once_in_order(tmp_path: Path) -> None:
 def test_a_bootstrap_bar_on_a_terminal_leaves_the_tables_two_cores(tmp_path: Path,
                                                                     monkeypatch) -> None:
     """``--bootstrap`` on a terminal draws its bar without a thread of its own, so the tables
-    are still built beside a helper; the bar shows what this process reports, and the helper,
-    which inherits the bar, draws nothing on the terminal."""
+    are still built beside a helper; the helper, which inherits the bar, draws what it
+    reports there too, and each report is drawn whole."""
     import argparse
     import io
     import sys
@@ -234,7 +234,7 @@ def test_a_bootstrap_bar_on_a_terminal_leaves_the_tables_two_cores(tmp_path: Pat
 
     screen = tmp_path / "screen"
     monkeypatch.setattr(sys, "stderr", Terminal(screen.open("wb"), write_through=True))
-    trace, parent = tmp_path / "worked", os.getpid()
+    trace = tmp_path / "worked"
     with uncertainty(argparse.Namespace(cluster="world", bootstrap=100)) as u:
         assert u.report is not None and can_fork()
         report = u.report
@@ -251,4 +251,4 @@ def test_a_bootstrap_bar_on_a_terminal_leaves_the_tables_two_cores(tmp_path: Pat
     assert len({pid for _, pid in worked}) == (2 if beside.cores() >= 2 else 1)
     drawn = screen.read_text(errors="replace")
     for item, pid in worked:
-        assert (f"item {item} in {pid}" in drawn) == (pid == str(parent)), (item, pid)
+        assert f"item {item} in {pid}" in drawn, (item, pid)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gc
-import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -93,29 +92,32 @@ def uncertainty(args: argparse.Namespace) -> Iterator[Uncertainty]:
     """The unit and bootstrap the options chose; with a bootstrap on a terminal, a progress
     bar on stderr while the block runs (nothing into a pipe or a file).
 
-    The bar is redrawn as this process reports, at most :data:`STEPS` times per table, not by
+    The bar is redrawn as the bootstrap reports, at most :data:`STEPS` times per table, not by
     rich's refresh thread: a process with a second thread cannot fork safely, and the tables
-    are built beside a forked helper (:func:`~limbo.base.beside.in_turns`). The bar shows this
-    process's tables; the helper, which inherits it, draws nothing."""
+    are built beside a forked helper (:func:`~limbo.base.beside.in_turns`). The helper inherits
+    the bar and redraws it too, for the tables it takes: the one line shows whichever process
+    reported last, and a lock the two share keeps their redraws from interleaving."""
     from limbo.analysis.uncertainty import Uncertainty
 
     if not args.bootstrap or not sys.stderr.isatty():
         yield Uncertainty(args.cluster, args.bootstrap)
         return
+    import multiprocessing
+
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     with Progress(TextColumn("bootstrap {task.description}"), BarColumn(), MofNCompleteColumn(),
                   console=Console(stderr=True), transient=True, auto_refresh=False) as bar:
-        task, owner, shown = bar.add_task("", total=args.bootstrap), os.getpid(), [("", -1)]
+        task, shown = bar.add_task("", total=args.bootstrap), [("", -1)]
+        drawing = multiprocessing.Lock()
 
         def report(what: str, done: int, total: int) -> None:
-            if os.getpid() != owner:
-                return
             bar.update(task, description=what, completed=done, total=total)
             if (step := (what, done * STEPS // max(total, 1))) != shown[0]:
                 shown[0] = step
-                bar.refresh()
+                with drawing:
+                    bar.refresh()
 
         yield Uncertainty(args.cluster, args.bootstrap, report)
 
