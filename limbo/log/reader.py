@@ -26,7 +26,7 @@ import math
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, cast, get_args
+from typing import TYPE_CHECKING, Any, cast, get_args
 
 import msgspec
 
@@ -37,15 +37,11 @@ from limbo.log.lines import Line as Line
 from limbo.log.lines import Offsets as Offsets
 from limbo.log.lines import lines as lines
 from limbo.log.lines import open_bytes as open_bytes
-from limbo.log.records import (
-    EPISODE_ID,
-    EVENT_TYPES,
-    SCHEMA,
-    SCHEMA_PREFIX,
-    TERMINATIONS,
-    EpisodeRecord,
-    Version,
-)
+from limbo.log.versions import EPISODE_ID, SCHEMA, SCHEMA_PREFIX, Version
+from limbo.sim.kinds import EVENT_TYPES, TERMINATIONS
+
+if TYPE_CHECKING:  # the record's pydantic edge is imported only to validate (``validate``)
+    from limbo.log.records import EpisodeRecord
 
 READABLE: tuple[str, ...] = get_args(Version)
 """The record versions this LIMBO reads: the one list every reader refers to."""
@@ -129,7 +125,7 @@ def _judged(record: Any) -> EpisodeRecord | Skip:
     if version is not None:
         return Skip(UNKNOWN, f"episode {episode}: {version}")
     problem = closed_set_problem(record)
-    return Skip(INVALID, problem) if problem is not None else cast(EpisodeRecord, record)
+    return Skip(INVALID, problem) if problem is not None else cast("EpisodeRecord", record)
 
 
 SHALLOW = 400
@@ -273,7 +269,7 @@ def record_of(text: str) -> EpisodeRecord:
     """The whole record of a line the analysis loaded (judged at load by its cell and outcome);
     a :class:`RecordError` if the rest of the line is not strict JSON."""
     try:
-        return cast(EpisodeRecord, _DECODER.decode(text))
+        return cast("EpisodeRecord", _DECODER.decode(text))
     except (ValueError, RecursionError) as exc:
         raise RecordError(f"the record is {_unparseable(exc).reason}") from None
 
@@ -330,4 +326,4 @@ def validate(record: Any, where: str = "the record") -> EpisodeRecord:
         at = ".".join(str(p) for p in first["loc"])
         raise RecordError(f"{where} is not a valid {SCHEMA} record: {at}: {first['msg']} "
                           f"({exc.error_count()} problem(s))") from None
-    return cast(EpisodeRecord, record)
+    return cast("EpisodeRecord", record)

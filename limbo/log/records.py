@@ -17,7 +17,9 @@ The record holds them as dicts, and :class:`As` checks each against its model at
 
 A record is one JSON object per line of ``episodes*.jsonl``; :mod:`limbo.log.reader` is the one
 module that reads them, and holds the versions this LIMBO reads. Version policy: :data:`SCHEMA`
-names the shape (``limbo.episode/N``); any change of the JSON shape bumps ``N``.
+names the shape (``limbo.episode/N``); any change of the JSON shape bumps ``N``
+(:mod:`limbo.log.versions` holds the versions and the id pattern, and
+:mod:`limbo.sim.kinds` the closed sets, for readers that need no model).
 """
 
 from __future__ import annotations
@@ -30,6 +32,11 @@ from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler, TypeAda
 from pydantic_core import core_schema
 from typing_extensions import TypedDict
 
+from limbo.log.versions import EPISODE_ID as EPISODE_ID
+from limbo.log.versions import REPLICATE_SCHEMA as REPLICATE_SCHEMA
+from limbo.log.versions import SCHEMA as SCHEMA
+from limbo.log.versions import SCHEMA_PREFIX as SCHEMA_PREFIX
+from limbo.log.versions import Version as Version
 from limbo.sim.cell import CellFields
 from limbo.sim.config import Limits, Timing
 
@@ -38,13 +45,6 @@ from limbo.sim.events import EVENT_TYPES as EVENT_TYPES
 from limbo.sim.events import TERMINATIONS as TERMINATIONS
 from limbo.sim.events import Attempt, Event, Report, Termination
 from limbo.sim.service import Contract
-
-SCHEMA_PREFIX = "limbo.episode/"
-Version = Literal["limbo.episode/1", "limbo.episode/2"]
-"""The versions of the record shape that this LIMBO writes (add one with any change of
-shape): ``/2`` is ``/1`` with ``cell.replicate`` (≥ 1), written only for the extra samples of
-``limbo run --repeats``; every other record is ``/1``, byte for byte as before repeats."""
-EPISODE_ID = r"^[A-Za-z0-9_.:-]{1,200}$"
 
 _WRITTEN = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False,
                       use_attribute_docstrings=True,
@@ -259,9 +259,6 @@ class EpisodeRecord(TypedDict):
 EDGE: TypeAdapter[EpisodeRecord] = TypeAdapter(EpisodeRecord)
 """The record's edge: checks a stored record's whole shape, and generates its JSON Schema."""
 _HINTS = get_type_hints(EpisodeRecord)
-SCHEMA: Version = get_args(Version)[0]
-REPLICATE_SCHEMA: Version = get_args(Version)[1]
-"""The version of a record whose cell carries a replicate index (≥ 1)."""
 RECORD_FIELDS: tuple[str, ...] = tuple(_HINTS)
 """The record's keys, in the order they are written (the analysis loader finds ``cell`` and
 ``outcome`` by offset, so the order is part of the shape)."""

@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from limbo.log.records import EVENT_TYPES, TERMINATIONS
+from limbo.sim.kinds import EVENT_TYPES, TERMINATIONS
 
 _Termination = Literal[tuple(TERMINATIONS)]  # type: ignore[valid-type]
 _EventType = Literal[tuple(sorted(EVENT_TYPES))]  # type: ignore[valid-type]

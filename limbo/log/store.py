@@ -34,15 +34,17 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from limbo.base.errors import UsageError
 from limbo.log.errored import ERROR_TERMINATIONS, TIMEOUT
 from limbo.log.quick import Glance, glance, tallied_line
 from limbo.log.rated import rated
 from limbo.log.reader import UNKNOWN, RecordError, Skip, decode, lines, validate
-from limbo.log.records import EpisodeRecord
 from limbo.log.spread import judged
+
+if TYPE_CHECKING:
+    from limbo.log.records import EpisodeRecord
 
 EPISODES_GLOB = "episodes*.jsonl"
 QUARANTINE = "quarantine.jsonl"

@@ -13,9 +13,12 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from limbo.base.hashing import digest
-from limbo.sim.cell import Cell
+
+if TYPE_CHECKING:  # ``limbo status`` takes ``in_shard`` without the cell's pydantic model
+    from limbo.sim.cell import Cell
 
 _MOD = 2**128
 

@@ -24,14 +24,26 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from limbo.base.errors import InfraError
 
-Termination = Literal["finished", "turn_limit", "time_limit", "tool_limit", "model_error",
-                      "infra_error", "timeout"]
-"""Why an episode ended. ``finished``: the agent finished (or stopped calling tools);
-``*_limit``: a cap of the cell's limits; ``model_error``: the provider failed after retries;
-``infra_error``: a bug or broken invariant in the sandbox, an adapter or a harness;
-``timeout``: the episode ran past its wall-clock limit."""
-
-TERMINATIONS: tuple[str, ...] = get_args(Termination)
+# The closed sets, handed on: what the models below and their readers check against.
+from limbo.sim.kinds import EVENT_TYPES as EVENT_TYPES
+from limbo.sim.kinds import TERMINATIONS as TERMINATIONS
+from limbo.sim.kinds import VISIBLE_TYPES as VISIBLE_TYPES
+from limbo.sim.kinds import (
+    ArrivalType,
+    CallType,
+    ClockType,
+    CommitType,
+    ConditionType,
+    FaultType,
+    FinishType,
+    GuardType,
+    LaggedReadType,
+    LimitType,
+    ReplayType,
+    ResultType,
+    TurnType,
+)
+from limbo.sim.kinds import Termination as Termination
 
 Attempt = Annotated[str, Field(pattern=r"^(original|redelivered|reissue-[1-9][0-9]*"
                                        r"|scaffold_retry-[1-9][0-9]*)$")]
@@ -50,7 +62,7 @@ class _Event(BaseModel):
 class Turn(_Event):
     """A model turn: what it said and which tools it called."""
 
-    type: Literal["turn"]
+    type: TurnType
     n: int = Field(ge=1)
     text: str | None
     tools: list[str]
@@ -59,7 +71,7 @@ class Turn(_Event):
 class Call(_Event):
     """A tool call as the agent issued it (huge arguments summarised)."""
 
-    type: Literal["call"]
+    type: CallType
     id: str
     tool: str
     args: Any
@@ -68,7 +80,7 @@ class Call(_Event):
 class ResultEvent(_Event):
     """The tool result the agent received (:mod:`limbo.sim.results`)."""
 
-    type: Literal["result"]
+    type: ResultType
     id: str
     tool: str
     result: dict[str, Any]
@@ -87,7 +99,7 @@ class Report(BaseModel):
 class Finish(_Event):
     """The agent's final report."""
 
-    type: Literal["finish"]
+    type: FinishType
     id: str
     report: Report
 
@@ -95,7 +107,7 @@ class Finish(_Event):
 class FaultEvent(_Event):
     """A fault fired on the focal write, with what it will do (mode-specific ``detail``)."""
 
-    type: Literal["fault"]
+    type: FaultType
     mode: str
     request_id: str
     detail: dict[str, Any]
@@ -104,7 +116,7 @@ class FaultEvent(_Event):
 class Commit(_Event):
     """An effect committed (``seq`` indexes the ledger)."""
 
-    type: Literal["commit"]
+    type: CommitType
     seq: int = Field(ge=0)
     tool: str
     request_id: str
@@ -115,7 +127,7 @@ class Commit(_Event):
 class Arrival(_Event):
     """A delayed or redelivered request reached its service, and what it did there."""
 
-    type: Literal["arrival"]
+    type: ArrivalType
     request_id: str
     attempt: Attempt
     tool: str
@@ -125,7 +137,7 @@ class Arrival(_Event):
 class Replay(_Event):
     """An idempotency key answered a request without acting."""
 
-    type: Literal["replay"]
+    type: ReplayType
     request_id: str
     attempt: Attempt
     key: str
@@ -134,7 +146,7 @@ class Replay(_Event):
 class LaggedRead(_Event):
     """A lagging or stale read could not see effects that had committed (ledger ``seq``s)."""
 
-    type: Literal["lagged_read"]
+    type: LaggedReadType
     tool: str
     request_id: str
     horizon: float
@@ -148,7 +160,7 @@ class ConditionEvent(_Event):
 
     model_config = ConfigDict(extra="allow")
 
-    type: Literal["condition"]
+    type: ConditionType
     name: str
     action: str
 
@@ -156,7 +168,7 @@ class ConditionEvent(_Event):
 class GuardEvent(_Event):
     """A guard decision: which of its steps decided what, for whom."""
 
-    type: Literal["guard"]
+    type: GuardType
     step: int
     action: str
     caller: str
@@ -168,7 +180,7 @@ class GuardEvent(_Event):
 class Clock(_Event):
     """The clock advanced for the agent's ``wait`` or for settling after the episode."""
 
-    type: Literal["clock"]
+    type: ClockType
     reason: Literal["wait", "settle"]
     seconds: float = Field(ge=0)
 
@@ -176,7 +188,7 @@ class Clock(_Event):
 class Limit(_Event):
     """Something other than the agent's ``finish`` ended the episode."""
 
-    type: Literal["limit"]
+    type: LimitType
     reason: Termination
 
 
@@ -196,8 +208,6 @@ def _type_of(model: type[_Event]) -> str:
 
 
 BY_TYPE: dict[str, type[_Event]] = {_type_of(m): m for m in EVENT_MODELS}
-EVENT_TYPES = frozenset(BY_TYPE)
-VISIBLE_TYPES = frozenset({"turn", "call", "result", "finish"})
 
 
 def _names(model: type[_Event]) -> tuple[frozenset[str], frozenset[str] | None]:
