@@ -157,6 +157,33 @@ def test_a_429_storm_slows_both_workers_through_one_limiter(tmp_path: Path) -> N
     assert answered + refused - 8 <= limits["calls"] <= answered + refused
 
 
+def test_precision_rounds_on_workers_keep_one_limiter_through_every_round(tmp_path: Path) -> None:
+    """``--precision`` runs round after round on the same two workers, against an endpoint
+    that takes one call at a time: every round's calls lease their slots and report their
+    ``429``s to the one limiter. (A worker's limiter client was stranded on the first round's
+    event loop: the next round that needed a slot or saw a refusal waited forever.)"""
+    from support.paced import Pace, serve_in_thread
+
+    out = tmp_path / "run"
+    with serve_in_thread(Pace(latency_s=0.02, max_in_flight=1, retry_after_s=0.05)) as server:
+        spec = f"openai/paced?api=chat&base_url={server.url}/v1"
+        done = subprocess.run(
+            [LIMBO, "run", str(ROOT / "examples" / "precision.toml"), "--model", spec,
+             "--instances", "12", "--precision", "dup:0.12", "--workers", "2",
+             "--concurrency", "4", "--out", str(out), "--no-cache", "--quiet"],
+            capture_output=True, text=True, timeout=300)
+        answered, refused = server.counts.answered, server.counts.refused
+    assert done.returncode == 0, done.stderr[-2000:]
+    got = records(out)
+    assert [r["outcome"]["termination"] for r in got] == ["finished"] * 24
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["precision"]["arms"][0]["worlds"] == 12  # twelve rounds of one world
+    (limits,) = manifest["limiter"].values()
+    assert answered == 48 and refused > 0 and limits["workers"] == 2
+    assert limits["refused"] == refused  # every round's 429s, whichever worker got them
+    assert answered + refused - 8 <= limits["calls"] <= answered + refused
+
+
 def test_a_worker_opens_one_connection_to_the_limiter_host_however_many_calls_start_at_once(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """The first calls of a worker's episodes start together; they must share one connection,

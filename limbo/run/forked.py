@@ -39,15 +39,7 @@ from limbo.run.budget import Budget, SharedBudget
 from limbo.run.context import Item, RunContext, Settings, Sink
 from limbo.run.leases import LeasedLimiter
 from limbo.run.limiter_host import LimiterHost, SocketHost
-from limbo.run.local import (
-    CHUNK,
-    HOLD_S,
-    InProcess,
-    RunAborted,
-    encoded,
-    freeze_heap,
-    stream,
-)
+from limbo.run.local import CHUNK, HOLD_S, InProcess, RunAborted, encoded, freeze_heap, stream
 from limbo.run.summary import tallied
 from limbo.sim.cell import Cell
 
@@ -233,16 +225,17 @@ def _worker(conn: Connection, given: _Given, siblings: list[Connection],
         outbox.add((encoded(record, cell, scrub), *tallied(record)))
 
     try:
-        while True:  # a run of the pass, then the next when the parent says "again"
-            pulled = _pull(conn, outbox)
-            mine = pulled if given.halt is None else _until_halted(pulled, given.halt)
-            asyncio.run(stream(mine, given.settings, sink, given.budget))
-            outbox.flush()
-            for _cell in pulled:  # refused by the budget, or halted: no more cells come
-                pass
-            conn.send(("done",))
-            if conn.recv() != "again":
-                break
+        with asyncio.Runner() as loop:  # one for the worker's life (see _heard)
+            while True:  # a run of the pass, then the next when the parent says "again"
+                pulled = _pull(conn, outbox)
+                mine = pulled if given.halt is None else _until_halted(pulled, given.halt)
+                loop.run(stream(mine, given.settings, sink, given.budget))
+                outbox.flush()
+                for _cell in pulled:  # refused by the budget, or halted: no more cells come
+                    pass
+                conn.send(("done",))
+                if loop.run(_heard(conn)) != "again":
+                    break
     except (BrokenPipeError, EOFError, ConnectionResetError):
         pass  # the parent is gone: nothing to report to
     except UsageError as exc:
@@ -254,6 +247,21 @@ def _worker(conn: Connection, given: _Given, siblings: list[Connection],
     finally:
         sys.stdout.flush()
         os._exit(0)
+
+
+async def _heard(conn: Connection) -> Any:
+    """The parent's next word, awaited on the worker's one loop: the shared limiter's client
+    lives on it (its connection to the keeper, the timers that report outcomes and give back
+    idle slots). A loop per run stranded them, and the next ``--precision`` round that needed
+    a slot or saw a ``429`` waited forever; a loop stopped between runs would keep idle slots
+    from the other workers."""
+    loop, readable = asyncio.get_running_loop(), asyncio.Event()
+    loop.add_reader(conn.fileno(), readable.set)
+    try:
+        await readable.wait()
+    finally:
+        loop.remove_reader(conn.fileno())
+    return conn.recv()
 
 
 def _send(conn: Connection, message: tuple[Any, ...]) -> None:
