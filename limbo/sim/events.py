@@ -1,11 +1,12 @@
 """The typed event log of one episode.
 
 Every event is a flat JSON object with the sim time ``t`` and a ``type``; each type is one
-pydantic model below, and :data:`Event` is their discriminated union — the closed set of event
-types is the set of these models. Agent-visible events (``turn``, ``call``, ``result``,
-``finish``) and hidden ones (``fault``, ``commit``, ``arrival``, ``replay``, ``lagged_read``,
-``condition``, ``guard``, ``clock``, ``limit``) share one ordered list, so a timeline can show
-both sides at once.
+pydantic model below, and :data:`Event` is their discriminated union. The closed set of event
+types is named in :mod:`limbo.sim.kinds` (each model's ``type`` is its name there), where a
+reader of records finds it without importing these models. Agent-visible events (``turn``,
+``call``, ``result``, ``finish``) and hidden ones (``fault``, ``commit``, ``arrival``,
+``replay``, ``lagged_read``, ``condition``, ``guard``, ``clock``, ``limit``) share one ordered
+list, so a timeline can show both sides at once.
 
 Why the log still stores plain dicts: an episode emits dozens of events and a grid tens of
 thousands of episodes, so building a model per event would tax every episode. :meth:`EventLog.emit`
