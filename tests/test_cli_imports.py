@@ -64,3 +64,33 @@ def test_a_mistyped_command_is_one_line_naming_the_choices() -> None:
                           timeout=60)
     assert done.returncode == 2 and done.stderr.count("\n") == 1
     assert "invalid choice: 'stauts'" in done.stderr and "status" in done.stderr
+
+
+def test_a_run_builds_no_validator_it_never_uses(tmp_path: Path) -> None:
+    """``limbo run`` writes records and events as plain dicts and plays the built-in world: the
+    record's edge, the event models and the world-file models are built on first use (a reader,
+    ``limbo schema``, a world file), not on import — their building was a sixth of the paper
+    grid's start-up. The same process then still reads a record against the whole shape."""
+    code = f"""
+import json, sys
+from limbo.cli import main
+assert main(["run", "--template", "charge_invoice", "--model", "policy/verify", "--fault",
+             "timeout_post", "--out", {str(tmp_path / "run")!r}, "--quiet"]) == 0
+from limbo.log import records
+from limbo.sim import events
+from limbo.sim.worldfile import format
+built = {{"edge": type(records.EDGE.core_schema).__name__ != "MockCoreSchema",
+          "events": [m.__name__ for m in events.EVENT_MODELS if m.__pydantic_complete__],
+          "world file": [m.__name__ for m in vars(format).values() if isinstance(m, type)
+                         and issubclass(m, format._WorldModel) and m.__pydantic_complete__]}}
+from limbo.log.reader import validate
+first = json.loads(open({str(tmp_path / "run" / "episodes.jsonl")!r}).readline())
+validate(first)
+print(json.dumps(built), type(records.EDGE.core_schema).__name__)
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    built, after = done.stdout.strip().splitlines()[-1].rsplit(" ", 1)
+    assert json.loads(built) == {"edge": False, "events": [], "world file": []}
+    assert after != "MockCoreSchema"  # built on first use, and used

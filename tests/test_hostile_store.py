@@ -350,3 +350,12 @@ def test_replay_of_a_directory_without_records(capsys, tmp_path: Path) -> None:
     assert result.code == 1, result.err  # every cell errored
     terminations = {r["outcome"]["termination"] for r in records(out)}
     assert terminations == {"model_error"}
+
+
+def test_status_of_a_manifest_limbo_did_not_write_names_what_it_does_not_say(
+        capsys, done: Path) -> None:
+    (done / "manifest.json").write_text("{}")
+    status = cli(capsys, "status", str(done))
+    assert status.code == 1 and "None" not in status.out
+    assert "whole grid: 48 of ? done; last pass unknown (manifest.json does not say)" in status.out
+    assert "no manifest says how many cells the grid has" in status.out

@@ -182,7 +182,9 @@ def _lines(info: dict[str, Any]) -> list[str]:
             continue
         what = f"shard {p['shard']}" if p["shard"] else "whole grid"
         reason = f" ({p['stop_reason']})" if p["stop_reason"] else ""
-        out.append(f"{what}: {p['done']} of {p['cells']} done; last pass {p['status']}{reason}")
+        cells = "?" if p["cells"] is None else p["cells"]  # a manifest LIMBO did not finish
+        last = p["status"] or f"unknown ({p['manifest']} does not say)"
+        out.append(f"{what}: {p['done']} of {cells} done; last pass {last}{reason}")
         if p.get("spent") is not None:
             out.append(f"  {spend_line(p['forecast'], p['spent'])}")
     return out

@@ -48,10 +48,11 @@ from limbo.sim.service import Contract
 
 _WRITTEN = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False,
                       use_attribute_docstrings=True,
-                      json_schema_serialization_defaults_required=True)
+                      json_schema_serialization_defaults_required=True, defer_build=True)
 """Every part here describes what is written: no unknown fields, no NaN, no coercion (a
 ``"yes"`` is not a ``true``), and every field required in the schema (a writer always writes
-each one)."""
+each one). Built on first use: a run writes records as plain dicts and never validates one,
+so its start-up does not build the record's validators (readers and ``limbo schema`` do)."""
 
 
 class As:

@@ -53,8 +53,11 @@ or a copy the transport redelivered."""
 
 
 class _Event(BaseModel):
+    """Built on first use (``defer_build``): the log checks field names only (below), so an
+    episode never validates an event; readers of records and the JSON Schema build them."""
+
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False,
-                              use_attribute_docstrings=True)
+                              use_attribute_docstrings=True, defer_build=True)
 
     t: float = Field(ge=0)
     """Sim time in seconds."""

@@ -40,10 +40,11 @@ ItemType = Literal["string", "integer", "number", "boolean", "object"]
 
 class _WorldModel(BaseModel):
     """Strict, as a tool's arguments are: ``proxy = "yes"`` or ``min = "1"`` is a mistake to
-    name, not a value to guess (lax parsing reads ``"no"`` as false and ``"yes"`` as true)."""
+    name, not a value to guess (lax parsing reads ``"no"`` as false and ``"yes"`` as true).
+    Built on first use: a run of the built-in world never reads a world file."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True,
-                              allow_inf_nan=False, strict=True)
+                              allow_inf_nan=False, strict=True, defer_build=True)
 
 
 class Arg(_WorldModel):
