@@ -86,6 +86,22 @@ def _records(run_dir: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (run_dir / "episodes.jsonl").read_text().splitlines()]
 
 
+def test_every_kind_is_found_from_one_read_of_the_installed_metadata(site: Path) -> None:
+    """Each read of the entry points opens every installed distribution's metadata: a process
+    reads them once, and finds the plugin's additions to every kind from that one read."""
+    code = ("from limbo.base import registry\n"
+            "calls = []\n"
+            "real = registry.entry_points\n"
+            "registry.entry_points = lambda *a, **k: calls.append(k) or real(*a, **k)\n"
+            "found = {kind: sorted(registry.entries(kind)) for kind in registry.KINDS}\n"
+            "print(len(calls), found['fault'], found['condition'], found['harness'])\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(site)}, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith("1 [")
+    assert all(NAMES[kind] in done.stdout for kind in ("faults", "conditions", "harnesses"))
+
+
 def test_a_grid_over_the_plugin_runs_and_grades(site: Path, tmp_path: Path) -> None:
     (tmp_path / "demo.toml").write_text(GRID)
     ran = limbo(site, "run", "demo.toml", "--out", "out", "--quiet", cwd=tmp_path)
