@@ -182,7 +182,7 @@ def _lines(info: dict[str, Any]) -> list[str]:
             continue
         what = f"shard {p['shard']}" if p["shard"] else "whole grid"
         reason = f" ({p['stop_reason']})" if p["stop_reason"] else ""
-        cells = "?" if p["cells"] is None else p["cells"]  # a manifest LIMBO did not finish
+        cells = "?" if p["cells"] is None else p["cells"]  # a manifest LIMBO did not write
         last = p["status"] or f"unknown ({p['manifest']} does not say)"
         out.append(f"{what}: {p['done']} of {cells} done; last pass {last}{reason}")
         if p.get("spent") is not None:
