@@ -88,7 +88,7 @@ def _records(run_dir: Path) -> list[dict[str, Any]]:
 
 def test_every_kind_is_found_from_one_read_of_the_installed_metadata(site: Path) -> None:
     """Each read of the entry points opens every installed distribution's metadata: a process
-    reads them once, and finds the plugin's additions to every kind from that one read."""
+    reads them once for every kind, and finds the plugin's fault, condition and harness in it."""
     code = ("from limbo.base import registry\n"
             "calls = []\n"
             "real = registry.entry_points\n"
